@@ -1,0 +1,29 @@
+package store
+
+import "context"
+
+// FetchOptions bound a [Store.FetchEvents] call.
+type FetchOptions struct {
+	// AfterSeq returns only events with runSeq > AfterSeq (0: from the start).
+	AfterSeq int64
+	// Limit caps the number of events (0: the implementation's default).
+	Limit int
+}
+
+// Store is the Append Authority contract (IRunStateStore v2 section 2).
+// Implementations are safe for concurrent use.
+type Store interface {
+	// AppendEvent validates and persists w, assigning runSeq and
+	// persistedAt. A duplicate (runId, idempotencyKey) returns the existing
+	// metadata with Idempotent set and no new row.
+	AppendEvent(ctx context.Context, w RunEventWrite) (AppendResult, error)
+	// FetchEvents returns a run's events in runSeq order.
+	FetchEvents(ctx context.Context, runID string, opts FetchOptions) ([]RunEventRecord, error)
+	// GetSnapshot returns the latest stored snapshot of a run, or an error
+	// matching ErrNotFound when there is none.
+	GetSnapshot(ctx context.Context, runID string) (RunSnapshot, error)
+	// ProjectSnapshot reduces the stored snapshot plus the events after it
+	// (FULL when there is no snapshot) into the run's current state. It
+	// answers ErrNotFound for a run with no events.
+	ProjectSnapshot(ctx context.Context, runID string) (RunSnapshot, error)
+}
