@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# make test: start the real servers, check formatting and vet, then run every
+# test with -race against them. Missing servers fail (RUNSTREAM_TEST_REQUIRE=1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+eval "$(scripts/up.sh)"
+export RUNSTREAM_TEST_POSTGRES_URL="${RUNSTREAM_TEST_POSTGRES_URL:-$RUNSTREAM_POSTGRES_URL}"
+export RUNSTREAM_TEST_REDIS_URL="${RUNSTREAM_TEST_REDIS_URL:-$RUNSTREAM_REDIS_URL}"
+export RUNSTREAM_TEST_REQUIRE=1
+if [ ! -d ../shared/peer ]; then
+  echo "test: ../shared/peer (interop data) is missing beside the checkout" >&2
+  exit 1
+fi
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "test: gofmt would change:" >&2; echo "$unformatted" >&2; exit 1
+fi
+go vet ./...
+go test -race -count=1 -timeout 15m ./...

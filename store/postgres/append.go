@@ -1,0 +1,197 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/runstream/runstream/store"
+)
+
+const appendSQL = `SELECT o_status, o_event_id::text, o_run_seq, o_persisted_at, o_differs
+FROM runstream_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::json, $15)`
+
+// Statuses returned by runstream_append (migrations/0001).
+const (
+	statusInserted       = 0
+	statusDuplicate      = 1
+	statusTenantMismatch = 2
+)
+
+func appendArgs(w *store.RunEventWrite) []any {
+	var step, payload any
+	if w.StepID != "" {
+		step = w.StepID
+	}
+	if len(w.Payload) > 0 {
+		payload = string(w.Payload)
+	}
+	return []any{w.RunID, w.TenantID, w.ProjectID, w.EnvironmentID, w.PlanID, w.PlanVersion,
+		w.EventID, w.EventType, w.IdempotencyKey, step, int32(w.EngineAttemptID),
+		int32(w.LogicalAttemptID), w.EmittedAt, payload, ShardOf(w.RunID)}
+}
+
+// scanAppend reads one runstream_append row into an AppendResult.
+func (s *Store) scanAppend(row pgx.Row) (store.AppendResult, error) {
+	var (
+		status    int16
+		eventID   *string
+		runSeq    *int64
+		persisted *time.Time
+		differs   *bool
+	)
+	if err := row.Scan(&status, &eventID, &runSeq, &persisted, &differs); err != nil {
+		return store.AppendResult{}, err
+	}
+	switch status {
+	case statusTenantMismatch:
+		s.metrics.appends.WithLabelValues("rejected").Inc()
+		return store.AppendResult{}, errTenant
+	case statusInserted, statusDuplicate:
+	default:
+		return store.AppendResult{}, fmt.Errorf("runstream_append returned unknown status %d", status)
+	}
+	if eventID == nil || runSeq == nil || persisted == nil {
+		return store.AppendResult{}, errors.New("runstream_append returned no metadata")
+	}
+	res := store.AppendResult{
+		EventID:     *eventID,
+		RunSeq:      *runSeq,
+		PersistedAt: store.FormatPersistedAt(*persisted),
+		Idempotent:  status == statusDuplicate,
+		Persisted:   status == statusInserted,
+	}
+	switch {
+	case res.Persisted:
+		s.metrics.appends.WithLabelValues("inserted").Inc()
+	case differs != nil && *differs:
+		s.metrics.appends.WithLabelValues("duplicate_differs").Inc()
+	default:
+		s.metrics.appends.WithLabelValues("duplicate").Inc()
+	}
+	return res, nil
+}
+
+// AppendEvent validates w and appends it in one transaction: the run's
+// counter row is locked and bumped, the event row and its outbox row are
+// inserted, and the commit makes all three visible at once. A duplicate
+// (runId, idempotencyKey) returns the existing row's metadata with
+// Idempotent set (DESIGN.md 1.3), also under concurrent duplicates.
+func (s *Store) AppendEvent(ctx context.Context, w store.RunEventWrite) (store.AppendResult, error) {
+	if err := store.ValidateWrite(&w); err != nil {
+		s.metrics.appends.WithLabelValues("rejected").Inc()
+		return store.AppendResult{}, err
+	}
+	return s.AppendValidated(ctx, &w)
+}
+
+// AppendValidated appends w, which the caller has already validated with
+// store.DecodeWrite or store.ValidateWrite (the HTTP API does, to avoid
+// validating twice on the hot path).
+func (s *Store) AppendValidated(ctx context.Context, w *store.RunEventWrite) (store.AppendResult, error) {
+	start := time.Now()
+	res, err := s.scanAppend(s.pool.QueryRow(ctx, appendSQL, appendArgs(w)...))
+	s.metrics.appendTime.WithLabelValues("single").Observe(time.Since(start).Seconds())
+	if err != nil {
+		return store.AppendResult{}, classify(fmt.Errorf("appending event %s to run %q: %w", w.EventID, w.RunID, err))
+	}
+	return res, nil
+}
+
+// BatchResult is one item's outcome in [Store.AppendBatch]: a Result, or an
+// Err (a *store.Error for anything the caller can fix).
+type BatchResult struct {
+	Result store.AppendResult
+	Err    error
+}
+
+// AppendBatch validates and appends many events in one transaction and
+// returns one result per input, in input order. An invalid item gets its
+// own error and does not stop the others. Events of one run get runSeq in
+// input order. Rows are locked in runId order so concurrent batches cannot
+// deadlock on each other's counter rows.
+//
+// If the transaction fails as a whole (the server went away), every valid
+// item gets the same error; when one item makes the database fail (which
+// validation should prevent), the batch falls back to one transaction per
+// item so only that item fails.
+func (s *Store) AppendBatch(ctx context.Context, writes []store.RunEventWrite) []BatchResult {
+	out := make([]BatchResult, len(writes))
+	var valid []int
+	for i := range writes {
+		if err := store.ValidateWrite(&writes[i]); err != nil {
+			s.metrics.appends.WithLabelValues("rejected").Inc()
+			out[i].Err = err
+			continue
+		}
+		valid = append(valid, i)
+	}
+	s.appendValidatedBatch(ctx, writes, valid, out)
+	return out
+}
+
+// AppendValidatedBatch is AppendBatch for writes the caller already
+// validated; errs[i] non-nil marks an item that failed validation and is
+// skipped (its result carries that error).
+func (s *Store) AppendValidatedBatch(ctx context.Context, writes []store.RunEventWrite, errs []error) []BatchResult {
+	out := make([]BatchResult, len(writes))
+	var valid []int
+	for i := range writes {
+		if errs != nil && errs[i] != nil {
+			out[i].Err = errs[i]
+			continue
+		}
+		valid = append(valid, i)
+	}
+	s.appendValidatedBatch(ctx, writes, valid, out)
+	return out
+}
+
+func (s *Store) appendValidatedBatch(ctx context.Context, writes []store.RunEventWrite, valid []int, out []BatchResult) {
+	if len(valid) == 0 {
+		return
+	}
+	sort.SliceStable(valid, func(a, b int) bool { return writes[valid[a]].RunID < writes[valid[b]].RunID })
+	start := time.Now()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, i := range valid {
+			b.Queue(appendSQL, appendArgs(&writes[i])...)
+		}
+		br := tx.SendBatch(ctx, b)
+		for _, i := range valid {
+			res, err := s.scanAppend(br.QueryRow())
+			var se *store.Error
+			if errors.As(err, &se) {
+				out[i] = BatchResult{Err: err}
+				continue
+			}
+			if err != nil {
+				_ = br.Close()
+				return err
+			}
+			out[i] = BatchResult{Result: res}
+		}
+		return br.Close()
+	})
+	s.metrics.appendTime.WithLabelValues("batch").Observe(time.Since(start).Seconds())
+	if err == nil {
+		return
+	}
+	err = classify(fmt.Errorf("appending a batch of %d events: %w", len(valid), err))
+	if errors.Is(err, store.ErrUnavailable) || ctx.Err() != nil {
+		for _, i := range valid {
+			out[i] = BatchResult{Err: err}
+		}
+		return
+	}
+	s.log.Warn("batch append failed; retrying its items one transaction each", "err", err, "events", len(valid))
+	for _, i := range valid {
+		res, err := s.AppendValidated(ctx, &writes[i])
+		out[i] = BatchResult{Result: res, Err: err}
+	}
+}

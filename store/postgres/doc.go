@@ -1,0 +1,12 @@
+// Package postgres is runstream's Append Authority on PostgreSQL (pgx v5):
+// embedded versioned migrations, append (single and batch) with a per-run
+// locked counter so runSeq is contiguous, the transactional outbox row in the
+// same transaction, fetch, and snapshots (the run_snapshots checkpoint plus
+// projectSnapshot through the one reducer in projector/reduce).
+//
+// Metrics (registered on the Registerer in [Config]):
+//
+//	runstream_store_appends_total{result="inserted|duplicate|duplicate_differs|rejected"}
+//	runstream_store_append_seconds{mode="single|batch"}
+//	runstream_store_snapshot_checkpoints_total
+package postgres

@@ -1,0 +1,116 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/runstream/runstream/store"
+)
+
+// NumShards is the number of outbox shards. A run's outbox rows all carry
+// the shard [ShardOf] its runId, and each shard is published by one relay at
+// a time, which keeps per-run order with several relays. Changing it needs an
+// empty outbox.
+const NumShards = 64
+
+// ShardOf returns the outbox shard of a run (FNV-1a of the runId).
+func ShardOf(runID string) int {
+	h := fnv.New32a()
+	h.Write([]byte(runID))
+	return int(h.Sum32() % NumShards)
+}
+
+// Config configures a [Store]. The zero value is usable.
+type Config struct {
+	// SnapshotEvery checkpoints a run's reduced snapshot into run_snapshots
+	// when ProjectSnapshot reduced at least this many events past the last
+	// checkpoint. Zero means 64.
+	SnapshotEvery int
+	// DisableSnapshotCheckpoints makes ProjectSnapshot read-only.
+	DisableSnapshotCheckpoints bool
+	// Registerer receives the store's metrics; nil means none.
+	Registerer prometheus.Registerer
+	// Logger receives warnings; nil means discard.
+	Logger *slog.Logger
+}
+
+// Validate reports a configuration error.
+func (c Config) Validate() error {
+	if c.SnapshotEvery < 0 {
+		return fmt.Errorf("snapshot checkpoint interval must be >= 0 events, got %d", c.SnapshotEvery)
+	}
+	return nil
+}
+
+// Store is the Append Authority on a pgx pool. It is safe for concurrent
+// use.
+type Store struct {
+	pool    *pgxpool.Pool
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns a Store on pool. It does not migrate; call [Migrate] first.
+func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.SnapshotEvery == 0 {
+		cfg.SnapshotEvery = 64
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{pool: pool, cfg: cfg, log: log.With("component", "store"), metrics: m}, nil
+}
+
+// Pool returns the store's pool (for readiness checks and the relay).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Ping checks that Postgres answers, for readiness.
+func (s *Store) Ping(ctx context.Context) error {
+	return classify(s.pool.Ping(ctx))
+}
+
+// Connect opens a pool on url with sane defaults for runstream and checks
+// that the server answers within ctx.
+func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the Postgres URL (RUNSTREAM_POSTGRES_URL): %w", err)
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("opening the Postgres pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connecting to Postgres at %s:%d: %w (is it running? scripts/up.sh starts one)", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+	}
+	return pool, nil
+}
+
+// errTenant is returned by append for a run owned by another tenant.
+var errTenant = &store.Error{Code: store.CodeForbidden, Field: "tenantId",
+	Message: "this runId belongs to another tenant; a run's events must all carry the tenantId of its first event"}
+
+// isNotFound reports whether err matches store.ErrNotFound.
+func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
