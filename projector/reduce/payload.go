@@ -1,0 +1,180 @@
+package reduce
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/runstream/runstream/store"
+)
+
+// payload is an event's payload read leniently: the top-level object's
+// fields, each still raw. A payload that is absent, null, not an object or
+// not valid JSON reads as empty, and a field of the wrong type reads as
+// absent. The store validates known types strictly, but the reducer also
+// replays history and records from the bus, so it trusts nothing
+// (DESIGN.md section 1.13: the store records, it does not judge).
+type payload map[string]json.RawMessage
+
+func parsePayload(raw json.RawMessage) payload {
+	if len(raw) == 0 {
+		return nil
+	}
+	var p payload
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil
+	}
+	return p
+}
+
+// str returns the field as a string when it is a non-empty JSON string. An
+// empty string counts as absent so that "x ?? y" falls through to y.
+func (p payload) str(key string) (string, bool) {
+	raw, ok := p[key]
+	if !ok {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil || s == "" {
+		return "", false
+	}
+	return s, true
+}
+
+// strOr returns the field as a string, or "" when it cannot be read.
+func (p payload) strOr(key string) string {
+	s, _ := p.str(key)
+	return s
+}
+
+func (p payload) boolOr(key string) bool {
+	raw, ok := p[key]
+	if !ok {
+		return false
+	}
+	var b bool
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return false
+	}
+	return b
+}
+
+// nonNegInt returns the field as an int64 when it is a JSON number >= 0,
+// truncating any fraction.
+func (p payload) nonNegInt(key string) (int64, bool) {
+	n, _, ok := nonNegNumber(p[key])
+	return n, ok
+}
+
+// nonNegNumber reads raw as a JSON number >= 0, truncated to int64; whole
+// reports that it had no fractional part. Numbers beyond int64 read as
+// absent rather than as whatever a float-to-int conversion would make of
+// them, and so does a string holding a number.
+func nonNegNumber(raw json.RawMessage) (n int64, whole, ok bool) {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 || raw[0] == '"' {
+		return 0, false, false
+	}
+	var num json.Number
+	if err := json.Unmarshal(raw, &num); err != nil {
+		return 0, false, false
+	}
+	if i, err := strconv.ParseInt(num.String(), 10, 64); err == nil {
+		return i, true, i >= 0
+	}
+	f, err := strconv.ParseFloat(num.String(), 64)
+	// 2^63 is exactly representable; anything at or above it overflows.
+	if err != nil || f < 0 || f >= math.Exp2(63) {
+		return 0, false, false
+	}
+	return int64(f), f == math.Trunc(f), true
+}
+
+// errorInfo reads the error fields RunEvents v1 section 4.3 recommends for
+// StepFailed and RunFailed. It never returns nil: a failure without details
+// is still a failure.
+func (p payload) errorInfo() *store.ErrorInfo {
+	return &store.ErrorInfo{
+		Code:      p.strOr("errorCode"),
+		Message:   p.strOr("errorMessage"),
+		Retryable: p.boolOr("retryable"),
+		Category:  p.strOr("failureCategory"),
+		Source:    p.strOr("failureSource"),
+	}
+}
+
+// artifacts reads payload.artifacts. ok is false when the field is absent
+// or not an array; entries without a string uri are skipped, since a
+// reference that points nowhere cannot be followed or deduplicated.
+func (p payload) artifacts() (refs []store.ArtifactRef, ok bool) {
+	raw, present := p["artifacts"]
+	if !present {
+		return nil, false
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil || items == nil {
+		return nil, false
+	}
+	refs = make([]store.ArtifactRef, 0, len(items))
+	for _, item := range items {
+		var f payload
+		if err := json.Unmarshal(item, &f); err != nil {
+			continue
+		}
+		uri, ok := f.str("uri")
+		if !ok {
+			continue
+		}
+		ref := store.ArtifactRef{
+			URI:       uri,
+			Kind:      f.strOr("kind"),
+			SHA256:    f.strOr("sha256"),
+			ExpiresAt: f.strOr("expiresAt"),
+		}
+		if raw, ok := f["sizeBytes"]; ok {
+			// sizeBytes is an integer in the contract: a fraction is
+			// unreadable rather than truncated.
+			if n, whole, ok := nonNegNumber(raw); ok && whole {
+				ref.SizeBytes = &n
+			}
+		}
+		refs = append(refs, ref)
+	}
+	return refs, true
+}
+
+// occurredAt is when the event happened at its source: payload
+// sourceOccurredAt when given (RunEvents v1 section 1: source time lives in
+// the payload), else the envelope's emittedAt.
+func occurredAt(p payload, ev *store.RunEventRecord) string {
+	if s, ok := p.str("sourceOccurredAt"); ok {
+		return s
+	}
+	return ev.EmittedAt
+}
+
+// elapsedMs returns end-start in whole milliseconds when both parse as RFC
+// 3339 and end is not before start. Clock skew between engine workers can
+// put a completion before its start; a negative duration is noise, not
+// data, so it is left out.
+func elapsedMs(start, end string) (*int64, bool) {
+	if start == "" || end == "" {
+		return nil, false
+	}
+	t0, err := time.Parse(time.RFC3339Nano, start)
+	if err != nil {
+		return nil, false
+	}
+	t1, err := time.Parse(time.RFC3339Nano, end)
+	if err != nil {
+		return nil, false
+	}
+	d := t1.Sub(t0)
+	if d < 0 {
+		return nil, false
+	}
+	ms := d.Milliseconds()
+	return &ms, true
+}
