@@ -1,0 +1,278 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/store"
+)
+
+// readBody reads the whole (size-limited) body, mapping an oversize body to
+// 413 PAYLOAD_TOO_LARGE.
+func (s *Server) readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return nil, &store.Error{Code: store.CodePayloadTooLarge,
+			Message: fmt.Sprintf("request body exceeds %d bytes (RUNSTREAM_MAX_BODY_BYTES); send fewer events per batch or a smaller payload", tooBig.Limit)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading request body: %w", err)
+	}
+	return b, nil
+}
+
+// checkTenant refuses a write for another tenant than the caller's.
+func checkTenant(r *http.Request, w *store.RunEventWrite) error {
+	tenant := tenantOf(r.Context())
+	if tenant == "" || w.TenantID == tenant {
+		return nil
+	}
+	return &store.Error{Code: store.CodeForbidden, Field: "tenantId",
+		Message: fmt.Sprintf("your credentials are for tenant %q; you cannot append events for tenant %q", tenant, w.TenantID)}
+}
+
+func (s *Server) decode(r *http.Request, raw []byte) (store.RunEventWrite, error) {
+	w, info, err := store.DecodeWrite(raw)
+	if err != nil {
+		return w, err
+	}
+	if len(info.UnknownFields) > 0 {
+		s.metrics.ignoredFields.Add(float64(len(info.UnknownFields)))
+		s.log.Debug("ignored unknown fields", "requestId", requestID(r.Context()), "fields", info.UnknownFields)
+	}
+	return w, checkTenant(r, &w)
+}
+
+// appendEvent: POST /v1/events.
+func (s *Server) appendEvent(w http.ResponseWriter, r *http.Request) error {
+	raw, err := s.readBody(r)
+	if err != nil {
+		return err
+	}
+	ev, err := s.decode(r, raw)
+	if err != nil {
+		return err
+	}
+	res, err := s.store.AppendValidated(r.Context(), &ev)
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if res.Idempotent {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, res)
+	return nil
+}
+
+type batchRequest struct {
+	Events []json.RawMessage `json:"events"`
+}
+
+// batchItem is one entry of a batch answer: an AppendResult, or an error.
+type batchItem struct {
+	*store.AppendResult
+	Error *errorDetail `json:"error,omitempty"`
+}
+
+// appendBatch: POST /v1/events:batch.
+func (s *Server) appendBatch(w http.ResponseWriter, r *http.Request) error {
+	raw, err := s.readBody(r)
+	if err != nil {
+		return err
+	}
+	var req batchRequest
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return &store.Error{Code: store.CodeSchemaValidationFailed, Message: "body must be a JSON object {\"events\": [RunEventWrite, ...]}: " + err.Error()}
+	}
+	if len(req.Events) == 0 {
+		return badRequest("events", `"events" must be a non-empty array of RunEventWrite objects`)
+	}
+	if len(req.Events) > s.cfg.MaxBatchEvents {
+		return badRequest("events", fmt.Sprintf("a batch holds at most %d events, got %d; split it", s.cfg.MaxBatchEvents, len(req.Events)))
+	}
+	writes := make([]store.RunEventWrite, len(req.Events))
+	errs := make([]error, len(req.Events))
+	for i, item := range req.Events {
+		writes[i], errs[i] = s.decode(r, item)
+		if errs[i] != nil {
+			var se *store.Error
+			if errors.As(errs[i], &se) && se.Field != "" {
+				// Say which item: events[3].runId.
+				c := *se
+				c.Field = fmt.Sprintf("events[%d].%s", i, se.Field)
+				errs[i] = &c
+			}
+		}
+	}
+	results := s.store.AppendValidatedBatch(r.Context(), writes, errs)
+	out := make([]batchItem, len(results))
+	for i, res := range results {
+		if res.Err != nil {
+			d, st := toDetail(res.Err)
+			if st >= 500 {
+				// Unavailable for all: answer the whole request as 503 so
+				// the producer retries the batch.
+				if errors.Is(res.Err, store.ErrUnavailable) {
+					return res.Err
+				}
+				s.log.Error("batch item failed", "requestId", requestID(r.Context()), "index", i, "err", res.Err)
+			}
+			out[i] = batchItem{Error: &d}
+			continue
+		}
+		out[i] = batchItem{AppendResult: &results[i].Result}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"results": out})
+	return nil
+}
+
+// runID reads and checks the {runId} path segment.
+func runID(r *http.Request) (string, error) {
+	id := r.PathValue("runId")
+	if id == "" || len(id) > 255 || strings.Contains(id, "|") {
+		return "", badRequest("runId", "runId must be 1-255 bytes without '|'")
+	}
+	return id, nil
+}
+
+// notFound is the answer for an unknown run and for another tenant's run
+// alike (DESIGN.md 1.11), so existence does not leak.
+func notFound(id string) error {
+	return &store.Error{Code: store.CodeNotFound, Field: "runId", Message: fmt.Sprintf("run %q not found", id)}
+}
+
+// authorizeRun answers NOT_FOUND unless the caller may read the run.
+func (s *Server) authorizeRun(r *http.Request, id string) error {
+	tenant := tenantOf(r.Context())
+	owner, err := s.store.RunTenant(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound(id)
+	}
+	if err != nil {
+		return err
+	}
+	if tenant != "" && owner != tenant {
+		return notFound(id)
+	}
+	return nil
+}
+
+func intParam(r *http.Request, name string, def, min, max int64) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < min || n > max {
+		return 0, badRequest(name, fmt.Sprintf("%s must be an integer from %d to %d, got %q", name, min, max, v))
+	}
+	return n, nil
+}
+
+// fetchEvents: GET /v1/runs/{runId}/events?afterSeq=N&limit=M.
+func (s *Server) fetchEvents(w http.ResponseWriter, r *http.Request) error {
+	id, err := runID(r)
+	if err != nil {
+		return err
+	}
+	after, err := intParam(r, "afterSeq", 0, 0, 1<<62)
+	if err != nil {
+		return err
+	}
+	limit, err := intParam(r, "limit", 100, 1, 1000)
+	if err != nil {
+		return err
+	}
+	if err := s.authorizeRun(r, id); err != nil {
+		return err
+	}
+	events, err := s.store.FetchEvents(r.Context(), id, store.FetchOptions{AfterSeq: after, Limit: int(limit)})
+	if err != nil {
+		return err
+	}
+	if events == nil {
+		events = []store.RunEventRecord{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": events})
+	return nil
+}
+
+// snapshotHead is the part of a stored snapshot the API looks at.
+type snapshotHead struct {
+	TenantID     string `json:"tenantId"`
+	LastEventSeq int64  `json:"lastEventSeq"`
+	Stale        bool   `json:"stale"`
+}
+
+func etag(h snapshotHead) string {
+	if h.Stale {
+		return fmt.Sprintf(`"%d-stale"`, h.LastEventSeq)
+	}
+	return fmt.Sprintf(`"%d"`, h.LastEventSeq)
+}
+
+// getSnapshot: GET /v1/runs/{runId}/snapshot[?consistent=true].
+func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
+	id, err := runID(r)
+	if err != nil {
+		return err
+	}
+	tenant := tenantOf(r.Context())
+	var body []byte
+	var head snapshotHead
+	switch c := r.URL.Query().Get("consistent"); c {
+	case "true", "1":
+		snap, err := s.store.ProjectSnapshot(r.Context(), id)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound(id)
+		}
+		if err != nil {
+			return err
+		}
+		body, err = json.Marshal(snap)
+		if err != nil {
+			return err
+		}
+		head = snapshotHead{TenantID: snap.TenantID, LastEventSeq: snap.LastEventSeq}
+	case "", "false", "0":
+		if s.redis == nil {
+			return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL); use ?consistent=true"}
+		}
+		body, err = s.redis.Get(r.Context(), projector.SnapshotKey(id)).Bytes()
+		if errors.Is(err, redis.Nil) {
+			return notFound(id)
+		}
+		if err != nil {
+			return &store.Error{Code: store.CodeUnavailable, Message: "the snapshot cache (Redis) is unavailable; retry or use ?consistent=true", Err: err}
+		}
+		if err := json.Unmarshal(body, &head); err != nil {
+			return fmt.Errorf("decoding the Redis snapshot of run %q: %w", id, err)
+		}
+	default:
+		return badRequest("consistent", fmt.Sprintf("consistent must be true or false, got %q", c))
+	}
+	if tenant != "" && head.TenantID != tenant {
+		return notFound(id)
+	}
+	tag := etag(head)
+	w.Header().Set("ETag", tag)
+	w.Header().Set("Cache-Control", "no-cache")
+	if match := r.Header.Get("If-None-Match"); match != "" && match == tag {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+	return nil
+}

@@ -1,0 +1,35 @@
+package httpapi
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	requests      *prometheus.CounterVec
+	latency       *prometheus.HistogramVec
+	ignoredFields prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runstream_api_requests_total",
+			Help: "HTTP requests by route pattern and status code.",
+		}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "runstream_api_request_seconds",
+			Help:    "HTTP request latency by route pattern.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}, []string{"route"}),
+		ignoredFields: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "runstream_api_ignored_fields_total",
+			Help: "Unknown top-level fields (a newer producer, or the non-canonical occurredAt) ignored and not stored on append.",
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.requests, m.latency, m.ignoredFields} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}

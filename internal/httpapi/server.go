@@ -1,0 +1,365 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/runstream/runstream/store"
+	"github.com/runstream/runstream/store/postgres"
+)
+
+// Config configures a [Server]. Zero values take the defaults noted.
+type Config struct {
+	// Addr is the listen address; empty means 127.0.0.1:8080.
+	Addr string
+	// MaxBodyBytes limits request bodies (413 PAYLOAD_TOO_LARGE past it);
+	// 0 means 1 MiB.
+	MaxBodyBytes int64
+	// MaxBatchEvents limits events per batch; 0 means 1000.
+	MaxBatchEvents int
+	// AuthTokens maps bearer tokens to tenants. Empty turns authentication
+	// off (development): no credentials are asked.
+	AuthTokens map[string]string
+	// ShutdownTimeout bounds graceful shutdown; 0 means 10s.
+	ShutdownTimeout time.Duration
+	// Registerer receives the API's metrics; nil means none.
+	Registerer prometheus.Registerer
+	// Gatherer serves /metrics; nil means prometheus.DefaultGatherer.
+	Gatherer prometheus.Gatherer
+	// Logger; nil means discard.
+	Logger *slog.Logger
+}
+
+// Validate reports a configuration error naming the setting to change.
+func (c Config) Validate() error {
+	if c.MaxBodyBytes < 0 {
+		return fmt.Errorf("max body bytes (RUNSTREAM_MAX_BODY_BYTES) must be > 0, got %d", c.MaxBodyBytes)
+	}
+	if c.MaxBatchEvents < 0 {
+		return fmt.Errorf("max batch events must be > 0, got %d", c.MaxBatchEvents)
+	}
+	for tok, tenant := range c.AuthTokens {
+		if tok == "" || tenant == "" {
+			return errors.New("auth tokens (RUNSTREAM_AUTH_TOKENS): empty token or tenant")
+		}
+	}
+	return nil
+}
+
+// eventStore is what the API needs of the Append Authority;
+// *postgres.Store satisfies it.
+type eventStore interface {
+	AppendValidated(ctx context.Context, w *store.RunEventWrite) (store.AppendResult, error)
+	AppendValidatedBatch(ctx context.Context, writes []store.RunEventWrite, errs []error) []postgres.BatchResult
+	FetchEvents(ctx context.Context, runID string, opts store.FetchOptions) ([]store.RunEventRecord, error)
+	ProjectSnapshot(ctx context.Context, runID string) (store.RunSnapshot, error)
+	RunTenant(ctx context.Context, runID string) (string, error)
+	Ping(ctx context.Context) error
+}
+
+// Check is a named readiness probe.
+type Check struct {
+	Name string
+	Fn   func(ctx context.Context) error
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg     Config
+	store   eventStore
+	redis   redis.UniversalClient
+	checks  []Check
+	log     *slog.Logger
+	metrics *metrics
+	tokens  map[[32]byte]string
+	handler http.Handler
+	ready   atomic.Bool
+}
+
+// New builds the API on st (required) and rdb (snapshot reads; may be nil,
+// then non-consistent snapshot reads answer 503). checks are added to
+// /readyz after Postgres and Redis.
+func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:8080"
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.MaxBatchEvents == 0 {
+		cfg.MaxBatchEvents = 1000
+	}
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	if cfg.Gatherer == nil {
+		cfg.Gatherer = prometheus.DefaultGatherer
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, store: st, redis: rdb, log: log.With("component", "api"), metrics: m,
+		tokens: map[[32]byte]string{}}
+	for tok, tenant := range cfg.AuthTokens {
+		s.tokens[sha256.Sum256([]byte(tok))] = tenant
+	}
+	s.checks = append(s.checks, Check{Name: "postgres", Fn: st.Ping})
+	if rdb != nil {
+		s.checks = append(s.checks, Check{Name: "redis", Fn: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
+	}
+	s.checks = append(s.checks, checks...)
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler returns the API's handler (tests use it with httptest).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	handle := func(pattern string, h handlerFunc, auth bool) {
+		mux.Handle(pattern, s.instrument(pattern, s.adapt(h, auth)))
+	}
+	handle("POST /v1/events", s.appendEvent, true)
+	handle("POST /v1/events:batch", s.appendBatch, true)
+	handle("GET /v1/runs/{runId}/events", s.fetchEvents, true)
+	handle("GET /v1/runs/{runId}/snapshot", s.getSnapshot, true)
+	handle("GET /healthz", s.healthz, false)
+	handle("GET /readyz", s.readyz, false)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
+	handle("/", func(w http.ResponseWriter, r *http.Request) error {
+		return &store.Error{Code: store.CodeNotFound, Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)}
+	}, false)
+	return s.withRequestID(s.recoverPanics(mux))
+}
+
+// Run serves on cfg.Addr until ctx is done, then shuts down gracefully
+// within cfg.ShutdownTimeout. started, when non-nil, receives the bound
+// address once the listener is open.
+func (s *Server) Run(ctx context.Context, started chan<- string) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s (RUNSTREAM_HTTP_ADDR): %w", s.cfg.Addr, err)
+	}
+	return s.Serve(ctx, ln, started)
+}
+
+// Serve is Run on an open listener.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, started chan<- string) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.ready.Store(true)
+	s.log.Info("HTTP API listening", "addr", ln.Addr().String())
+	if started != nil {
+		started <- ln.Addr().String()
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	s.ready.Store(false)
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shutting down HTTP within %v: %w", s.cfg.ShutdownTimeout, err)
+	}
+	<-errc
+	s.log.Info("HTTP API stopped")
+	return nil
+}
+
+// handlerFunc is an HTTP handler that returns its error for the adapter.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+type ctxKey int
+
+const (
+	requestIDKey ctxKey = iota
+	tenantKey
+)
+
+func requestID(ctx context.Context) string {
+	v, _ := ctx.Value(requestIDKey).(string)
+	return v
+}
+
+// tenantOf returns the authenticated tenant, or "" when auth is off.
+func tenantOf(ctx context.Context) string {
+	v, _ := ctx.Value(tenantKey).(string)
+	return v
+}
+
+func (s *Server) withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if id == "" || len(id) > 128 {
+			id = uuid.NewString()
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+	})
+}
+
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.writeError(w, r, fmt.Errorf("panic serving %s: %v", r.URL.Path, v))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// adapt turns a handlerFunc into an http.Handler: authentication, the
+// body size limit, and the one error mapping.
+func (s *Server) adapt(h handlerFunc, auth bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if auth && len(s.tokens) > 0 {
+			tenant, err := s.authenticate(r)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), tenantKey, tenant))
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		}
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+func (s *Server) authenticate(r *http.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	const prefix = "Bearer "
+	if len(h) <= len(prefix) || !equalFold(h[:len(prefix)], prefix) {
+		return "", &store.Error{Code: store.CodeUnauthenticated, Message: "missing credentials: send Authorization: Bearer <token>"}
+	}
+	tenant, ok := s.tokens[sha256.Sum256([]byte(h[len(prefix):]))]
+	if !ok {
+		return "", &store.Error{Code: store.CodeUnauthenticated, Message: "unknown bearer token"}
+	}
+	return tenant, nil
+}
+
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush on the real writer.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (s *Server) instrument(route string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
+		s.metrics.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+// readyz answers 200 when every dependency answers within 2s, else 503
+// with each check's result, so an orchestrator stops routing to us.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	results := map[string]string{}
+	ok := s.ready.Load()
+	if !ok {
+		results["server"] = "not serving (starting or shutting down)"
+	}
+	for _, c := range s.checks {
+		if err := c.Fn(ctx); err != nil {
+			ok = false
+			results[c.Name] = err.Error()
+		} else {
+			results[c.Name] = "ok"
+		}
+	}
+	st := http.StatusOK
+	if !ok {
+		st = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", retryAfterSeconds)
+	}
+	writeJSON(w, st, map[string]any{"ready": ok, "checks": results})
+	return nil
+}
