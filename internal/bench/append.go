@@ -1,0 +1,717 @@
+// Package bench measures runstream under load and compares it with a
+// baseline taken on the same machine in the same run.
+//
+// [RunAppend] drives the append path over real HTTP with keep-alive: Clients
+// goroutines post valid events (POST /v1/events, or POST /v1/events:batch
+// with Batch events) as fast as the API answers. The events are generated
+// before the measured window so their generation is not measured. It
+// reports events/s, requests/s, exact per-request latency percentiles and
+// errors by status in a [Report]. With Config.Baseline it also runs pgbench
+// on the same three SQL statements the append runs (the scripts in the
+// repository's bench/ directory) and reports our rate as a fraction of
+// pgbench's.
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/runstream/runstream/internal/httpapi"
+	"github.com/runstream/runstream/internal/workload"
+	"github.com/runstream/runstream/store"
+	"github.com/runstream/runstream/store/postgres"
+)
+
+const (
+	defaultClients  = 16
+	defaultBatch    = 1
+	defaultDuration = 10 * time.Second
+	defaultWarmup   = 2 * time.Second
+	defaultRuns     = 10000
+	defaultTenant   = "tenant_bench"
+	// maxBatch is the API's default batch limit (httpapi MaxBatchEvents).
+	maxBatch = 1000
+	// initialRateGuess (events/s) sizes the warmup's pre-generated events
+	// before any rate is known; the window's pool is sized from the rate the
+	// warmup measured.
+	initialRateGuess = 20000
+	// maxPregenEvents bounds the events generated ahead (about 700 bytes of
+	// JSON each). Past it, clients generate inside the window and the report
+	// says how many.
+	maxPregenEvents = 1_000_000
+)
+
+// Config configures [RunAppend]. Zero values take the defaults noted.
+type Config struct {
+	// URL of an existing runstream API, e.g. http://127.0.0.1:8080. Empty
+	// starts an API in this process on 127.0.0.1:0, against a fresh schema
+	// bench_<random> in PostgresURL that is dropped at the end unless
+	// KeepSchema.
+	URL string
+	// PostgresURL is the database of the in-process API and of the pgbench
+	// baseline. Required when URL is empty or Baseline is set. Its pgx pool
+	// settings (pool_max_conns=...) apply to the in-process API, as they
+	// would to `runstream api`.
+	PostgresURL string
+	// KeepSchema keeps the bench_<random> schemas for inspection.
+	KeepSchema bool
+	// Clients is the number of concurrent HTTP clients, and pgbench's -c;
+	// 0 means 16.
+	Clients int
+	// Batch is the events per request: 1 posts to /v1/events, more to
+	// /v1/events:batch; 0 means 1. At most 1000.
+	Batch int
+	// Duration of the measured window (and of the pgbench run); 0 means 10s.
+	Duration time.Duration
+	// Warmup runs the same load before the window, not measured; 0 means 2s.
+	Warmup time.Duration
+	// Runs is the number of distinct runIds the events are spread over;
+	// 0 means 10000.
+	Runs int
+	// Token is sent as a bearer token when not empty. With the in-process
+	// API it also turns authentication on, as the token of Tenant.
+	Token string
+	// Tenant of the generated events; empty means "tenant_bench". Against an
+	// API with authentication, the tenant of Token.
+	Tenant string
+	// Baseline also runs pgbench with the matching script (Batch 1 or 100).
+	Baseline bool
+	// Pgbench is the pgbench executable; empty means /usr/bin/pgbench, else
+	// pgbench on PATH.
+	Pgbench string
+	// CPUProfile, when set, receives a CPU profile of this process that
+	// covers the measured window only.
+	CPUProfile io.Writer
+	// Progress, when set, is called about once a second with running totals,
+	// from one goroutine at a time.
+	Progress func(Progress)
+	// Logger receives the in-process API's logs; nil means discard.
+	Logger *slog.Logger
+}
+
+// Progress is a running total, reported while a phase runs.
+type Progress struct {
+	// Phase is "warmup", "measure", "pgbench warmup" or "pgbench".
+	Phase string
+	// Elapsed and Total are the phase's time so far and planned length.
+	Elapsed, Total time.Duration
+	// Events, Requests and Errors so far in the phase (zero for pgbench).
+	Events, Requests, Errors int64
+}
+
+// Validate reports a configuration error naming the setting to change.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Clients < 0 {
+		errs = append(errs, fmt.Errorf("clients (--clients) must be >= 1, got %d", c.Clients))
+	}
+	if c.Batch < 0 || c.Batch > maxBatch {
+		errs = append(errs, fmt.Errorf("batch (--batch) must be from 1 to %d events per request, got %d", maxBatch, c.Batch))
+	}
+	if c.Duration < 0 {
+		errs = append(errs, fmt.Errorf("duration (--duration) must be > 0, got %v", c.Duration))
+	}
+	if c.Warmup < 0 {
+		errs = append(errs, fmt.Errorf("warmup (--warmup) must be > 0, got %v", c.Warmup))
+	}
+	if c.Runs < 0 {
+		errs = append(errs, fmt.Errorf("runs (--runs) must be >= 1, got %d", c.Runs))
+	}
+	if c.URL != "" {
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("url (--url) must be the API's base URL such as http://127.0.0.1:8080, got %q", c.URL))
+		}
+	}
+	if c.PostgresURL == "" {
+		if c.URL == "" {
+			errs = append(errs, errors.New("a Postgres URL (--postgres-url, RUNSTREAM_POSTGRES_URL) is needed to start the in-process API; or point --url at a running API"))
+		}
+		if c.Baseline {
+			errs = append(errs, errors.New("a Postgres URL (--postgres-url, RUNSTREAM_POSTGRES_URL) is needed for the pgbench baseline"))
+		}
+	}
+	if c.Baseline {
+		b := c.Batch
+		if b == 0 {
+			b = defaultBatch
+		}
+		if _, _, err := pgbenchScript(b); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Clients == 0 {
+		c.Clients = defaultClients
+	}
+	if c.Batch == 0 {
+		c.Batch = defaultBatch
+	}
+	if c.Duration == 0 {
+		c.Duration = defaultDuration
+	}
+	if c.Warmup == 0 {
+		c.Warmup = defaultWarmup
+	}
+	if c.Runs == 0 {
+		c.Runs = defaultRuns
+	}
+	if c.Tenant == "" {
+		c.Tenant = defaultTenant
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// RunAppend runs the append benchmark described by cfg and, with
+// cfg.Baseline, the pgbench baseline after it. It blocks for about
+// Warmup+Duration (twice that with a baseline) and cleans up what it
+// created before it returns, also when ctx is cancelled.
+func RunAppend(ctx context.Context, cfg Config) (rep *Report, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if cfg.Baseline {
+		// Fail before the long part, not after it.
+		if _, err := findPgbench(cfg.Pgbench); err != nil {
+			return nil, err
+		}
+	}
+	target := strings.TrimRight(cfg.URL, "/")
+	var api *inProcessAPI
+	if target == "" {
+		api, err = startAPI(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { err = errors.Join(err, api.close(ctx)) }()
+		target = api.url
+	}
+	g := newLoad(cfg, target)
+	defer g.hc.CloseIdleConnections()
+	rep, err = g.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if api != nil {
+		rep.Target = "in-process"
+		rep.PoolMaxConns = api.pool.Config().MaxConns
+		if err := api.pool.QueryRow(ctx, `SELECT count(*) FROM run_events`).Scan(&rep.Stored); err != nil {
+			return nil, fmt.Errorf("counting the appended rows: %w", err)
+		}
+		// Stop the API and drop its schema now, so the baseline runs on a
+		// quiet database.
+		cerr := api.close(ctx)
+		api = nil
+		if cerr != nil {
+			return nil, cerr
+		}
+	}
+	if cfg.Baseline {
+		bl, err := runBaseline(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("running the pgbench baseline: %w", err)
+		}
+		bl.Ratio = round(Ratio(rep.EventsPerSec(), bl.EventsPerSec()), 4)
+		rep.Baseline = bl
+	}
+	return rep, nil
+}
+
+// inProcessAPI is an httpapi.Server on 127.0.0.1:0 over a fresh schema.
+type inProcessAPI struct {
+	url    string
+	pool   *pgxpool.Pool
+	schema *schema
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startAPI(ctx context.Context, cfg Config) (_ *inProcessAPI, err error) {
+	sc, err := newSchema(ctx, cfg.PostgresURL, cfg.KeepSchema)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, sc.drop(ctx))
+		}
+	}()
+	pool, err := postgres.Connect(ctx, withSearchPath(cfg.PostgresURL, sc.name))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			pool.Close()
+		}
+	}()
+	if _, err := postgres.Migrate(ctx, pool); err != nil {
+		return nil, fmt.Errorf("migrating the bench schema %s: %w", sc.name, err)
+	}
+	// A registry of its own: the API records its metrics as in production,
+	// and nothing touches the global registry.
+	reg := prometheus.NewRegistry()
+	st, err := postgres.New(pool, postgres.Config{Registerer: reg, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	var tokens map[string]string
+	if cfg.Token != "" {
+		tokens = map[string]string{cfg.Token: cfg.Tenant}
+	}
+	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", AuthTokens: tokens,
+		Registerer: reg, Gatherer: reg, Logger: cfg.Logger}, st, nil)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listening on 127.0.0.1:0 for the in-process API: %w", err)
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	a := &inProcessAPI{pool: pool, schema: sc, cancel: cancel, done: make(chan error, 1)}
+	started := make(chan string, 1)
+	go func() { a.done <- srv.Serve(sctx, ln, started) }()
+	select {
+	case addr := <-started:
+		a.url = "http://" + addr
+		return a, nil
+	case err := <-a.done:
+		cancel()
+		return nil, fmt.Errorf("starting the in-process API: %w", err)
+	}
+}
+
+// close stops the server, waits for it, closes the pool and drops the
+// schema. It is safe to call on nil and more than once.
+func (a *inProcessAPI) close(ctx context.Context) error {
+	if a == nil || a.cancel == nil {
+		return nil
+	}
+	a.cancel()
+	a.cancel = nil
+	err := <-a.done
+	a.pool.Close()
+	return errors.Join(err, a.schema.drop(ctx))
+}
+
+// schema is a fresh bench_<random> schema.
+type schema struct {
+	name  string
+	admin *pgxpool.Pool
+	keep  bool
+}
+
+func newSchema(ctx context.Context, pgURL string, keep bool) (*schema, error) {
+	admin, err := postgres.Connect(ctx, pgURL)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "bench_" + hex.EncodeToString(b)
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
+		admin.Close()
+		return nil, fmt.Errorf("creating schema %s (the role needs CREATE on the database): %w", name, err)
+	}
+	return &schema{name: name, admin: admin, keep: keep}, nil
+}
+
+// drop drops the schema unless it is kept, also after ctx was cancelled
+// (an interrupted bench still cleans up).
+func (s *schema) drop(ctx context.Context) error {
+	if s.admin == nil {
+		return nil
+	}
+	defer func() { s.admin.Close(); s.admin = nil }()
+	if s.keep {
+		return nil
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+	defer cancel()
+	if _, err := s.admin.Exec(dctx, "DROP SCHEMA "+s.name+" CASCADE"); err != nil {
+		return fmt.Errorf("dropping bench schema %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// withSearchPath sets search_path in a pgx connection string (URL or
+// keyword/value form).
+func withSearchPath(pgURL, schema string) string {
+	if !strings.Contains(pgURL, "://") {
+		return pgURL + " search_path=" + schema
+	}
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		return pgURL // postgres.Connect reports the parse error
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// load is the load generator for one run.
+type load struct {
+	cfg      Config
+	target   string
+	endpoint string
+	health   string
+	hc       *http.Client
+	ids      []workload.Identity
+	clients  []*client
+
+	// Live totals of the current phase, for progress.
+	events, requests, failures atomic.Int64
+}
+
+// client is one load goroutine's state; only that goroutine touches it
+// while a phase runs.
+type client struct {
+	idx    int
+	rng    *mrand.Rand
+	steps  int64 // stepIds are step_<idx>_<steps>: never repeated, so keys never collide
+	bodies [][]byte
+	next   int
+
+	lat                   []time.Duration
+	requests, events      int64
+	duplicates, generated int64
+	errs                  map[string]int64
+	buf                   bytes.Buffer
+}
+
+func newLoad(cfg Config, target string) *load {
+	tr := &http.Transport{
+		// Direct: a proxy from the environment would be measured too.
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        2 * cfg.Clients,
+		MaxIdleConnsPerHost: 2 * cfg.Clients,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	path := "/v1/events"
+	if cfg.Batch > 1 {
+		path = "/v1/events:batch"
+	}
+	g := &load{cfg: cfg, target: target, endpoint: target + path, health: target + "/healthz",
+		hc: &http.Client{Transport: tr, Timeout: time.Minute}}
+	g.ids = make([]workload.Identity, cfg.Runs)
+	for i := range g.ids {
+		g.ids[i] = workload.NewIdentity(cfg.Tenant)
+	}
+	g.clients = make([]*client, cfg.Clients)
+	for i := range g.clients {
+		g.clients[i] = &client{idx: i, rng: mrand.New(mrand.NewPCG(mrand.Uint64(), uint64(i))), errs: map[string]int64{}}
+	}
+	return g
+}
+
+func (g *load) run(ctx context.Context) (*Report, error) {
+	if err := g.checkHealth(ctx); err != nil {
+		return nil, err
+	}
+	// Warmup: a pool sized by a guess; clients that exhaust it generate on
+	// the fly, which does not matter here.
+	g.pregenerate(eventsFor(initialRateGuess, g.cfg.Warmup))
+	warm, warmEvents := g.phase(ctx, "warmup", g.cfg.Warmup, false)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("bench interrupted during warmup: %w", ctx.Err())
+	}
+	// The window's pool: twice the warmup's rate, so it lasts even if the
+	// system speeds up once warm.
+	rate := float64(warmEvents) / max(warm.Seconds(), 0.001)
+	if warmEvents == 0 {
+		rate = initialRateGuess
+	}
+	g.pregenerate(eventsFor(2*rate, g.cfg.Duration))
+	for _, c := range g.clients {
+		c.lat = make([]time.Duration, 0, len(c.bodies)-c.next+16)
+		c.requests, c.events, c.duplicates, c.generated = 0, 0, 0, 0
+		clear(c.errs)
+	}
+	// Start the window with a clean heap, as testing does before a benchmark.
+	runtime.GC()
+
+	if g.cfg.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(g.cfg.CPUProfile); err != nil {
+			return nil, fmt.Errorf("starting the CPU profile: %w", err)
+		}
+	}
+	before := sampleCPU()
+	window, _ := g.phase(ctx, "measure", g.cfg.Duration, true)
+	after := sampleCPU()
+	if g.cfg.CPUProfile != nil {
+		pprof.StopCPUProfile()
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("bench interrupted: %w", ctx.Err())
+	}
+
+	rep := &Report{Target: g.target, Clients: g.cfg.Clients, Batch: g.cfg.Batch, Runs: g.cfg.Runs,
+		Window: window, Errors: map[string]int64{}, WarmupEvents: warmEvents, CPU: cpuSince(before, after)}
+	var lat []time.Duration
+	for _, c := range g.clients {
+		rep.Requests += c.requests
+		rep.Events += c.events
+		rep.Duplicates += c.duplicates
+		rep.GeneratedInWindow += c.generated
+		for k, v := range c.errs {
+			rep.Errors[k] += v
+		}
+		lat = append(lat, c.lat...)
+	}
+	rep.Latency = Summarize(lat)
+	return rep, nil
+}
+
+// checkHealth fails fast when the API does not answer.
+func (g *load) checkHealth(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, g.health, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := g.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("checking the API at %s: %w (is it running?)", g.health, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("checking the API at %s: status %d, want 200", g.health, resp.StatusCode)
+	}
+	return nil
+}
+
+// eventsFor is how many events a rate sustains over d.
+func eventsFor(rate float64, d time.Duration) int {
+	return int(rate * d.Seconds())
+}
+
+// pregenerate tops every client's pool up to its share of events (in
+// requests of Batch events), bounded by maxPregenEvents in all. Clients
+// generate in parallel.
+func (g *load) pregenerate(events int) {
+	events = min(events, maxPregenEvents)
+	perClient := (events/g.cfg.Clients)/g.cfg.Batch + 8
+	var wg sync.WaitGroup
+	for _, c := range g.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.bodies = append(c.bodies[:0], c.bodies[c.next:]...) // release what was sent
+			c.next = 0
+			for len(c.bodies) < perClient {
+				c.bodies = append(c.bodies, g.body(c))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// batchBody is the wire shape of POST /v1/events:batch.
+type batchBody struct {
+	Events []store.RunEventWrite `json:"events"`
+}
+
+// body returns one request body of Batch valid events, on random runs.
+func (g *load) body(c *client) []byte {
+	var (
+		b   []byte
+		err error
+	)
+	if g.cfg.Batch == 1 {
+		b, err = json.Marshal(g.event(c))
+	} else {
+		evs := make([]store.RunEventWrite, g.cfg.Batch)
+		for i := range evs {
+			evs[i] = g.event(c)
+		}
+		b, err = json.Marshal(batchBody{Events: evs})
+	}
+	if err != nil {
+		panic(err) // RunEventWrite always marshals
+	}
+	return b
+}
+
+// event is a StepCompleted of a random run, with a stepId never used
+// before (so its idempotency key is new) and a payload of about 200 bytes,
+// the shape the pgbench scripts insert.
+func (g *load) event(c *client) store.RunEventWrite {
+	id := g.ids[c.rng.IntN(len(g.ids))]
+	c.steps++
+	step := "step_" + strconv.Itoa(c.idx) + "_" + strconv.FormatInt(c.steps, 10)
+	return workload.Event(id, store.EventStepCompleted, step, 1, 1, time.Now(), map[string]any{
+		"durationMs": c.rng.IntN(5000),
+		"result":     map[string]any{"rowsAffected": c.rng.IntN(1000000)},
+		"artifacts": []map[string]any{{
+			"uri":       "s3://runstream-artifacts/" + id.RunID + "/" + step + "/1/run_results.json",
+			"kind":      "dbt-run-results",
+			"sizeBytes": c.rng.IntN(100000),
+		}},
+	})
+}
+
+// phase runs every client until d has passed and returns the time from the
+// common start until the last request completed, and the events appended.
+// Requests already sent at the deadline complete and count. With record,
+// the clients keep per-request latencies and totals for the report.
+func (g *load) phase(ctx context.Context, name string, d time.Duration, record bool) (time.Duration, int64) {
+	g.events.Store(0)
+	g.requests.Store(0)
+	g.failures.Store(0)
+	start := time.Now()
+	deadline := start.Add(d)
+	stop := g.progress(name, start, d)
+	var wg sync.WaitGroup
+	for _, c := range g.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				g.do(ctx, c, record)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stop()
+	return elapsed, g.events.Load()
+}
+
+// progress calls cfg.Progress every second until the returned stop is
+// called; stop waits for the goroutine.
+func (g *load) progress(name string, start time.Time, total time.Duration) (stop func()) {
+	return everySecond(g.cfg.Progress, func() Progress {
+		return Progress{Phase: name, Elapsed: time.Since(start), Total: total,
+			Events: g.events.Load(), Requests: g.requests.Load(), Errors: g.failures.Load()}
+	})
+}
+
+// everySecond calls report(snapshot()) every second until stop is called;
+// stop waits for the goroutine. A nil report does nothing.
+func everySecond(report func(Progress), snapshot func() Progress) (stop func()) {
+	if report == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				report(snapshot())
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+var (
+	errorKey     = []byte(`"error":`)
+	idempotentOn = []byte(`"idempotent":true`)
+)
+
+// do sends one request. With record, it records the request in c's
+// window totals; the live totals are updated either way.
+func (g *load) do(ctx context.Context, c *client, record bool) {
+	var body []byte
+	if c.next < len(c.bodies) {
+		body = c.bodies[c.next]
+		c.bodies[c.next] = nil
+		c.next++
+	} else {
+		body = g.body(c)
+		if record {
+			c.generated++
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.endpoint, bytes.NewReader(body))
+	if err != nil {
+		panic(err) // the endpoint was validated
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if g.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+g.cfg.Token)
+	}
+	t0 := time.Now()
+	resp, err := g.hc.Do(req)
+	if err == nil {
+		c.buf.Reset()
+		_, err = c.buf.ReadFrom(resp.Body)
+		resp.Body.Close()
+	}
+	lat := time.Since(t0)
+	if ctx.Err() != nil {
+		return // interrupted: not a failure of the API
+	}
+	g.requests.Add(1)
+	if record {
+		c.requests++
+		c.lat = append(c.lat, lat)
+	}
+	fail := func(key string, n int64) {
+		g.failures.Add(n)
+		if record {
+			c.errs[key] += n
+		}
+	}
+	switch {
+	case err != nil:
+		fail("transport", 1)
+		return
+	case resp.StatusCode/100 != 2:
+		fail(strconv.Itoa(resp.StatusCode), 1)
+		return
+	}
+	ok := int64(g.cfg.Batch)
+	if g.cfg.Batch > 1 {
+		if n := int64(bytes.Count(c.buf.Bytes(), errorKey)); n > 0 {
+			fail("item", n)
+			ok -= n
+		}
+	}
+	g.events.Add(ok)
+	if record {
+		c.events += ok
+		c.duplicates += int64(bytes.Count(c.buf.Bytes(), idempotentOn))
+	}
+}

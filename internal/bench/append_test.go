@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/runstream/runstream/internal/testenv"
+)
+
+// checkReport asserts what every clean run must satisfy.
+func checkReport(t *testing.T, rep *Report, batch int) {
+	t.Helper()
+	if n := rep.ErrorCount(); n != 0 {
+		t.Errorf("errors = %v, want none", rep.Errors)
+	}
+	if rep.Duplicates != 0 {
+		t.Errorf("duplicates = %d, want 0 (the generator never repeats a key)", rep.Duplicates)
+	}
+	if rep.Events == 0 || rep.Requests == 0 {
+		t.Fatalf("events = %d, requests = %d; want some of each", rep.Events, rep.Requests)
+	}
+	if rep.Events != rep.Requests*int64(batch) {
+		t.Errorf("events = %d, want requests*batch = %d*%d", rep.Events, rep.Requests, batch)
+	}
+	if rep.Stored != rep.WarmupEvents+rep.Events {
+		t.Errorf("rows in run_events = %d, want warmup + window events = %d + %d", rep.Stored, rep.WarmupEvents, rep.Events)
+	}
+	if rep.Window < time.Second {
+		t.Errorf("window = %v, want at least the 1s duration", rep.Window)
+	}
+	if got, want := rep.EventsPerSec(), float64(rep.Events)/rep.Window.Seconds(); got != want {
+		t.Errorf("events/s = %v, want events/window = %v", got, want)
+	}
+	l := rep.Latency
+	if !(0 < l.P50 && l.P50 <= l.P95 && l.P95 <= l.P99 && l.P99 <= l.Max && l.Max <= rep.Window) {
+		t.Errorf("latency %+v: want 0 < p50 <= p95 <= p99 <= max <= window %v", l, rep.Window)
+	}
+}
+
+func TestBenchAppend_InProcess(t *testing.T) {
+	pgURL := testenv.PostgresURL(t)
+	tests := []struct {
+		name  string
+		batch int
+		token string
+	}{
+		{"single events", 1, ""},
+		{"batches", 10, ""},
+		{"with authentication", 1, "bench-token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			rep, err := RunAppend(ctx, Config{PostgresURL: pgURL, Clients: 2, Batch: tt.batch, Token: tt.token,
+				Duration: time.Second, Warmup: 200 * time.Millisecond, Runs: 50})
+			if err != nil {
+				t.Fatalf("RunAppend: %v", err)
+			}
+			checkReport(t, rep, tt.batch)
+			if rep.Target != "in-process" || rep.Clients != 2 || rep.Batch != tt.batch || rep.Runs != 50 {
+				t.Errorf("report settings = %q, %d clients, batch %d, %d runs; want in-process, 2, %d, 50",
+					rep.Target, rep.Clients, rep.Batch, rep.Runs, tt.batch)
+			}
+		})
+	}
+}
+
+func TestBenchAppend_Baseline(t *testing.T) {
+	pgURL := testenv.PostgresURL(t)
+	if _, err := findPgbench(""); errors.Is(err, ErrNoPgbench) {
+		testenv.Missing(t, "pgbench (Debian package postgresql-contrib)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := RunAppend(ctx, Config{PostgresURL: pgURL, Clients: 2, Duration: time.Second,
+		Warmup: 200 * time.Millisecond, Runs: 50, Baseline: true})
+	if err != nil {
+		t.Fatalf("RunAppend: %v", err)
+	}
+	checkReport(t, rep, 1)
+	bl := rep.Baseline
+	if bl == nil {
+		t.Fatal("no baseline in the report")
+	}
+	if bl.TPS <= 0 || bl.Failed != 0 || bl.EventsPerTx != 1 || bl.Clients != 2 {
+		t.Errorf("baseline = %+v; want tps > 0, 0 failed, 1 event per tx, 2 clients", bl)
+	}
+	if want := round(rep.EventsPerSec()/bl.EventsPerSec(), 4); bl.Ratio != want || bl.Target != 0.60 {
+		t.Errorf("ratio = %v target %v; want %v, 0.60", bl.Ratio, bl.Target, want)
+	}
+}
+
+func TestBenchAppend_UnreachableAPI(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Port 1 on loopback: nothing listens there.
+	_, err := RunAppend(ctx, Config{URL: "http://127.0.0.1:1", Duration: time.Second})
+	if err == nil {
+		t.Fatal("RunAppend against a closed port: got no error")
+	}
+}
