@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/runstream/runstream/internal/config"
+	"github.com/runstream/runstream/internal/httpapi"
+	"github.com/runstream/runstream/store/postgres"
+)
+
+const (
+	defaultPostgresURL = "postgres://runstream:runstream@127.0.0.1:5432/runstream?sslmode=disable"
+	defaultRedisURL    = "redis://127.0.0.1:6379/0"
+	defaultHTTPAddr    = "127.0.0.1:8080"
+)
+
+// serverFlags are the settings shared by api and dev.
+type serverFlags struct {
+	postgresURL  string
+	redisURL     string
+	httpAddr     string
+	authTokens   string
+	maxBodyBytes int64
+	logLevel     string
+	logFormat    string
+}
+
+func (f *serverFlags) register(fs *flag.FlagSet, logFormat string) {
+	fs.StringVar(&f.postgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL of the Append Authority")
+	fs.StringVar(&f.redisURL, "redis-url", defaultRedisURL, "Redis URL of the snapshot cache")
+	fs.StringVar(&f.httpAddr, "http-addr", defaultHTTPAddr, "HTTP listen address")
+	fs.StringVar(&f.authTokens, "auth-tokens", "", `bearer tokens "token1:tenantA,token2:tenantB"; empty: no credentials asked (development)`)
+	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", 1<<20, "largest request body accepted (413 past it)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", logFormat, "json or text")
+}
+
+// parseFlags parses args with env fallbacks; --help prints usage and
+// returns flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, env *environment, args []string, synopsis, description string) error {
+	fs.SetOutput(env.stderr)
+	fs.Usage = config.Usage(fs, synopsis, description)
+	if err := config.Parse(fs, args, env.getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q; see --help", fs.Args())}
+	}
+	return nil
+}
+
+// newRegistry returns the process's metrics registry with Go and process
+// collectors.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// openPostgres connects and migrates.
+func openPostgres(ctx context.Context, log *slog.Logger, url string) (*pgxpool.Pool, error) {
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	pool, err := postgres.Connect(cctx, url)
+	if err != nil {
+		return nil, err
+	}
+	applied, err := postgres.Migrate(cctx, pool)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("migrating: %w", err)
+	}
+	if len(applied) > 0 {
+		log.Info("applied migrations", "versions", applied)
+	}
+	return pool, nil
+}
+
+// openRedis connects to Redis and checks it answers.
+func openRedis(ctx context.Context, url string) (*redis.Client, error) {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("parsing --redis-url (RUNSTREAM_REDIS_URL): %w", err)}
+	}
+	c := redis.NewClient(opts)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.Ping(cctx).Err(); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("connecting to Redis at %s: %w (is it running? scripts/up.sh starts one)", opts.Addr, err)
+	}
+	return c, nil
+}
+
+// apiConfig builds the HTTP API config from the shared flags.
+func (f *serverFlags) apiConfig(log *slog.Logger, reg *prometheus.Registry) (httpapi.Config, error) {
+	tokens, err := config.Tokens(f.authTokens)
+	if err != nil {
+		return httpapi.Config{}, usageError{err}
+	}
+	if err := config.CheckAddr("http-addr", f.httpAddr); err != nil {
+		return httpapi.Config{}, usageError{err}
+	}
+	if f.maxBodyBytes <= 0 {
+		return httpapi.Config{}, usageError{fmt.Errorf("--max-body-bytes (RUNSTREAM_MAX_BODY_BYTES) must be > 0, got %d", f.maxBodyBytes)}
+	}
+	return httpapi.Config{Addr: f.httpAddr, MaxBodyBytes: f.maxBodyBytes, AuthTokens: tokens,
+		Registerer: reg, Gatherer: reg, Logger: log}, nil
+}
+
+// LogValue redacts secrets when the effective config is logged.
+func (f *serverFlags) LogValue() slog.Value {
+	auth := "off"
+	if f.authTokens != "" {
+		auth = "on"
+	}
+	return slog.GroupValue(
+		slog.String("postgresUrl", config.RedactURL(f.postgresURL)),
+		slog.String("redisUrl", config.RedactURL(f.redisURL)),
+		slog.String("httpAddr", f.httpAddr),
+		slog.String("auth", auth),
+		slog.Int64("maxBodyBytes", f.maxBodyBytes),
+	)
+}

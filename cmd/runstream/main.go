@@ -1,0 +1,114 @@
+// Command runstream is the one binary of runstream: the Append Authority's
+// HTTP API, migrations, the all-in-one dev mode and the benchmarks. Each
+// subcommand has --help. main only wires flags, signals and components;
+// the logic lives in the packages.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal, restore default handling so a second
+		// Ctrl-C kills the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(os.Stderr, "runstream: %v\n", err)
+		}
+		os.Exit(exitCode(err))
+	}
+}
+
+func exitCode(err error) int {
+	var u usageError
+	if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {
+		return 2
+	}
+	return 1
+}
+
+// usageError marks a command-line mistake (exit status 2).
+type usageError struct{ error }
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env *environment, args []string) error
+}
+
+// environment is what a command may touch of the outside world, injected
+// so tests call run directly.
+type environment struct {
+	getenv func(string) string
+	stdout io.Writer
+	stderr io.Writer
+}
+
+func commands() []command {
+	return []command{
+		{"dev", "everything in one process for a laptop: migrate, API (and --demo workload)", runDev},
+		{"api", "the HTTP API of the Append Authority (production: run as many as needed)", runAPI},
+		{"migrate", "apply the Postgres schema (idempotent)", runMigrate},
+		{"bench", "load generators and reports: bench append", runBench},
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	env := &environment{getenv: getenv, stdout: stdout, stderr: stderr}
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr, cmds)
+		if len(args) == 0 {
+			return usageError{errors.New("no command given")}
+		}
+		return nil
+	}
+	for _, c := range cmds {
+		if c.name == args[0] {
+			return c.run(ctx, env, args[1:])
+		}
+	}
+	usage(stderr, cmds)
+	return usageError{fmt.Errorf("unknown command %q", args[0])}
+}
+
+func usage(w io.Writer, cmds []command) {
+	var b strings.Builder
+	b.WriteString("runstream: the read side of a workflow platform's run-event log.\n\nUsage: runstream <command> [flags]\n\nCommands:\n")
+	for _, c := range cmds {
+		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\nEvery flag can also be set as an environment variable RUNSTREAM_<FLAG_NAME>.\nRun 'runstream <command> --help' for its flags.\n")
+	fmt.Fprint(w, b.String())
+}
+
+// newLogger builds the process's one logger.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageError{fmt.Errorf("--log-level (RUNSTREAM_LOG_LEVEL) must be debug, info, warn or error, got %q", level)}
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, usageError{fmt.Errorf("--log-format (RUNSTREAM_LOG_FORMAT) must be json or text, got %q", format)}
+}
