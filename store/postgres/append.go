@@ -99,6 +99,9 @@ func (s *Store) AppendValidated(ctx context.Context, w *store.RunEventWrite) (st
 	if err != nil {
 		return store.AppendResult{}, classify(fmt.Errorf("appending event %s to run %q: %w", w.EventID, w.RunID, err))
 	}
+	if res.Persisted {
+		s.pokeOutbox()
+	}
 	return res, nil
 }
 
@@ -180,6 +183,7 @@ func (s *Store) appendValidatedBatch(ctx context.Context, writes []store.RunEven
 	})
 	s.metrics.appendTime.WithLabelValues("batch").Observe(time.Since(start).Seconds())
 	if err == nil {
+		s.pokeOutbox()
 		return
 	}
 	err = classify(fmt.Errorf("appending a batch of %d events: %w", len(valid), err))

@@ -56,6 +56,7 @@ type Store struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
+	poke    chan struct{}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -76,7 +77,8 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, cfg: cfg, log: log.With("component", "store"), metrics: m}, nil
+	return &Store{pool: pool, cfg: cfg, log: log.With("component", "store"), metrics: m,
+		poke: make(chan struct{}, 1)}, nil
 }
 
 // Pool returns the store's pool (for readiness checks and the relay).

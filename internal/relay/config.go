@@ -1,0 +1,106 @@
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config configures a [Relay]. Zero values take the defaults noted.
+type Config struct {
+	// Topic to publish to; empty means "run-events".
+	Topic string
+	// Partitions of the topic when the relay creates it; 0 means 12.
+	Partitions int32
+	// ReplicationFactor of the topic when the relay creates it; 0 means the
+	// broker's default.
+	ReplicationFactor int16
+	// DisableTopicCreation skips creating the topic when absent.
+	DisableTopicCreation bool
+	// BatchSize is the most outbox rows read per round; 0 means 5000.
+	BatchSize int
+	// PollInterval is the safety-net poll when no notification arrives;
+	// 0 means 1s.
+	PollInterval time.Duration
+	// MaxAttempts is how many times the broker may refuse a record before
+	// it is dead-lettered; 0 means 8.
+	MaxAttempts int
+	// BackoffBase and BackoffMax bound the exponential backoff (with full
+	// jitter) of refused records and of broker outages; 0 means 100ms and
+	// 30s.
+	BackoffBase, BackoffMax time.Duration
+	// RebalanceInterval is how often shard ownership is checked; 0 means
+	// 1s.
+	RebalanceInterval time.Duration
+	// StallWarning is how long a publish may wait for the broker before
+	// the relay counts and logs the broker as unavailable (and again each
+	// interval after); 0 means 5s.
+	StallWarning time.Duration
+	// MetricsInterval is how often the outbox gauges are refreshed; 0 means
+	// 5s.
+	MetricsInterval time.Duration
+	// Registerer receives the relay's metrics; nil means none.
+	Registerer prometheus.Registerer
+	// Logger; nil means discard.
+	Logger *slog.Logger
+}
+
+// Validate reports a configuration error naming the setting to change.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Partitions < 0 {
+		errs = append(errs, fmt.Errorf("topic partitions (RUNSTREAM_PARTITIONS) must be > 0, got %d", c.Partitions))
+	}
+	if c.ReplicationFactor < 0 {
+		errs = append(errs, fmt.Errorf("replication factor (RUNSTREAM_REPLICATION_FACTOR) must be > 0, got %d", c.ReplicationFactor))
+	}
+	if c.BatchSize < 0 {
+		errs = append(errs, fmt.Errorf("relay batch size (RUNSTREAM_RELAY_BATCH) must be > 0, got %d", c.BatchSize))
+	}
+	if c.MaxAttempts < 0 {
+		errs = append(errs, fmt.Errorf("relay max attempts (RUNSTREAM_RELAY_MAX_ATTEMPTS) must be > 0, got %d", c.MaxAttempts))
+	}
+	if c.BackoffMax != 0 && c.BackoffBase > c.BackoffMax {
+		errs = append(errs, fmt.Errorf("relay backoff base %v is above its max %v", c.BackoffBase, c.BackoffMax))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) setDefaults() {
+	if c.Topic == "" {
+		c.Topic = "run-events"
+	}
+	if c.Partitions == 0 {
+		c.Partitions = 12
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 5000
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = time.Second
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 8
+	}
+	if c.BackoffBase == 0 {
+		c.BackoffBase = 100 * time.Millisecond
+	}
+	if c.BackoffMax == 0 {
+		c.BackoffMax = 30 * time.Second
+	}
+	if c.RebalanceInterval == 0 {
+		c.RebalanceInterval = time.Second
+	}
+	if c.StallWarning == 0 {
+		c.StallWarning = 5 * time.Second
+	}
+	if c.MetricsInterval == 0 {
+		c.MetricsInterval = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}

@@ -1,0 +1,70 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DeadLetter is an event the relay gave up publishing.
+type DeadLetter struct {
+	ID        int64     `json:"id"`
+	RunID     string    `json:"runId"`
+	RunSeq    int64     `json:"runSeq"`
+	EventType string    `json:"eventType"`
+	EventID   string    `json:"eventId"`
+	TenantID  string    `json:"tenantId"`
+	CreatedAt time.Time `json:"createdAt"`
+	FailedAt  time.Time `json:"failedAt"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"lastError"`
+}
+
+// ListDeadLetters returns up to limit dead letters, oldest failure first,
+// optionally of one run.
+func ListDeadLetters(ctx context.Context, pool *pgxpool.Pool, runID string, limit int) ([]DeadLetter, error) {
+	rows, err := pool.Query(ctx, `SELECT d.id, d.run_id, d.run_seq, e.event_type, e.event_id::text, e.tenant_id,
+			d.created_at, d.failed_at, d.attempts, coalesce(d.last_error, '')
+		FROM outbox_dead_letters d JOIN run_events e ON e.run_id = d.run_id AND e.run_seq = d.run_seq
+		WHERE $1 = '' OR d.run_id = $1
+		ORDER BY d.failed_at, d.id LIMIT $2`, runID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing dead letters: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (DeadLetter, error) {
+		var d DeadLetter
+		err := row.Scan(&d.ID, &d.RunID, &d.RunSeq, &d.EventType, &d.EventID, &d.TenantID,
+			&d.CreatedAt, &d.FailedAt, &d.Attempts, &d.LastError)
+		return d, err
+	})
+}
+
+// RetryDeadLetters moves dead letters back into the outbox (with fresh
+// attempts) so the relay publishes them again: the ones with the given ids,
+// or all of them when all is set. Consumers that already resynced past an
+// event drop the replay as a duplicate (DESIGN.md 1.12). It returns how many
+// rows moved.
+func RetryDeadLetters(ctx context.Context, pool *pgxpool.Pool, ids []int64, all bool) (int64, error) {
+	if !all && len(ids) == 0 {
+		return 0, fmt.Errorf("name dead letters to retry with --id, or use --all")
+	}
+	var moved int64
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `WITH gone AS (
+				DELETE FROM outbox_dead_letters WHERE $2 OR id = ANY($1)
+				RETURNING shard, run_id, run_seq)
+			INSERT INTO outbox (shard, run_id, run_seq) SELECT shard, run_id, run_seq FROM gone ORDER BY run_id, run_seq`, ids, all)
+		moved = tag.RowsAffected()
+		if err == nil && moved > 0 {
+			_, err = tx.Exec(ctx, `SELECT pg_notify('runstream_outbox', '')`)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("moving dead letters back to the outbox: %w", err)
+	}
+	return moved, nil
+}

@@ -1,0 +1,46 @@
+package relay
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	published, batches, retries, deadLetters, unavailable prometheus.Counter
+	publishTime, commitToAck                              prometheus.Histogram
+	ownedShards, backlog, oldestAge, deadLetterRows       prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	}
+	m := &metrics{
+		published:   counter("runstream_relay_published_total", "Records acknowledged by the broker."),
+		batches:     counter("runstream_relay_batches_total", "Outbox rounds that published at least one record."),
+		retries:     counter("runstream_relay_retries_total", "Outbox rows whose publish was refused and will be retried."),
+		deadLetters: counter("runstream_relay_dead_letters_total", "Outbox rows moved to the dead-letter table after too many refusals (EVENT_BUS_DELIVERY_FAILED)."),
+		unavailable: counter("runstream_relay_broker_unavailable_total", "Rounds that found the broker unreachable (the relay backs off; nothing is dead-lettered)."),
+		publishTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "runstream_relay_publish_seconds", Help: "Time from producing one wave of records until the broker acknowledged all of them.",
+			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
+		}),
+		commitToAck: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "runstream_relay_commit_to_ack_seconds", Help: "Time from the outbox row's creation (the append's commit) to the broker's acknowledgement.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18),
+		}),
+		ownedShards:    gauge("runstream_relay_owned_shards", "Outbox shards this relay owns."),
+		backlog:        gauge("runstream_outbox_backlog_rows", "Rows waiting in the outbox, all shards."),
+		oldestAge:      gauge("runstream_outbox_oldest_age_seconds", "Age of the oldest row waiting in the outbox (0 when empty)."),
+		deadLetterRows: gauge("runstream_outbox_dead_letters", "Rows in the outbox dead-letter table."),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.published, m.batches, m.retries, m.deadLetters, m.unavailable,
+			m.publishTime, m.commitToAck, m.ownedShards, m.backlog, m.oldestAge, m.deadLetterRows} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}

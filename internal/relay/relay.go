@@ -1,0 +1,535 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runstream/runstream/store"
+	"github.com/runstream/runstream/store/postgres"
+)
+
+// SchemaVersion is the schema-version header of every record.
+const SchemaVersion = "2.0.0"
+
+// Relay publishes the outbox. Create it with [New] and call [Relay.Run].
+type Relay struct {
+	cfg     Config
+	pool    *pgxpool.Pool
+	client  *kgo.Client
+	log     *slog.Logger
+	metrics *metrics
+}
+
+// ClientOptions are the franz-go options the relay expects on top of the
+// seed brokers: Kafka's murmur2 key partitioning (so clients in any
+// language agree on a run's partition), the idempotent producer with one
+// in-flight request per broker's ordering guarantees, and a delivery
+// timeout so an unreachable broker surfaces as an error the relay backs off
+// on rather than a publish that hangs.
+func ClientOptions(brokers []string) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.SeedBrokers(brokers...),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		kgo.ProducerLinger(0),
+		kgo.RecordDeliveryTimeout(10 * time.Second),
+		kgo.MaxBufferedRecords(100_000),
+		kgo.ProducerBatchMaxBytes(4 << 20),
+	}
+}
+
+// New returns a relay that reads the outbox through pool and produces with
+// client (built with [ClientOptions]).
+func New(cfg Config, pool *pgxpool.Pool, client *kgo.Client) (*Relay, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Relay{cfg: cfg, pool: pool, client: client, log: cfg.Logger.With("component", "relay"), metrics: m}, nil
+}
+
+// EnsureTopic creates the topic when absent, with the configured
+// partitions and replication factor.
+func (r *Relay) EnsureTopic(ctx context.Context) error {
+	adm := kadm.NewClient(r.client)
+	rf := r.cfg.ReplicationFactor
+	if rf == 0 {
+		rf = -1 // the broker's default
+	}
+	resp, err := adm.CreateTopic(ctx, r.cfg.Partitions, rf, nil, r.cfg.Topic)
+	if err == nil {
+		err = resp.Err
+	}
+	switch {
+	case err == nil:
+		r.log.Info("created topic", "topic", r.cfg.Topic, "partitions", r.cfg.Partitions)
+		return nil
+	case errors.Is(err, kerr.TopicAlreadyExists):
+		return nil
+	}
+	return fmt.Errorf("creating topic %q (%d partitions): %w", r.cfg.Topic, r.cfg.Partitions, err)
+}
+
+// Run publishes until ctx is done. It returns nil on cancellation and an
+// error only for a failure it cannot retry (the topic cannot be created).
+func (r *Relay) Run(ctx context.Context) error {
+	if !r.cfg.DisableTopicCreation {
+		if err := r.retry(ctx, "creating the topic", r.EnsureTopic); err != nil {
+			return err
+		}
+	}
+	wake := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	lctx, stop := context.WithCancel(ctx)
+	defer func() { stop(); wg.Wait() }()
+	wg.Add(2)
+	go func() { defer wg.Done(); r.listen(lctx, wake) }()
+	go func() { defer wg.Done(); r.refreshGauges(lctx) }()
+	return r.loop(ctx, wake)
+}
+
+// retry runs fn until it succeeds or ctx ends, backing off between tries.
+func (r *Relay) retry(ctx context.Context, what string, fn func(context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		err := fn(ctx)
+		if err == nil || ctx.Err() != nil {
+			return nil
+		}
+		d := r.backoff(attempt)
+		r.log.Warn(what+" failed; retrying", "err", err, "in", d)
+		if !sleep(ctx, d) {
+			return nil
+		}
+	}
+}
+
+// backoff is exponential with full jitter: uniform in [base/2, min(max,
+// base*2^(attempt-1))].
+func (r *Relay) backoff(attempt int) time.Duration {
+	d := r.cfg.BackoffBase
+	for i := 1; i < attempt && d < r.cfg.BackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, r.cfg.BackoffMax)
+	lo := r.cfg.BackoffBase / 2
+	if d <= lo {
+		return d
+	}
+	return lo + time.Duration(rand.Int64N(int64(d-lo)))
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) error {
+	var o *owner
+	defer func() {
+		if o != nil {
+			o.close()
+		}
+		r.metrics.ownedShards.Set(0)
+	}()
+	var nextRebalance time.Time
+	outages, dbErrors := 0, 0
+	for ctx.Err() == nil {
+		if o == nil {
+			var err error
+			if o, err = newOwner(ctx, r.pool); err != nil {
+				dbErrors++
+				r.log.Warn("relay cannot take its lock connection; retrying", "err", err)
+				sleep(ctx, r.backoff(dbErrors))
+				continue
+			}
+			nextRebalance = time.Time{}
+		}
+		if now := time.Now(); !now.Before(nextRebalance) {
+			before := len(o.owned)
+			if err := o.rebalance(ctx); err != nil {
+				// The lock connection is broken: give up every shard (the
+				// session is gone or going) and start over.
+				r.log.Warn("shard rebalance failed; releasing all shards", "err", err)
+				o.close()
+				o = nil
+				continue
+			}
+			if len(o.owned) != before {
+				r.log.Info("relay owns shards", "count", len(o.owned), "slot", o.slot)
+			}
+			r.metrics.ownedShards.Set(float64(len(o.owned)))
+			nextRebalance = now.Add(r.cfg.RebalanceInterval)
+		}
+		res, err := r.round(ctx, o.shards())
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			dbErrors++
+			r.log.Warn("relay round failed; retrying", "err", err)
+			sleep(ctx, r.backoff(dbErrors))
+			continue
+		}
+		dbErrors = 0
+		if res.outage != nil {
+			outages++
+			r.metrics.unavailable.Inc()
+			d := r.backoff(outages)
+			r.log.Warn("broker unavailable; backing off", "err", res.outage, "in", d, "attempt", outages)
+			sleep(ctx, d)
+			continue
+		}
+		outages = 0
+		if res.read >= r.cfg.BatchSize {
+			continue // a backlog: go on at once
+		}
+		wait := min(r.cfg.PollInterval, time.Until(nextRebalance))
+		if !res.nextRetry.IsZero() {
+			wait = min(wait, time.Until(res.nextRetry))
+		}
+		t := time.NewTimer(max(wait, 0))
+		select {
+		case <-ctx.Done():
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return nil
+}
+
+// outboxRow is one outbox row joined with its event.
+type outboxRow struct {
+	id        int64
+	attempts  int
+	createdAt time.Time
+	rec       store.RunEventRecord
+}
+
+const readSQL = `WITH blocked AS (
+	SELECT DISTINCT run_id FROM outbox
+	WHERE next_attempt_at IS NOT NULL AND next_attempt_at > clock_timestamp() AND shard = ANY($1))
+SELECT o.id, o.attempts, o.created_at,
+	e.run_id, e.run_seq, e.event_id::text, e.event_type, e.idempotency_key, e.tenant_id,
+	e.project_id, e.environment_id, e.plan_id, e.plan_version, coalesce(e.step_id, ''),
+	e.engine_attempt_id, e.logical_attempt_id, e.emitted_at, e.persisted_at, e.payload::text
+FROM outbox o JOIN run_events e ON e.run_id = o.run_id AND e.run_seq = o.run_seq
+WHERE o.shard = ANY($1) AND o.run_id NOT IN (SELECT run_id FROM blocked)
+ORDER BY o.id LIMIT $2`
+
+func (r *Relay) read(ctx context.Context, shards []int32) ([]outboxRow, error) {
+	rows, err := r.pool.Query(ctx, readSQL, shards, r.cfg.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (outboxRow, error) {
+		var (
+			o         outboxRow
+			eng, log  int32
+			persisted time.Time
+			payload   *string
+		)
+		err := row.Scan(&o.id, &o.attempts, &o.createdAt,
+			&o.rec.RunID, &o.rec.RunSeq, &o.rec.EventID, &o.rec.EventType, &o.rec.IdempotencyKey, &o.rec.TenantID,
+			&o.rec.ProjectID, &o.rec.EnvironmentID, &o.rec.PlanID, &o.rec.PlanVersion, &o.rec.StepID,
+			&eng, &log, &o.rec.EmittedAt, &persisted, &payload)
+		o.rec.EngineAttemptID, o.rec.LogicalAttemptID = int64(eng), int64(log)
+		o.rec.PersistedAt = store.FormatPersistedAt(persisted)
+		if payload != nil {
+			o.rec.Payload = []byte(*payload)
+		}
+		return o, err
+	})
+}
+
+// Record builds the Kafka record of an event (DESIGN.md section 2): key
+// runId, value the RunEventRecord JSON, and the documented headers.
+func Record(topic string, rec *store.RunEventRecord) (*kgo.Record, error) {
+	value, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("encoding event %s of run %q: %w", rec.EventID, rec.RunID, err)
+	}
+	return &kgo.Record{
+		Topic: topic,
+		Key:   []byte(rec.RunID),
+		Value: value,
+		Headers: []kgo.RecordHeader{
+			{Key: "eventType", Value: []byte(rec.EventType)},
+			{Key: "eventId", Value: []byte(rec.EventID)},
+			{Key: "runSeq", Value: []byte(strconv.FormatInt(rec.RunSeq, 10))},
+			{Key: "tenantId", Value: []byte(rec.TenantID)},
+			{Key: "content-type", Value: []byte("application/json")},
+			{Key: "schema-version", Value: []byte(SchemaVersion)},
+		},
+	}, nil
+}
+
+// roundResult says what one round did.
+type roundResult struct {
+	read      int
+	outage    error     // the broker was unreachable
+	nextRetry time.Time // earliest retry due among rows refused this round
+}
+
+// isOutage tells a broker that cannot be reached (or is in a transient
+// state) from one that refused a record: only refusals count toward the
+// dead-letter limit.
+func isOutage(err error) bool {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Retriable
+	}
+	return true
+}
+
+// round reads the head of the owned shards and publishes it in waves: wave
+// k holds the k-th row of every run in the batch, and a run whose row
+// failed takes no part in later waves, so a run's later event never
+// overtakes an earlier one.
+func (r *Relay) round(ctx context.Context, shards []int32) (roundResult, error) {
+	var res roundResult
+	if len(shards) == 0 {
+		return res, nil
+	}
+	rows, err := r.read(ctx, shards)
+	if err != nil {
+		return res, fmt.Errorf("reading the outbox: %w", err)
+	}
+	res.read = len(rows)
+	if len(rows) == 0 {
+		return res, nil
+	}
+	byRun := map[string][]*outboxRow{}
+	var order []string
+	for i := range rows {
+		id := rows[i].rec.RunID
+		if _, ok := byRun[id]; !ok {
+			order = append(order, id)
+		}
+		byRun[id] = append(byRun[id], &rows[i])
+	}
+	blocked := map[string]bool{}
+	var acked []int64
+	type refusal struct {
+		row *outboxRow
+		err error
+	}
+	var refused []refusal
+	for wave := 0; res.outage == nil; wave++ {
+		var batch []*outboxRow
+		var recs []*kgo.Record
+		for _, id := range order {
+			if rs := byRun[id]; wave < len(rs) && !blocked[id] {
+				rec, err := Record(r.cfg.Topic, &rs[wave].rec)
+				if err != nil {
+					return res, err
+				}
+				batch = append(batch, rs[wave])
+				recs = append(recs, rec)
+			}
+		}
+		if len(recs) == 0 {
+			break
+		}
+		start := time.Now()
+		errs, ok := r.produce(ctx, recs)
+		if !ok {
+			return res, nil // shutting down: unacknowledged rows stay for the next relay
+		}
+		now := time.Now()
+		r.metrics.publishTime.Observe(now.Sub(start).Seconds())
+		for i, perr := range errs {
+			row := batch[i]
+			if perr == nil {
+				acked = append(acked, row.id)
+				r.metrics.commitToAck.Observe(now.Sub(row.createdAt).Seconds())
+				continue
+			}
+			blocked[row.rec.RunID] = true
+			if ctx.Err() != nil {
+				continue // shutting down: the row stays for the next relay
+			}
+			if isOutage(perr) {
+				res.outage = perr
+				continue
+			}
+			refused = append(refused, refusal{row, perr})
+		}
+	}
+	if len(acked) > 0 {
+		r.metrics.published.Add(float64(len(acked)))
+		r.metrics.batches.Inc()
+		// Deleting uses a fresh context: the records are acknowledged, and
+		// not deleting them only means duplicates after a restart.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_, err := r.pool.Exec(dctx, `DELETE FROM outbox WHERE id = ANY($1)`, acked)
+		cancel()
+		if err != nil {
+			return res, fmt.Errorf("deleting %d acknowledged outbox rows (they will be published again): %w", len(acked), err)
+		}
+	}
+	for _, f := range refused {
+		due, err := r.refuse(ctx, f.row, f.err)
+		if err != nil {
+			return res, err
+		}
+		if !due.IsZero() && (res.nextRetry.IsZero() || due.Before(res.nextRetry)) {
+			res.nextRetry = due
+		}
+	}
+	return res, nil
+}
+
+// produce hands recs to the client and waits until the broker answered
+// every one. With the idempotent producer, franz-go never gives up on a
+// record that was sent but not answered (that could break its sequence
+// numbers), so while the broker is unreachable this waits: it counts and logs
+// the outage every StallWarning, and abandons the wait when ctx ends (the
+// rows stay in the outbox and are published again, at least once). It
+// reports false when abandoned.
+func (r *Relay) produce(ctx context.Context, recs []*kgo.Record) ([]error, bool) {
+	errs := make([]error, len(recs))
+	done := make(chan struct{})
+	var remaining atomic.Int64
+	remaining.Store(int64(len(recs)))
+	for i, rec := range recs {
+		r.client.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+			errs[i] = err
+			if remaining.Add(-1) == 0 {
+				close(done)
+			}
+		})
+	}
+	t := time.NewTicker(r.cfg.StallWarning)
+	defer t.Stop()
+	for stalled := 1; ; stalled++ {
+		select {
+		case <-done:
+			return errs, true
+		case <-ctx.Done():
+			return nil, false
+		case <-t.C:
+			r.metrics.unavailable.Inc()
+			r.log.Warn("broker has not acknowledged a publish; waiting (appends continue, the outbox grows)",
+				"records", len(recs), "waited", time.Duration(stalled)*r.cfg.StallWarning)
+		}
+	}
+}
+
+// refuse records a refused publish: a retry with backoff, or after
+// MaxAttempts the dead-letter table and alert EVENT_BUS_DELIVERY_FAILED.
+// It returns when the retry is due (zero when dead-lettered).
+func (r *Relay) refuse(ctx context.Context, row *outboxRow, cause error) (time.Time, error) {
+	attempts := row.attempts + 1
+	msg := cause.Error()
+	if attempts >= r.cfg.MaxAttempts {
+		err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `WITH moved AS (DELETE FROM outbox WHERE id = $1
+					RETURNING id, shard, run_id, run_seq, created_at)
+				INSERT INTO outbox_dead_letters (id, shard, run_id, run_seq, created_at, attempts, last_error)
+				SELECT id, shard, run_id, run_seq, created_at, $2, $3 FROM moved
+				ON CONFLICT (id) DO UPDATE SET failed_at = clock_timestamp(), attempts = EXCLUDED.attempts,
+					last_error = EXCLUDED.last_error`, row.id, attempts, msg)
+			return err
+		})
+		if err != nil {
+			return time.Time{}, fmt.Errorf("dead-lettering outbox row %d: %w", row.id, err)
+		}
+		r.metrics.deadLetters.Inc()
+		r.log.Error("event moved to the dead-letter table after repeated broker refusals; the run's later events flow, consumers resync from the store",
+			"alert", "EVENT_BUS_DELIVERY_FAILED", "runId", row.rec.RunID, "runSeq", row.rec.RunSeq,
+			"eventId", row.rec.EventID, "attempts", attempts, "err", cause)
+		return time.Time{}, nil
+	}
+	d := r.backoff(attempts)
+	due := time.Now().Add(d)
+	_, err := r.pool.Exec(ctx, `UPDATE outbox SET attempts = $2, last_error = $3,
+		next_attempt_at = clock_timestamp() + $4 * interval '1 microsecond' WHERE id = $1`,
+		row.id, attempts, msg, d.Microseconds())
+	if err != nil {
+		return time.Time{}, fmt.Errorf("scheduling the retry of outbox row %d: %w", row.id, err)
+	}
+	r.metrics.retries.Inc()
+	r.log.Warn("broker refused an event; retrying", "runId", row.rec.RunID, "runSeq", row.rec.RunSeq,
+		"attempt", attempts, "of", r.cfg.MaxAttempts, "in", d, "err", cause)
+	return due, nil
+}
+
+// listen wakes the loop on NOTIFY runstream_outbox. On any error it
+// reconnects with backoff; meanwhile the poll finds new rows.
+func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
+	for attempt := 1; ctx.Err() == nil; attempt++ {
+		conn, err := r.pool.Acquire(ctx)
+		if err == nil {
+			_, err = conn.Exec(ctx, "LISTEN "+postgres.OutboxChannel)
+			if err == nil {
+				attempt = 0
+				for err == nil {
+					_, err = conn.Conn().WaitForNotification(ctx)
+					if err == nil {
+						select {
+						case wake <- struct{}{}:
+						default:
+						}
+					}
+				}
+			}
+			// A LISTENing session must not go back to the pool.
+			_ = conn.Conn().Close(context.Background())
+			conn.Release()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.log.Debug("outbox listener failed; reconnecting", "err", err)
+		sleep(ctx, r.backoff(max(attempt, 1)))
+	}
+}
+
+// refreshGauges keeps the outbox gauges current.
+func (r *Relay) refreshGauges(ctx context.Context) {
+	t := time.NewTicker(r.cfg.MetricsInterval)
+	defer t.Stop()
+	for {
+		var rows, dead int64
+		var age float64
+		err := r.pool.QueryRow(ctx, `SELECT count(*),
+			coalesce(extract(epoch FROM clock_timestamp() - min(created_at)), 0)::float8,
+			(SELECT count(*) FROM outbox_dead_letters) FROM outbox`).Scan(&rows, &age, &dead)
+		if err == nil {
+			r.metrics.backlog.Set(float64(rows))
+			r.metrics.oldestAge.Set(age)
+			r.metrics.deadLetterRows.Set(float64(dead))
+		} else if ctx.Err() == nil {
+			r.log.Debug("refreshing outbox gauges failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

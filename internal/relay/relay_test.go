@@ -1,0 +1,654 @@
+package relay_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runstream/runstream/internal/relay"
+	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/internal/workload"
+	"github.com/runstream/runstream/store"
+	"github.com/runstream/runstream/store/postgres"
+)
+
+const topic = "run-events"
+
+type fixture struct {
+	pool    *pgxpool.Pool
+	schema  string
+	store   *postgres.Store
+	cluster *kfake.Cluster
+	brokers []string
+}
+
+func newFixture(t *testing.T, kopts ...kfake.Opt) *fixture {
+	t.Helper()
+	pool, schema := testenv.Postgres(t, 40)
+	if _, err := postgres.Migrate(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	st, err := postgres.New(pool, postgres.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, kopts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return &fixture{pool: pool, schema: schema, store: st, cluster: c, brokers: c.ListenAddrs()}
+}
+
+func testConfig() relay.Config {
+	return relay.Config{Topic: topic, PollInterval: 50 * time.Millisecond, RebalanceInterval: 100 * time.Millisecond,
+		StallWarning: 300 * time.Millisecond,
+		BackoffBase:  10 * time.Millisecond, BackoffMax: 200 * time.Millisecond, BatchSize: 500}
+}
+
+type running struct {
+	cancel context.CancelFunc
+	done   chan error
+	reg    *prometheus.Registry
+	once   sync.Once
+	err    error
+}
+
+// stop cancels the relay and waits for Run to return (at most 20s).
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	r.once.Do(func() {
+		select {
+		case r.err = <-r.done:
+		case <-time.After(20 * time.Second):
+			r.err = errors.New("relay did not stop within 20s of cancellation")
+		}
+	})
+	if r.err != nil {
+		t.Fatalf("relay: %v", r.err)
+	}
+}
+
+func startRelay(t *testing.T, pool *pgxpool.Pool, brokers []string, cfg relay.Config) *running {
+	t.Helper()
+	client, err := kgo.NewClient(append(relay.ClientOptions(brokers), kgo.RecordDeliveryTimeout(3*time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
+	r, err := relay.New(cfg, pool, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx); client.Close() }()
+	run := &running{cancel: cancel, done: done, reg: reg}
+	t.Cleanup(func() { run.stop(t) })
+	return run
+}
+
+// appendRuns appends n generated runs and returns how many events each
+// run has in the store.
+func appendRuns(t *testing.T, st *postgres.Store, rng *rand.Rand, n int) map[string]int64 {
+	t.Helper()
+	want := map[string]int64{}
+	var all []store.RunEventWrite
+	for range n {
+		all = append(all, workload.Run(rng, "tenant_a", workload.Options{})...)
+	}
+	for i := 0; i < len(all); i += 200 {
+		for _, r := range st.AppendBatch(context.Background(), all[i:min(i+200, len(all))]) {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			if r.Result.Persisted {
+				want[all[i].RunID] = 0
+			}
+		}
+	}
+	for _, w := range all {
+		want[w.RunID] = 0
+	}
+	for id := range want {
+		recs, err := st.FetchEvents(context.Background(), id, store.FetchOptions{Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[id] = int64(len(recs))
+	}
+	return want
+}
+
+// consumer reads the topic from the start, collecting each run's runSeqs in
+// topic order.
+type consumer struct {
+	client *kgo.Client
+	mu     sync.Mutex
+	seqs   map[string][]int64
+	recs   []*kgo.Record
+}
+
+func newConsumer(t *testing.T, brokers []string) *consumer {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return &consumer{client: cl, seqs: map[string][]int64{}}
+}
+
+// poll fetches once (briefly).
+func (c *consumer) poll(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	fs := c.client.PollFetches(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fs.EachRecord(func(r *kgo.Record) {
+		seq, err := strconv.ParseInt(header(r, "runSeq"), 10, 64)
+		if err != nil {
+			t.Errorf("record without a numeric runSeq header: %v", r.Headers)
+		}
+		c.seqs[string(r.Key)] = append(c.seqs[string(r.Key)], seq)
+		c.recs = append(c.recs, r)
+	})
+}
+
+func header(r *kgo.Record, k string) string {
+	for _, h := range r.Headers {
+		if h.Key == k {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// complete reports whether every run's events 1..want[run] were seen.
+func (c *consumer) complete(want map[string]int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, n := range want {
+		seen := map[int64]bool{}
+		for _, s := range c.seqs[id] {
+			seen[s] = true
+		}
+		for s := int64(1); s <= n; s++ {
+			if !seen[s] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (c *consumer) waitComplete(t *testing.T, want map[string]int64, timeout time.Duration) {
+	t.Helper()
+	testenv.WaitFor(t, timeout, "every event on the topic", func() bool {
+		c.poll(t)
+		return c.complete(want)
+	})
+}
+
+// checkOrder asserts per-run order: duplicates are allowed (at least
+// once), but the first time each runSeq appears, it is in runSeq order, so
+// a consumer deduplicating by runSeq sees every run in order.
+func (c *consumer) checkOrder(t *testing.T) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, seqs := range c.seqs {
+		seen := map[int64]bool{}
+		var firsts []int64
+		for _, s := range seqs {
+			if !seen[s] {
+				seen[s] = true
+				firsts = append(firsts, s)
+			}
+		}
+		for i := 1; i < len(firsts); i++ {
+			if firsts[i] < firsts[i-1] {
+				t.Fatalf("run %s: runSeq %d first appeared after %d (topic order %v): per-run order broken", id, firsts[i], firsts[i-1], seqs)
+			}
+		}
+	}
+}
+
+func outboxRows(t *testing.T, pool *pgxpool.Pool) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func seed(t *testing.T) *rand.Rand {
+	s := uint64(time.Now().UnixNano())
+	if v := os.Getenv("RELAY_SEED"); v != "" {
+		s, _ = strconv.ParseUint(v, 10, 64)
+	}
+	t.Logf("seed %d (rerun with RELAY_SEED=%d)", s, s)
+	return rand.New(rand.NewPCG(s, s))
+}
+
+func TestRelay_DeliversEveryEventInOrderWithTheRecordFormat(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	want := appendRuns(t, f.store, seed(t), 20)
+	startRelay(t, f.pool, f.brokers, testConfig())
+	c := newConsumer(t, f.brokers)
+	c.waitComplete(t, want, 30*time.Second)
+	c.checkOrder(t)
+	testenv.WaitFor(t, 10*time.Second, "the outbox to drain", func() bool { return outboxRows(t, f.pool) == 0 })
+
+	for _, r := range c.recs[:min(len(c.recs), 200)] {
+		var rec store.RunEventRecord
+		if err := json.Unmarshal(r.Value, &rec); err != nil {
+			t.Fatalf("value is not a RunEventRecord: %v", err)
+		}
+		if string(r.Key) != rec.RunID {
+			t.Fatalf("key %q, value runId %q", r.Key, rec.RunID)
+		}
+		stored, err := f.store.FetchEvents(context.Background(), rec.RunID, store.FetchOptions{AfterSeq: rec.RunSeq - 1, Limit: 1})
+		if err != nil || len(stored) != 1 {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(stored[0])
+		if !bytes.Equal(b, r.Value) {
+			t.Fatalf("value differs from the stored record:\n got %s\nwant %s", r.Value, b)
+		}
+		for k, v := range map[string]string{"eventType": rec.EventType, "eventId": rec.EventID,
+			"runSeq": strconv.FormatInt(rec.RunSeq, 10), "tenantId": rec.TenantID,
+			"content-type": "application/json", "schema-version": "2.0.0"} {
+			if got := header(r, k); got != v {
+				t.Fatalf("header %s = %q, want %q", k, got, v)
+			}
+		}
+		if want := murmur2Partition(r.Key, 12); r.Partition != want {
+			t.Fatalf("run %s on partition %d; Kafka's murmur2 partitioner picks %d", r.Key, r.Partition, want)
+		}
+	}
+}
+
+// murmur2Partition is Kafka's default partitioner for keyed records:
+// toPositive(murmur2(key)) % partitions.
+func murmur2Partition(key []byte, partitions int32) int32 {
+	return (murmur2Raw(key) & 0x7fffffff) % partitions
+}
+
+func TestMurmur2_KnownJavaValues(t *testing.T) {
+	// Kafka's own test vectors for Utils.murmur2 (UtilsTest.testMurmur2).
+	for key, want := range map[string]int32{
+		"21": -973932308, "foobar": -790332482, "a-little-bit-long-string": -985981536,
+		"a-little-bit-longer-string": -1486304829, "lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+	} {
+		if got := murmur2Raw([]byte(key)); got != want {
+			t.Errorf("murmur2(%q) = %d, want %d (Kafka UtilsTest)", key, got, want)
+		}
+	}
+}
+
+// murmur2Raw is org.apache.kafka.common.utils.Utils.murmur2, written from
+// the Java source's algorithm as a check of franz-go's partitioner that does
+// not use franz-go.
+func murmur2Raw(key []byte) int32 {
+	const (
+		seed uint32 = 0x9747b28c
+		m    uint32 = 0x5bd1e995
+	)
+	n := len(key)
+	h := seed ^ uint32(n)
+	for i := 0; i+4 <= n; i += 4 {
+		k := uint32(key[i]) | uint32(key[i+1])<<8 | uint32(key[i+2])<<16 | uint32(key[i+3])<<24
+		k *= m
+		k ^= k >> 24
+		k *= m
+		h *= m
+		h ^= k
+	}
+	tail := key[n-n%4:]
+	switch len(tail) {
+	case 3:
+		h ^= uint32(tail[2]) << 16
+		fallthrough
+	case 2:
+		h ^= uint32(tail[1]) << 8
+		fallthrough
+	case 1:
+		h ^= uint32(tail[0])
+		h *= m
+	}
+	h ^= h >> 13
+	h *= m
+	h ^= h >> 15
+	return int32(h)
+}
+
+// TestRelay_LateCommitIsDelivered holds an append transaction open while
+// later ones commit: a relay that kept a cursor would skip its row.
+func TestRelay_LateCommitIsDelivered(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	startRelay(t, f.pool, f.brokers, testConfig())
+	late := workload.Event(workload.NewIdentity("tenant_a"), store.EventRunStarted, "", 1, 1, time.Now(), nil)
+	tx, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	var status int
+	if err := tx.QueryRow(ctx, `SELECT o_status FROM runstream_append($1,$2,$3,$4,$5,$6,$7,$8,$9,NULL,1,1,$10,NULL,$11)`,
+		late.RunID, late.TenantID, late.ProjectID, late.EnvironmentID, late.PlanID, late.PlanVersion,
+		late.EventID, late.EventType, late.IdempotencyKey, late.EmittedAt, postgres.ShardOf(late.RunID)).Scan(&status); err != nil || status != 0 {
+		t.Fatalf("append in the held transaction: %v status %d", err, status)
+	}
+	want := appendRuns(t, f.store, seed(t), 5) // ids after the held row's, committed first
+	c := newConsumer(t, f.brokers)
+	c.waitComplete(t, want, 30*time.Second)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want[late.RunID] = 1
+	c.waitComplete(t, want, 30*time.Second)
+	c.checkOrder(t)
+}
+
+func TestRelay_BrokerDownThenBack(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	f := newFixture(t, kfake.DataDir(dir))
+	rng := seed(t)
+	run := startRelay(t, f.pool, f.brokers, testConfig())
+	want := appendRuns(t, f.store, rng, 3)
+	c := newConsumer(t, f.brokers)
+	c.waitComplete(t, want, 30*time.Second)
+
+	port := f.brokers[0][strings.LastIndex(f.brokers[0], ":")+1:]
+	f.cluster.Close()
+	more := appendRuns(t, f.store, rng, 10) // appends keep succeeding with the broker down
+	backlog := outboxRows(t, f.pool)
+	if backlog == 0 {
+		t.Fatal("the outbox is empty with the broker down: events were lost or never queued")
+	}
+	testenv.WaitFor(t, 10*time.Second, "the relay to notice the outage", func() bool {
+		return counter(t, run.reg, "runstream_relay_broker_unavailable_total") > 0
+	})
+	if got := outboxRows(t, f.pool); got < backlog {
+		t.Fatalf("outbox shrank from %d to %d with the broker down", backlog, got)
+	}
+	p, _ := strconv.Atoi(port)
+	back, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(p), kfake.DataDir(dir))
+	if err != nil {
+		t.Fatalf("restarting the broker on port %d: %v", p, err)
+	}
+	t.Cleanup(back.Close)
+	for id, n := range more {
+		want[id] = n
+	}
+	c2 := newConsumer(t, f.brokers)
+	c2.waitComplete(t, want, 60*time.Second)
+	c2.checkOrder(t)
+	if d := counter(t, run.reg, "runstream_relay_dead_letters_total"); d != 0 {
+		t.Fatalf("%v events dead-lettered during an outage; an outage must never dead-letter", d)
+	}
+}
+
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			sum := 0.0
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+			return sum
+		}
+	}
+	return 0
+}
+
+func TestRelay_CancelledMidBatchThenRestarted(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	want := appendRuns(t, f.store, seed(t), 150)
+	cfg := testConfig()
+	cfg.BatchSize = 100
+	run := startRelay(t, f.pool, f.brokers, cfg)
+	testenv.WaitFor(t, 30*time.Second, "the first records published", func() bool {
+		return counter(t, run.reg, "runstream_relay_published_total") > 0
+	})
+	run.stop(t)
+	if outboxRows(t, f.pool) == 0 {
+		t.Skip("the relay drained everything before it was cancelled; nothing to test")
+	}
+	startRelay(t, f.pool, f.brokers, cfg)
+	c := newConsumer(t, f.brokers)
+	c.waitComplete(t, want, 60*time.Second)
+	c.checkOrder(t)
+}
+
+// TestRelay_KilledProcessThenRestarted runs the relay in a child process
+// (this test binary, re-executed), kills it with SIGKILL mid-stream and
+// restarts it: everything arrives, duplicates allowed, order kept.
+func TestRelay_KilledProcessThenRestarted(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	want := appendRuns(t, f.store, seed(t), 300)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperRelayProcess$", "-test.v")
+	cmd.Env = append(os.Environ(), "RELAY_HELPER=1",
+		"RELAY_HELPER_PG="+testenv.PostgresURLWithSchema(t, f.schema),
+		"RELAY_HELPER_BROKERS="+strings.Join(f.brokers, ","))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	total := outboxRows(t, f.pool)
+	testenv.WaitFor(t, 30*time.Second, "the child relay to publish something", func() bool {
+		return outboxRows(t, f.pool) < total
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	t.Logf("killed the child relay with %d of %d outbox rows left", outboxRows(t, f.pool), total)
+	startRelay(t, f.pool, f.brokers, testConfig())
+	c := newConsumer(t, f.brokers)
+	c.waitComplete(t, want, 60*time.Second)
+	c.checkOrder(t)
+}
+
+// TestHelperRelayProcess is the child of TestRelay_KilledProcessThenRestarted.
+func TestHelperRelayProcess(t *testing.T) {
+	if os.Getenv("RELAY_HELPER") != "1" {
+		t.Skip("helper process for TestRelay_KilledProcessThenRestarted")
+	}
+	pool, err := pgxpool.New(context.Background(), os.Getenv("RELAY_HELPER_PG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kgo.NewClient(relay.ClientOptions(strings.Split(os.Getenv("RELAY_HELPER_BROKERS"), ","))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.BatchSize = 50
+	r, err := relay.New(cfg, pool, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r.Run(context.Background()) // until killed
+}
+
+func TestRelay_SeveralRelaysKeepPerRunOrder(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{2, 3} {
+		t.Run(fmt.Sprintf("%d relays", n), func(t *testing.T) {
+			f := newFixture(t)
+			rng := seed(t)
+			var runs []*running
+			for range n {
+				runs = append(runs, startRelay(t, f.pool, f.brokers, testConfig()))
+			}
+			testenv.WaitFor(t, 20*time.Second, "the shards to be split", func() bool {
+				total := 0.0
+				for _, r := range runs {
+					owned := counter(t, r.reg, "runstream_relay_owned_shards")
+					if owned == 0 {
+						return false
+					}
+					total += owned
+				}
+				return total == postgres.NumShards
+			})
+			// Appends keep coming while the relays publish.
+			want := map[string]int64{}
+			for range 5 {
+				for id, k := range appendRuns(t, f.store, rng, 20) {
+					want[id] = k
+				}
+			}
+			// One relay leaves mid-stream; the others take its shards.
+			runs[0].stop(t)
+			for id, k := range appendRuns(t, f.store, rng, 20) {
+				want[id] = k
+			}
+			c := newConsumer(t, f.brokers)
+			c.waitComplete(t, want, 60*time.Second)
+			c.checkOrder(t)
+		})
+	}
+}
+
+// TestRelay_RefusedRecordIsDeadLetteredAndTheRunFlowsOn injects produce
+// errors for one run's partition: the head event is retried, then
+// dead-lettered with alert EVENT_BUS_DELIVERY_FAILED, and the run's later
+// events (and other runs) flow. Retrying the dead letter publishes it.
+func TestRelay_RefusedRecordIsDeadLetteredAndTheRunFlowsOn(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	cfg := testConfig()
+	cfg.MaxAttempts = 3
+	victim := workload.NewIdentity("tenant_a")
+	vp := murmur2Partition([]byte(victim.RunID), 12)
+	// Another run on a different partition, which must be unaffected.
+	other := workload.NewIdentity("tenant_a")
+	for murmur2Partition([]byte(other.RunID), 12) == vp {
+		other = workload.NewIdentity("tenant_a")
+	}
+	// Refuse every produce to the victim's partition, exactly MaxAttempts
+	// times: the victim's head event is its only record there.
+	f.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: topic, Partitions: []int32{vp},
+		Err: kerr.InvalidRecord, Count: cfg.MaxAttempts})
+	var logs syncBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+
+	if _, err := f.store.AppendEvent(ctx, workload.Event(victim, store.EventRunStarted, "", 1, 1, time.Now(), nil)); err != nil {
+		t.Fatal(err)
+	}
+	run := startRelay(t, f.pool, f.brokers, cfg)
+	testenv.WaitFor(t, 30*time.Second, "the refused event to be dead-lettered", func() bool {
+		return counter(t, run.reg, "runstream_relay_dead_letters_total") == 1
+	})
+	if !strings.Contains(logs.String(), "alert=EVENT_BUS_DELIVERY_FAILED") {
+		t.Fatalf("no EVENT_BUS_DELIVERY_FAILED alert in the logs:\n%s", logs.String())
+	}
+	if got := counter(t, run.reg, "runstream_relay_retries_total"); got != float64(cfg.MaxAttempts-1) {
+		t.Fatalf("retries = %v, want %d before the dead letter", got, cfg.MaxAttempts-1)
+	}
+	for _, ev := range []store.RunEventWrite{
+		workload.Event(victim, store.EventStepStarted, "s1", 1, 1, time.Now(), nil),
+		workload.Event(victim, store.EventStepCompleted, "s1", 1, 1, time.Now(), nil),
+		workload.Event(other, store.EventRunStarted, "", 1, 1, time.Now(), nil),
+	} {
+		if _, err := f.store.AppendEvent(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := newConsumer(t, f.brokers)
+	testenv.WaitFor(t, 30*time.Second, "the run's later events and the other run", func() bool {
+		c.poll(t)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return fmt.Sprint(c.seqs[victim.RunID]) == "[2 3]" && len(c.seqs[other.RunID]) == 1
+	})
+	dls, err := relay.ListDeadLetters(ctx, f.pool, "", 10)
+	if err != nil || len(dls) != 1 || dls[0].RunID != victim.RunID || dls[0].RunSeq != 1 || dls[0].Attempts != cfg.MaxAttempts {
+		t.Fatalf("dead letters = %+v, %v; want the victim's runSeq 1 after %d attempts", dls, err, cfg.MaxAttempts)
+	}
+	if !strings.Contains(dls[0].LastError, "INVALID_RECORD") {
+		t.Fatalf("dead letter's last error %q does not say why", dls[0].LastError)
+	}
+	if n, err := relay.RetryDeadLetters(ctx, f.pool, []int64{dls[0].ID}, false); err != nil || n != 1 {
+		t.Fatalf("retrying the dead letter: %d, %v", n, err)
+	}
+	testenv.WaitFor(t, 30*time.Second, "the replayed dead letter", func() bool {
+		c.poll(t)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return fmt.Sprint(c.seqs[victim.RunID]) == "[2 3 1]"
+	})
+	if dls, _ := relay.ListDeadLetters(ctx, f.pool, "", 10); len(dls) != 0 {
+		t.Fatalf("dead letters after retry: %+v", dls)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestConfig_Validate(t *testing.T) {
+	for _, c := range []relay.Config{{Partitions: -1}, {BatchSize: -5}, {MaxAttempts: -1},
+		{BackoffBase: time.Minute, BackoffMax: time.Second}} {
+		if err := c.Validate(); err == nil {
+			t.Errorf("Validate(%+v) = nil, want an error", c)
+		}
+	}
+	if err := (relay.Config{}).Validate(); err != nil {
+		t.Errorf("zero Config: %v", err)
+	}
+}
