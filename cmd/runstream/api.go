@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -44,5 +46,8 @@ func runAPI(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	return srv.Run(ctx, nil)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return srv.Run(gctx, nil) })
+	g.Go(func() error { return st.RunOutboxNotifier(gctx) })
+	return g.Wait()
 }

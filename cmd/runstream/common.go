@@ -6,12 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/runstream/runstream/internal/config"
 	"github.com/runstream/runstream/internal/httpapi"
@@ -134,4 +138,48 @@ func (f *serverFlags) LogValue() slog.Value {
 		slog.String("auth", auth),
 		slog.Int64("maxBodyBytes", f.maxBodyBytes),
 	)
+}
+
+// runWithOpsServer runs a component (relay, projector) next to a small
+// HTTP server with /metrics, /healthz and /readyz, until ctx ends or the
+// component returns; it then shuts the server down.
+func runWithOpsServer(ctx context.Context, log *slog.Logger, reg *prometheus.Registry, addr string,
+	ready func(context.Context) error, run func(context.Context) error) error {
+	if err := config.CheckAddr("http-addr", addr); err != nil {
+		return usageError{err}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		rctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := ready(rctx); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s (--http-addr): %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+		return run(gctx)
+	})
+	log.Info("ops endpoints listening", "addr", ln.Addr().String())
+	return g.Wait()
 }

@@ -4,12 +4,16 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/runstream/runstream/internal/config"
+	"github.com/runstream/runstream/internal/devbroker"
 	"github.com/runstream/runstream/internal/httpapi"
+	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -18,11 +22,16 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	var f serverFlags
 	f.register(fs, "text")
+	var rf relayFlags
+	rf.register(fs)
+	brokers := fs.String("kafka-brokers", "", "Kafka brokers to use; empty: start the embedded broker")
+	brokerAddr := fs.String("broker-addr", "127.0.0.1:9092", "listen address of the embedded broker")
+	dataDir := fs.String("data-dir", ".runstream", "where the embedded broker keeps topics and committed offsets across restarts")
 	demo := fs.Bool("demo", false, "also drive a workload of realistic runs through the API")
 	demoRuns := fs.Int("demo-runs", 4, "runs in flight at once with --demo")
 	demoDelay := fs.Duration("demo-event-delay", 300*time.Millisecond, "pause between a demo run's events")
 	if err := parseFlags(fs, env, args, "runstream dev [flags]",
-		"Everything in one process for a laptop: migrates Postgres, serves the HTTP API, and\nwith --demo drives realistic runs through it. Needs Postgres and Redis (scripts/up.sh\nstarts both). Ctrl-C stops it."); err != nil {
+		"Everything in one process for a laptop: migrates Postgres, starts an embedded Kafka-protocol\nbroker (franz-go's kfake) unless --kafka-brokers is given, serves the HTTP API, relays the\noutbox to Kafka, and with --demo drives realistic runs through the API. Needs Postgres and\nRedis (scripts/up.sh starts both). Ctrl-C stops it."); err != nil {
 		return err
 	}
 	log, err := newLogger(env.stderr, f.logLevel, f.logFormat)
@@ -30,7 +39,11 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	reg := newRegistry()
-	cfg, err := f.apiConfig(log, reg)
+	apiCfg, err := f.apiConfig(log, reg)
+	if err != nil {
+		return err
+	}
+	relayCfg, err := rf.config(log, reg)
 	if err != nil {
 		return err
 	}
@@ -47,17 +60,41 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer rdb.Close()
+
+	brokerList := config.Brokers(*brokers)
+	brokerDesc := "external " + strings.Join(brokerList, ",")
+	if len(brokerList) == 0 {
+		b, err := devbroker.Start(devbroker.Config{Addr: *brokerAddr, DataDir: filepath.Join(*dataDir, "kafka"), Partitions: int32(rf.partitions)})
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		brokerList = b.Addrs()
+		brokerDesc = fmt.Sprintf("embedded (kfake) %s, data in %s", strings.Join(brokerList, ","), filepath.Join(*dataDir, "kafka"))
+	}
+	client, err := newKafkaClient(brokerList, log)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+
 	st, err := postgres.New(pool, postgres.Config{Registerer: reg, Logger: log})
 	if err != nil {
 		return err
 	}
-	srv, err := httpapi.New(cfg, st, rdb)
+	srv, err := httpapi.New(apiCfg, st, rdb, httpapi.Check{Name: "kafka", Fn: client.Ping})
+	if err != nil {
+		return err
+	}
+	rl, err := relay.New(relayCfg, pool, client)
 	if err != nil {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	started := make(chan string, 1)
 	g.Go(func() error { return srv.Run(gctx, started) })
+	g.Go(func() error { return st.RunOutboxNotifier(gctx) })
+	g.Go(func() error { return rl.Run(gctx) })
 	var addr string
 	select {
 	case addr = <-started:
@@ -65,16 +102,18 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 		return g.Wait()
 	}
 	base := "http://" + addr
-	fmt.Fprintf(env.stdout, "runstream dev is up:\n  HTTP API   %s  (try: curl %s/v1/runs/<runId>/events)\n  metrics    %s/metrics\n  Postgres   %s\n  Redis      %s\n",
-		base, base, base, config.RedactURL(f.postgresURL), f.redisURL)
+	fmt.Fprintf(env.stdout, "runstream dev is up:\n"+
+		"  HTTP API   %s  (curl %s/v1/runs/<runId>/events)\n"+
+		"  metrics    %s/metrics\n"+
+		"  Kafka      %s, topic %q\n"+
+		"  Postgres   %s\n"+
+		"  Redis      %s\n",
+		base, base, base, brokerDesc, rf.topic, config.RedactURL(f.postgresURL), config.RedactURL(f.redisURL))
 	if *demo {
-		token := ""
-		tenant := ""
-		if cfg.AuthTokens != nil {
-			for tok, ten := range cfg.AuthTokens {
-				token, tenant = tok, ten
-				break
-			}
+		token, tenant := "", ""
+		for tok, ten := range apiCfg.AuthTokens {
+			token, tenant = tok, ten
+			break
 		}
 		d := &workload.Driver{BaseURL: base, Token: token, Tenant: tenant, Concurrency: *demoRuns,
 			EventDelay: *demoDelay, Logger: log.With("component", "demo")}

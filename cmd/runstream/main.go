@@ -26,16 +26,17 @@ func main() {
 		stop()
 	}()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(os.Stderr, "runstream: %v\n", err)
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0) // --help printed the usage
 		}
+		fmt.Fprintf(os.Stderr, "runstream: %v\n", err)
 		os.Exit(exitCode(err))
 	}
 }
 
 func exitCode(err error) int {
 	var u usageError
-	if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {
+	if errors.As(err, &u) {
 		return 2
 	}
 	return 1
@@ -61,8 +62,9 @@ type environment struct {
 
 func commands() []command {
 	return []command{
-		{"dev", "everything in one process for a laptop: migrate, API (and --demo workload)", runDev},
+		{"dev", "everything in one process for a laptop: migrate, embedded Kafka broker, API, relay (and --demo workload)", runDev},
 		{"api", "the HTTP API of the Append Authority (production: run as many as needed)", runAPI},
+		{"relay", "publish the outbox to Kafka (production: run as many as needed); relay dlq list|retry", runRelay},
 		{"migrate", "apply the Postgres schema (idempotent)", runMigrate},
 		{"bench", "load generators and reports: bench append", runBench},
 	}

@@ -90,6 +90,8 @@ func (d *Driver) driveRun(ctx context.Context, rng *rand.Rand) {
 }
 
 func (d *Driver) post(ctx context.Context, ev store.RunEventWrite) error {
+	// Stamp the real emission time: the generator's clock runs ahead.
+	ev.EmittedAt = time.Now().UTC().Format(time.RFC3339Nano)
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return err

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kslog"
+
+	"github.com/runstream/runstream/internal/config"
+	"github.com/runstream/runstream/internal/relay"
+	"github.com/runstream/runstream/store/postgres"
+)
+
+// relayFlags are the relay's settings, shared by relay and dev.
+type relayFlags struct {
+	topic             string
+	partitions        int
+	replicationFactor int
+	batch             int
+	maxAttempts       int
+}
+
+func (f *relayFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.topic, "topic", "run-events", "Kafka topic of run events")
+	fs.IntVar(&f.partitions, "partitions", 12, "partitions when the relay creates the topic")
+	fs.IntVar(&f.replicationFactor, "replication-factor", 0, "replication factor when the relay creates the topic (0: the broker's default)")
+	fs.IntVar(&f.batch, "relay-batch", 5000, "most outbox rows published per round")
+	fs.IntVar(&f.maxAttempts, "relay-max-attempts", 8, "broker refusals of one event before it is dead-lettered (EVENT_BUS_DELIVERY_FAILED)")
+}
+
+func (f *relayFlags) config(log *slog.Logger, reg prometheus.Registerer) (relay.Config, error) {
+	if f.partitions < 1 || f.partitions > 100000 {
+		return relay.Config{}, usageError{fmt.Errorf("--partitions (RUNSTREAM_PARTITIONS) must be 1..100000, got %d", f.partitions)}
+	}
+	if f.replicationFactor < 0 || f.replicationFactor > 32767 {
+		return relay.Config{}, usageError{fmt.Errorf("--replication-factor (RUNSTREAM_REPLICATION_FACTOR) must be >= 0, got %d", f.replicationFactor)}
+	}
+	if f.batch < 1 || f.maxAttempts < 1 {
+		return relay.Config{}, usageError{fmt.Errorf("--relay-batch and --relay-max-attempts must be >= 1")}
+	}
+	if strings.TrimSpace(f.topic) == "" {
+		return relay.Config{}, usageError{fmt.Errorf("--topic (RUNSTREAM_TOPIC) must not be empty")}
+	}
+	cfg := relay.Config{Topic: f.topic, Partitions: int32(f.partitions), ReplicationFactor: int16(f.replicationFactor),
+		BatchSize: f.batch, MaxAttempts: f.maxAttempts, Registerer: reg, Logger: log}
+	return cfg, cfg.Validate()
+}
+
+// newKafkaClient builds the producer client the relay expects.
+func newKafkaClient(brokers []string, log *slog.Logger) (*kgo.Client, error) {
+	if len(brokers) == 0 {
+		return nil, usageError{fmt.Errorf("no Kafka brokers: set --kafka-brokers (RUNSTREAM_KAFKA_BROKERS), e.g. 127.0.0.1:9092")}
+	}
+	// franz-go's info level narrates every metadata refresh: keep its
+	// warnings and errors unless we run at debug.
+	klog := slog.New(minLevel{log.Handler(), slog.LevelWarn}).With("component", "kafka")
+	if log.Enabled(context.Background(), slog.LevelDebug) {
+		klog = log.With("component", "kafka")
+	}
+	opts := append(relay.ClientOptions(brokers), kgo.WithLogger(kslog.New(klog)))
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kafka client for %v: %w", brokers, err)
+	}
+	return cl, nil
+}
+
+func runRelay(ctx context.Context, env *environment, args []string) error {
+	if len(args) > 0 && args[0] == "dlq" {
+		return runDLQ(ctx, env, args[1:])
+	}
+	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
+	pgURL := fs.String("postgres-url", defaultPostgresURL, "PostgreSQL URL of the Append Authority")
+	brokers := fs.String("kafka-brokers", "", "Kafka bootstrap brokers, comma-separated (required)")
+	metricsAddr := fs.String("http-addr", "127.0.0.1:9464", "address of /metrics, /healthz and /readyz")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "json", "json or text")
+	var rf relayFlags
+	rf.register(fs)
+	if err := parseFlags(fs, env, args, "runstream relay [flags]\n       runstream relay dlq list|retry [flags]",
+		"Publishes the transactional outbox to Kafka: keyed by runId, per-run order, at least once.\nRun several for availability: they split the outbox's shards between them.\n'runstream relay dlq --help' shows the dead-letter commands."); err != nil {
+		return err
+	}
+	log, err := newLogger(env.stderr, *logLevel, *logFormat)
+	if err != nil {
+		return err
+	}
+	reg := newRegistry()
+	cfg, err := rf.config(log, reg)
+	if err != nil {
+		return err
+	}
+	client, err := newKafkaClient(config.Brokers(*brokers), log)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	pool, err := openPostgres(ctx, log, *pgURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	r, err := relay.New(cfg, pool, client)
+	if err != nil {
+		return err
+	}
+	log.Info("starting runstream relay", "brokers", *brokers, "topic", rf.topic, "postgresUrl", config.RedactURL(*pgURL))
+	return runWithOpsServer(ctx, log, reg, *metricsAddr, pool.Ping, r.Run)
+}
+
+func runDLQ(ctx context.Context, env *environment, args []string) error {
+	if len(args) == 0 || (args[0] != "list" && args[0] != "retry") {
+		fmt.Fprint(env.stderr, "Usage: runstream relay dlq list [--run ID] [--limit N] [--json]\n       runstream relay dlq retry (--id N[,N...] | --all)\n\nDead letters are events the relay gave up publishing after repeated broker refusals\n(alert EVENT_BUS_DELIVERY_FAILED). They are still in the store; retry moves them\nback to the outbox so the relay publishes them again.\n")
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			return flag.ErrHelp
+		}
+		return usageError{fmt.Errorf("dlq needs a subcommand: list or retry")}
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("relay dlq "+sub, flag.ContinueOnError)
+	pgURL := fs.String("postgres-url", defaultPostgresURL, "PostgreSQL URL of the Append Authority")
+	runID := fs.String("run", "", "only this run's dead letters (list)")
+	limit := fs.Int("limit", 100, "most dead letters listed")
+	asJSON := fs.Bool("json", false, "print JSON (list)")
+	ids := fs.String("id", "", "dead-letter ids to retry, comma-separated (retry)")
+	all := fs.Bool("all", false, "retry every dead letter (retry)")
+	if err := parseFlags(fs, env, args[1:], "runstream relay dlq "+sub+" [flags]", "Lists or retries the relay's dead letters."); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	pool, err := postgres.Connect(cctx, *pgURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if _, err := postgres.Migrate(cctx, pool); err != nil {
+		return err
+	}
+	if sub == "retry" {
+		var list []int64
+		for _, s := range config.Brokers(*ids) {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return usageError{fmt.Errorf("--id: %q is not a dead-letter id (see 'runstream relay dlq list')", s)}
+			}
+			list = append(list, n)
+		}
+		if len(list) == 0 && !*all {
+			return usageError{fmt.Errorf("say which dead letters to retry: --id N[,N...] or --all")}
+		}
+		n, err := relay.RetryDeadLetters(cctx, pool, list, *all)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "moved %d dead letter(s) back to the outbox; the relay publishes them next\n", n)
+		return nil
+	}
+	dls, err := relay.ListDeadLetters(cctx, pool, *runID, *limit)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if dls == nil {
+			dls = []relay.DeadLetter{}
+		}
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(dls)
+	}
+	if len(dls) == 0 {
+		fmt.Fprintln(env.stdout, "no dead letters")
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tRUN\tSEQ\tTYPE\tATTEMPTS\tFAILED AT\tLAST ERROR")
+	for _, d := range dls {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%s\t%s\n", d.ID, d.RunID, d.RunSeq, d.EventType, d.Attempts,
+			d.FailedAt.UTC().Format(time.RFC3339), d.LastError)
+	}
+	return tw.Flush()
+}
+
+// minLevel is a slog handler that drops records below a level.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler { return minLevel{h.Handler.WithAttrs(as), h.min} }
+
+func (h minLevel) WithGroup(name string) slog.Handler { return minLevel{h.Handler.WithGroup(name), h.min} }
