@@ -4,6 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(scripts/up.sh)"
+# Independent Kafka clients for the interop tests (librdkafka's kcat).
+if ! command -v kcat >/dev/null 2>&1; then
+  echo "test: installing kcat (Debian package) for the Kafka interop tests" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >&2
+fi
 export RUNSTREAM_TEST_POSTGRES_URL="${RUNSTREAM_TEST_POSTGRES_URL:-$RUNSTREAM_POSTGRES_URL}"
 export RUNSTREAM_TEST_REDIS_URL="${RUNSTREAM_TEST_REDIS_URL:-$RUNSTREAM_REDIS_URL}"
 export RUNSTREAM_TEST_REQUIRE=1

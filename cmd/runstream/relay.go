@@ -136,6 +136,19 @@ func runDLQ(ctx context.Context, env *environment, args []string) error {
 	if err := parseFlags(fs, env, args[1:], "runstream relay dlq "+sub+" [flags]", "Lists or retries the relay's dead letters."); err != nil {
 		return err
 	}
+	var list []int64
+	if sub == "retry" {
+		for _, s := range config.Brokers(*ids) {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return usageError{fmt.Errorf("--id: %q is not a dead-letter id (see 'runstream relay dlq list')", s)}
+			}
+			list = append(list, n)
+		}
+		if len(list) == 0 && !*all {
+			return usageError{fmt.Errorf("say which dead letters to retry: --id N[,N...] or --all")}
+		}
+	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	pool, err := postgres.Connect(cctx, *pgURL)
@@ -147,17 +160,6 @@ func runDLQ(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	if sub == "retry" {
-		var list []int64
-		for _, s := range config.Brokers(*ids) {
-			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				return usageError{fmt.Errorf("--id: %q is not a dead-letter id (see 'runstream relay dlq list')", s)}
-			}
-			list = append(list, n)
-		}
-		if len(list) == 0 && !*all {
-			return usageError{fmt.Errorf("say which dead letters to retry: --id N[,N...] or --all")}
-		}
 		n, err := relay.RetryDeadLetters(cctx, pool, list, *all)
 		if err != nil {
 			return err
@@ -200,6 +202,10 @@ func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= h.min && h.Handler.Enabled(ctx, l)
 }
 
-func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler { return minLevel{h.Handler.WithAttrs(as), h.min} }
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
 
-func (h minLevel) WithGroup(name string) slog.Handler { return minLevel{h.Handler.WithGroup(name), h.min} }
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
+}
