@@ -5,25 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"testing"
-)
 
-// peerPath returns a file or directory of the peer implementation's
-// reference data (../shared/peer, DESIGN.md section 1.14). It skips the
-// test when the data is absent, and fails it when RUNSTREAM_TEST_REQUIRE=1
-// so CI cannot pass without the check.
-func peerPath(t *testing.T, elem ...string) string {
-	t.Helper()
-	p := filepath.Join(append([]string{"..", "..", "shared", "peer"}, elem...)...)
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("RUNSTREAM_TEST_REQUIRE") == "1" {
-			t.Fatalf("peer reference data missing (RUNSTREAM_TEST_REQUIRE=1): %v", err)
-		}
-		t.Skipf("peer reference data missing, skipping: %v", err)
-	}
-	return p
-}
+	"github.com/runstream/runstream/internal/testenv"
+)
 
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
@@ -76,7 +61,7 @@ func TestIdempotencyKey_PeerVectors(t *testing.T) {
 		t.Run("embedded/"+v.Name, func(t *testing.T) { check(t, v) })
 	}
 	t.Run("file", func(t *testing.T) {
-		data, err := os.ReadFile(peerPath(t, "vectors", "RunEvents.v2.0.1.idempotency_vectors.json"))
+		data, err := os.ReadFile(testenv.PeerPath(t, "vectors", "RunEvents.v2.0.1.idempotency_vectors.json"))
 		if err != nil {
 			t.Fatal(err)
 		}

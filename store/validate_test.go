@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/runstream/runstream/internal/testenv"
 )
 
 // validWrite returns a valid write of eventType, as DecodeWrite makes it.
@@ -557,37 +559,7 @@ func TestFlattenSchema_Merges(t *testing.T) {
 // section 1.14): what DecodeWrite accepts validates against the peer's v2
 // write schema, and the records we build from it against its record schema.
 func TestPeerSchemas_AcceptOurWrites(t *testing.T) {
-	dir := peerPath(t, "schemas")
-	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no peer schemas in %s: %v", dir, err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	ids := map[string]string{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		id, _ := doc.(map[string]any)["$id"].(string)
-		if err := c.AddResource(id, doc); err != nil {
-			t.Fatal(err)
-		}
-		ids[filepath.Base(f)] = id
-	}
-	writeSchema, err := c.Compile(ids["RunEventWrite.v2.0.schema.json"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	recordSchema, err := c.Compile(ids["RunEventRecord.v2.0.schema.json"])
-	if err != nil {
-		t.Fatal(err)
-	}
+	writeSchema, recordSchema := testenv.PeerSchemas(t)
 	validate := func(t *testing.T, sch *jsonschema.Schema, v any) error {
 		t.Helper()
 		b, err := json.Marshal(v)

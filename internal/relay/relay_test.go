@@ -266,7 +266,11 @@ func TestRelay_DeliversEveryEventInOrderWithTheRecordFormat(t *testing.T) {
 	c.checkOrder(t)
 	testenv.WaitFor(t, 10*time.Second, "the outbox to drain", func() bool { return outboxRows(t, f.pool) == 0 })
 
+	_, recordSchema := testenv.PeerSchemas(t)
 	for _, r := range c.recs[:min(len(c.recs), 200)] {
+		if err := testenv.ValidateJSON(recordSchema, r.Value); err != nil {
+			t.Fatalf("the peer's v2 RunEventRecord schema rejects our Kafka value %s: %v", r.Value, err)
+		}
 		var rec store.RunEventRecord
 		if err := json.Unmarshal(r.Value, &rec); err != nil {
 			t.Fatalf("value is not a RunEventRecord: %v", err)

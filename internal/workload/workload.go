@@ -121,7 +121,7 @@ func RunFor(rng *rand.Rand, id Identity, opts Options) []store.RunEventWrite {
 	// Run-level events always hash "RUN" and their logicalAttemptId, so a
 	// second pause of the same run needs the next attempt number or it is
 	// (correctly) a duplicate of the first.
-	pauses := int64(0)
+	pauses, unknown := int64(0), int64(0)
 	for i := 0; i < opts.Steps; i++ {
 		step := stepNames[i%len(stepNames)]
 		if i >= len(stepNames) {
@@ -167,7 +167,11 @@ func RunFor(rng *rand.Rand, id Identity, opts Options) []store.RunEventWrite {
 			}
 		}
 		if rng.Float64() < opts.UnknownEventRate {
-			add(Event(id, "StepHeartbeatRecorded", step, 1, 1, tick(), map[string]any{"note": "a future event type"}))
+			// A future event type. Run-level (no stepId): the peer's v2
+			// record schema refuses a stepId on any type it does not list
+			// as a step event, and generated streams should be clean for it.
+			unknown++
+			add(Event(id, "RunCostReported", "", unknown, 1, tick(), map[string]any{"note": "a future event type", "step": step}))
 		}
 	}
 	if failed {
