@@ -1,4 +1,39 @@
-// Package projector reduces the run-event topic into Redis snapshots. This
-// file set holds the Redis key layout the projector writes and the API
-// reads (DESIGN.md section 2); the reducer itself is projector/reduce.
+// Package projector reduces the run-event topic into Redis snapshots
+// (DESIGN.md sections 1.9 and 2): stateless processes in one Kafka consumer
+// group apply each run's events in runSeq order with the one reducer
+// (projector/reduce), write the snapshot and its watermark lastEventSeq
+// atomically with a Lua script guarded on the previous watermark, and commit
+// Kafka offsets only after the Redis writes they cover succeeded.
+//
+// Per batch of polled records: the snapshots of every run in the batch are
+// read with one pipelined MGET; events are applied in offset order (a run
+// lives on one partition, so offset order is the relay's runSeq order);
+// duplicates (runSeq <= lastEventSeq) are no-ops; a gap (runSeq >
+// lastEventSeq+1) marks the run stale, raises
+// PROJECTOR_NON_CONTIGUOUS_FETCH_DETECTED and resyncs it from the store:
+// FROM_SNAPSHOT (the Redis snapshot plus the store's events after its
+// watermark) or FULL (store projectSnapshot) when there is no usable
+// snapshot; stale clears only when the watermark advanced (ExecutionSemantics
+// v1 1.5.1). All writes of the batch go out in one pipeline; a write that
+// loses its guard (another projector moved the watermark during a
+// rebalance) reloads and retries that run. When Redis fails the batch is not
+// committed: the partitions are rewound to the batch's first offsets and
+// polled again after a backoff.
+//
+// Runs whose resync could not finish (the store is down) stay stale and are
+// listed in the set runstream:resync; every projector retries them with
+// backoff, so a crash does not forget them.
+//
+// Metrics:
+//
+//	runstream_projector_events_total{result="applied|duplicate|gap|unknown_type"}
+//	runstream_projector_non_contiguous_total       PROJECTOR_NON_CONTIGUOUS_FETCH_DETECTED
+//	runstream_projector_causal_violations_total    PROJECTOR_CAUSAL_VIOLATION
+//	runstream_projector_undecodable_records_total  records that could not be decoded (their run is resynced)
+//	runstream_projector_resyncs_total{mode="from_snapshot|full",result="ok|no_advance|error"}
+//	runstream_projector_stale_runs                 runs marked stale and not yet resynced
+//	runstream_projector_write_conflicts_total      guarded writes that lost to another writer
+//	runstream_projector_batch_seconds              time to reduce and write one poll batch
+//	runstream_projector_lag_records{partition}     records behind the partition's end
+//	runstream_projector_lag_seconds{partition}     now minus persistedAt of the last applied event (0 when caught up)
 package projector

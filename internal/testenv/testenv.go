@@ -136,3 +136,22 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		<-tick.C
 	}
 }
+
+// WaitUntil polls check every 20ms until it returns nil or timeout passes,
+// then fails t with check's last error (say what differs).
+func WaitUntil(t testing.TB, timeout time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not done after %v: %v", timeout, err)
+		}
+		<-tick.C
+	}
+}

@@ -1,0 +1,74 @@
+package projector
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config configures a [Projector]. Zero values take the defaults noted.
+type Config struct {
+	// Brokers are the Kafka bootstrap brokers (required).
+	Brokers []string
+	// Topic to consume; empty means "run-events".
+	Topic string
+	// Group is the consumer group; empty means "runstream-projector".
+	Group string
+	// MaxPollRecords bounds one batch; 0 means 5000.
+	MaxPollRecords int
+	// ResyncBackoffBase and ResyncBackoffMax bound the retries of resyncs
+	// that failed (the store is unreachable) and of Redis failures; 0 means
+	// 200ms and 30s.
+	ResyncBackoffBase, ResyncBackoffMax time.Duration
+	// LagHighThreshold raises PROJECTOR_LAG_HIGH; 0 means 5s (the
+	// contract's threshold).
+	LagHighThreshold time.Duration
+	// SessionTimeout of the group membership; 0 means franz-go's default.
+	SessionTimeout time.Duration
+	// Registerer receives the projector's metrics; nil means none.
+	Registerer prometheus.Registerer
+	// Logger; nil means discard.
+	Logger *slog.Logger
+}
+
+// Validate reports a configuration error naming the setting to change.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("no Kafka brokers: set RUNSTREAM_KAFKA_BROKERS"))
+	}
+	if c.MaxPollRecords < 0 {
+		errs = append(errs, fmt.Errorf("max poll records must be > 0, got %d", c.MaxPollRecords))
+	}
+	if c.ResyncBackoffMax != 0 && c.ResyncBackoffBase > c.ResyncBackoffMax {
+		errs = append(errs, fmt.Errorf("resync backoff base %v is above its max %v", c.ResyncBackoffBase, c.ResyncBackoffMax))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) setDefaults() {
+	if c.Topic == "" {
+		c.Topic = "run-events"
+	}
+	if c.Group == "" {
+		c.Group = "runstream-projector"
+	}
+	if c.MaxPollRecords == 0 {
+		c.MaxPollRecords = 5000
+	}
+	if c.ResyncBackoffBase == 0 {
+		c.ResyncBackoffBase = 200 * time.Millisecond
+	}
+	if c.ResyncBackoffMax == 0 {
+		c.ResyncBackoffMax = 30 * time.Second
+	}
+	if c.LagHighThreshold == 0 {
+		c.LagHighThreshold = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}

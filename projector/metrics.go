@@ -1,0 +1,52 @@
+package projector
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	events         *prometheus.CounterVec
+	nonContiguous  prometheus.Counter
+	causal         prometheus.Counter
+	undecodable    prometheus.Counter
+	resyncs        *prometheus.CounterVec
+	staleRuns      prometheus.Gauge
+	conflicts      prometheus.Counter
+	batchTime      prometheus.Histogram
+	lagRecords     *prometheus.GaugeVec
+	lagSeconds     *prometheus.GaugeVec
+	redisFailures  prometheus.Counter
+	lagHighAlerted prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	c := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	m := &metrics{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "runstream_projector_events_total",
+			Help: "Records processed by result: applied, duplicate (runSeq <= watermark), gap (runSeq > watermark+1), unknown_type."}, []string{"result"}),
+		nonContiguous: c("runstream_projector_non_contiguous_total", "Gaps seen (alert PROJECTOR_NON_CONTIGUOUS_FETCH_DETECTED): the run was marked stale and resynced."),
+		causal:        c("runstream_projector_causal_violations_total", "Events applied although their transition is impossible (alert PROJECTOR_CAUSAL_VIOLATION)."),
+		undecodable:   c("runstream_projector_undecodable_records_total", "Records that could not be decoded; their run is resynced from the store."),
+		resyncs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "runstream_projector_resyncs_total",
+			Help: "Resyncs from the store by mode (from_snapshot, full) and result (ok, no_advance, error)."}, []string{"mode", "result"}),
+		staleRuns: prometheus.NewGauge(prometheus.GaugeOpts{Name: "runstream_projector_stale_runs", Help: "Runs marked stale whose resync has not finished."}),
+		conflicts: c("runstream_projector_write_conflicts_total", "Guarded snapshot writes that found another watermark (another projector wrote first)."),
+		batchTime: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "runstream_projector_batch_seconds",
+			Help: "Time to reduce and write one poll batch.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
+		lagRecords: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "runstream_projector_lag_records",
+			Help: "Records between the last processed offset and the partition's end."}, []string{"partition"}),
+		lagSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "runstream_projector_lag_seconds",
+			Help: "Now minus persistedAt of the last applied event, per partition; 0 when caught up (alert PROJECTOR_LAG_HIGH above 5s)."}, []string{"partition"}),
+		redisFailures:  c("runstream_projector_redis_failures_total", "Batches whose Redis reads or writes failed; they are retried, not committed."),
+		lagHighAlerted: c("runstream_projector_lag_high_total", "Times a partition's lag crossed the PROJECTOR_LAG_HIGH threshold."),
+	}
+	if reg != nil {
+		for _, col := range []prometheus.Collector{m.events, m.nonContiguous, m.causal, m.undecodable, m.resyncs,
+			m.staleRuns, m.conflicts, m.batchTime, m.lagRecords, m.lagSeconds, m.redisFailures, m.lagHighAlerted} {
+			if err := reg.Register(col); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}

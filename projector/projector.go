@@ -1,0 +1,565 @@
+package projector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runstream/runstream/projector/reduce"
+	"github.com/runstream/runstream/store"
+)
+
+// eventSource is what the projector needs of the store for resyncs;
+// *postgres.Store satisfies it.
+type eventSource interface {
+	FetchEvents(ctx context.Context, runID string, opts store.FetchOptions) ([]store.RunEventRecord, error)
+	ProjectSnapshot(ctx context.Context, runID string) (store.RunSnapshot, error)
+}
+
+// Projector consumes the run-event topic into Redis. Create it with [New]
+// and call [Projector.Run]; run as many as the topic has partitions.
+type Projector struct {
+	cfg Config
+	rdb redis.UniversalClient
+	src eventSource
+	log *slog.Logger
+	m   *metrics
+	opt []kgo.Opt
+
+	lagMu sync.Mutex
+	lag   map[int32]*partitionLag
+
+	backoffMu sync.Mutex
+	retryAt   map[string]retryState // runs whose resync failed: when to try again
+}
+
+type partitionLag struct {
+	records       int64
+	lastPersisted time.Time
+	alerted       bool
+}
+
+type retryState struct {
+	at       time.Time
+	attempts int
+}
+
+// New returns a projector writing to rdb and resyncing from src. extra
+// franz-go options (a logger, hooks) are added to the consumer's.
+func New(cfg Config, rdb redis.UniversalClient, src eventSource, extra ...kgo.Opt) (*Projector, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Projector{cfg: cfg, rdb: rdb, src: src, log: cfg.Logger.With("component", "projector"), m: m,
+		opt: extra, lag: map[int32]*partitionLag{}, retryAt: map[string]retryState{}}, nil
+}
+
+// Run consumes until ctx is done, then commits what it finished, leaves
+// the group and returns nil. Records are committed only after the Redis
+// writes they cover succeeded.
+func (p *Projector) Run(ctx context.Context) error {
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(p.cfg.Brokers...),
+		kgo.ConsumerGroup(p.cfg.Group),
+		kgo.ConsumeTopics(p.cfg.Topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		// Partitions are not revoked between a poll and AllowRebalance, so
+		// a batch is written and committed by the one owner that polled it
+		// before its partitions can move.
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsRevoked(p.forget),
+		kgo.OnPartitionsLost(p.forget),
+		kgo.FetchMaxWait(100 * time.Millisecond),
+	}, p.opt...)
+	if p.cfg.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(p.cfg.SessionTimeout))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("creating the Kafka consumer: %w", err)
+	}
+	defer cl.Close()
+	if err := writeScript.Load(ctx, p.rdb).Err(); err != nil && ctx.Err() == nil {
+		p.log.Warn("loading the snapshot script failed; it is loaded on first use", "err", err)
+	}
+	var wg sync.WaitGroup
+	bctx, stop := context.WithCancel(ctx)
+	defer func() { stop(); wg.Wait() }()
+	wg.Add(2)
+	go func() { defer wg.Done(); p.retryStale(bctx) }()
+	go func() { defer wg.Done(); p.reportLag(bctx) }()
+	p.log.Info("projector consuming", "topic", p.cfg.Topic, "group", p.cfg.Group)
+
+	failures := 0
+	for {
+		fetches := cl.PollRecords(ctx, p.cfg.MaxPollRecords)
+		if fetches.IsClientClosed() || ctx.Err() != nil {
+			cl.AllowRebalance()
+			return nil
+		}
+		fetches.EachError(func(t string, part int32, err error) {
+			p.log.Warn("fetch error", "topic", t, "partition", part, "err", err)
+		})
+		recs := fetches.Records()
+		p.noteLag(fetches)
+		if len(recs) == 0 {
+			cl.AllowRebalance()
+			continue
+		}
+		start := time.Now()
+		if err := p.process(ctx, recs); err != nil {
+			if ctx.Err() != nil {
+				cl.AllowRebalance()
+				return nil
+			}
+			failures++
+			p.m.redisFailures.Inc()
+			d := backoff(p.cfg.ResyncBackoffBase, p.cfg.ResyncBackoffMax, failures)
+			p.log.Warn("writing snapshots failed; not committing, retrying the batch", "err", err, "records", len(recs), "in", d)
+			rewind(cl, recs)
+			cl.AllowRebalance()
+			sleep(ctx, d)
+			continue
+		}
+		failures = 0
+		p.m.batchTime.Observe(time.Since(start).Seconds())
+		if err := cl.CommitRecords(ctx, recs...); err != nil && ctx.Err() == nil {
+			// The writes landed; reprocessing the records after a
+			// rebalance is a run of duplicates.
+			p.log.Warn("committing offsets failed; the records will be seen again as duplicates", "err", err)
+		}
+		cl.AllowRebalance()
+	}
+}
+
+// rewind moves consumption back to the first offset of each partition in
+// recs, so a batch whose writes failed is polled again.
+func rewind(cl *kgo.Client, recs []*kgo.Record) {
+	first := map[string]map[int32]kgo.EpochOffset{}
+	for _, r := range recs {
+		ps := first[r.Topic]
+		if ps == nil {
+			ps = map[int32]kgo.EpochOffset{}
+			first[r.Topic] = ps
+		}
+		if eo, ok := ps[r.Partition]; !ok || r.Offset < eo.Offset {
+			ps[r.Partition] = kgo.EpochOffset{Epoch: -1, Offset: r.Offset}
+		}
+	}
+	cl.SetOffsets(first)
+}
+
+// runEvents are one run's records in a batch, in offset order.
+type runEvents struct {
+	id         string
+	events     []store.RunEventRecord
+	undecoded  bool // a record of this run could not be decoded
+	resync     bool // resync from the store whatever the snapshot says (retries of stale runs)
+	lastRecord *kgo.Record
+}
+
+// decode groups records by run. A record that cannot be decoded is never
+// dropped silently: it is counted, logged with its position, and its run
+// (the record key) is resynced from the store.
+func (p *Projector) decode(recs []*kgo.Record) []*runEvents {
+	byRun := map[string]*runEvents{}
+	var order []*runEvents
+	get := func(id string) *runEvents {
+		re := byRun[id]
+		if re == nil {
+			re = &runEvents{id: id}
+			byRun[id] = re
+			order = append(order, re)
+		}
+		return re
+	}
+	for _, r := range recs {
+		var ev store.RunEventRecord
+		err := json.Unmarshal(r.Value, &ev)
+		if err == nil && (ev.RunID == "" || ev.RunSeq < 1 || (len(r.Key) > 0 && string(r.Key) != ev.RunID)) {
+			err = fmt.Errorf("runId %q / runSeq %d missing or not matching the key %q", ev.RunID, ev.RunSeq, r.Key)
+		}
+		if err != nil {
+			p.m.undecodable.Inc()
+			p.log.Error("undecodable record; resyncing its run from the store", "topic", r.Topic,
+				"partition", r.Partition, "offset", r.Offset, "key", string(r.Key), "err", err)
+			if len(r.Key) > 0 {
+				re := get(string(r.Key))
+				re.undecoded = true
+				re.lastRecord = r
+			}
+			continue
+		}
+		re := get(ev.RunID)
+		re.events = append(re.events, ev)
+		re.lastRecord = r
+	}
+	return order
+}
+
+// process reduces and writes one batch. It returns an error only when
+// Redis failed; the caller then retries the batch without committing.
+func (p *Projector) process(ctx context.Context, recs []*kgo.Record) error {
+	runs := p.decode(recs)
+	for attempt := 0; len(runs) > 0; attempt++ {
+		conflicted, err := p.processRuns(ctx, runs)
+		if err != nil {
+			return err
+		}
+		if attempt >= 5 && len(conflicted) > 0 {
+			return fmt.Errorf("%d runs kept losing their guarded writes", len(conflicted))
+		}
+		runs = conflicted
+	}
+	return nil
+}
+
+// processRuns reduces runs against their current snapshots and writes
+// them; it returns the runs whose guarded write lost to another writer.
+func (p *Projector) processRuns(ctx context.Context, runs []*runEvents) ([]*runEvents, error) {
+	ids := make([]string, len(runs))
+	for i, re := range runs {
+		ids[i] = re.id
+	}
+	snaps, broken, err := loadSnapshots(ctx, p.rdb, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading snapshots: %w", err)
+	}
+	var writes []snapshotWrite
+	var written []*runEvents
+	var resolved, unresolved []string
+	for _, re := range runs {
+		prev, exists := snaps[re.id]
+		expected := int64(-1)
+		if exists {
+			expected = prev.LastEventSeq
+		}
+		next, changed, stale := p.reduceRun(ctx, re, prev, exists, broken[re.id])
+		switch {
+		case stale:
+			unresolved = append(unresolved, re.id)
+		case (exists && prev.Stale) || broken[re.id] || re.resync || re.undecoded:
+			resolved = append(resolved, re.id)
+		}
+		if !changed {
+			continue
+		}
+		writes = append(writes, snapshotWrite{snap: next, expected: expected, max: broken[re.id]})
+		written = append(written, re)
+	}
+	results, err := writeSnapshots(ctx, p.rdb, writes)
+	if err != nil {
+		return nil, fmt.Errorf("writing %d snapshots: %w", len(writes), err)
+	}
+	var conflicted []*runEvents
+	for i, r := range results {
+		if !r.written {
+			p.m.conflicts.Inc()
+			p.log.Debug("guarded write lost; reloading", "runId", writes[i].snap.RunID,
+				"expected", writes[i].expected, "stored", r.stored)
+			conflicted = append(conflicted, written[i])
+		}
+	}
+	if err := p.markStale(ctx, unresolved, resolved); err != nil {
+		return nil, err
+	}
+	return conflicted, nil
+}
+
+// reduceRun applies a run's batch to its snapshot. It returns the new
+// snapshot, whether it differs from what is stored, and whether the run is
+// left stale (a resync is still owed).
+func (p *Projector) reduceRun(ctx context.Context, re *runEvents, prev store.RunSnapshot, exists, broken bool) (store.RunSnapshot, bool, bool) {
+	if re.resync && exists && !prev.Stale && !broken {
+		return prev, false, false // another projector already resynced it
+	}
+	cur := prev
+	if broken {
+		cur = store.RunSnapshot{}
+	}
+	needResync := broken || re.undecoded || re.resync || (exists && prev.Stale)
+	gap := false
+	if !needResync {
+		for i := range re.events {
+			ev := &re.events[i]
+			if ev.RunSeq <= cur.LastEventSeq {
+				p.m.events.WithLabelValues("duplicate").Inc()
+				continue
+			}
+			if ev.RunSeq != cur.LastEventSeq+1 {
+				p.m.events.WithLabelValues("gap").Inc()
+				p.m.nonContiguous.Inc()
+				p.log.Warn("non-contiguous runSeq; marking the run stale and resyncing from the store",
+					"alert", "PROJECTOR_NON_CONTIGUOUS_FETCH_DETECTED", "runId", re.id,
+					"watermark", cur.LastEventSeq, "runSeq", ev.RunSeq)
+				gap, needResync = true, true
+				break
+			}
+			var res reduce.Result
+			cur, res = reduce.Apply(cur, *ev)
+			p.count(re.id, ev, res)
+		}
+	}
+	if needResync {
+		usable := exists && !broken && cur.LastEventSeq > 0
+		// After a gap, or for a run already stale, the resync must move
+		// the watermark (ExecutionSemantics v1 1.5.1); after an undecodable
+		// record the store's answer is the truth even when it adds nothing.
+		mustAdvance := gap || (exists && prev.Stale) || re.resync
+		next, ok := p.resync(ctx, re.id, cur, usable, mustAdvance)
+		if ok {
+			return next, next.LastEventSeq != prev.LastEventSeq || prev.Stale || !exists || broken, false
+		}
+		if !gap && (!exists || (prev.Stale && cur.LastEventSeq == prev.LastEventSeq)) {
+			return prev, false, true // still stale (or still absent): nothing new to write
+		}
+		cur.Stale = true
+		return cur, true, true
+	}
+	changed := !exists || cur.LastEventSeq != prev.LastEventSeq
+	return cur, changed, false
+}
+
+func (p *Projector) count(runID string, ev *store.RunEventRecord, res reduce.Result) {
+	p.m.events.WithLabelValues(string(res.Outcome)).Inc()
+	if res.CausalViolation {
+		p.m.causal.Inc()
+		p.log.Debug("causal violation applied", "alert", "PROJECTOR_CAUSAL_VIOLATION", "runId", runID,
+			"runSeq", ev.RunSeq, "eventType", ev.EventType, "reason", res.Reason)
+	}
+}
+
+// resync rebuilds a run from the store: FROM_SNAPSHOT (cur, valid up to
+// its watermark, plus the store's events after it) when usable, else FULL
+// (the store's projectSnapshot). It succeeds only when the watermark
+// advanced past cur's when mustAdvance (ExecutionSemantics v1 1.5.1); the
+// result is then not stale.
+func (p *Projector) resync(ctx context.Context, runID string, cur store.RunSnapshot, usable, mustAdvance bool) (store.RunSnapshot, bool) {
+	pre := cur.LastEventSeq
+	mode := "full"
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var next store.RunSnapshot
+	var err error
+	if usable {
+		mode = "from_snapshot"
+		next = cur
+		for {
+			var evs []store.RunEventRecord
+			evs, err = p.src.FetchEvents(rctx, runID, store.FetchOptions{AfterSeq: next.LastEventSeq, Limit: 1000})
+			if err != nil || len(evs) == 0 {
+				break
+			}
+			var sum reduce.Summary
+			next, sum = reduce.Project(next, evs)
+			p.m.causal.Add(float64(sum.CausalViolations))
+			if len(evs) < 1000 {
+				break
+			}
+		}
+	} else {
+		next, err = p.src.ProjectSnapshot(rctx, runID)
+		if errors.Is(err, store.ErrNotFound) {
+			err = nil
+			next = cur
+		}
+	}
+	if err != nil {
+		p.m.resyncs.WithLabelValues(mode, "error").Inc()
+		p.log.Warn("resync failed; the run stays stale and is retried", "runId", runID, "mode", mode, "err", err)
+		return cur, false
+	}
+	if next.LastEventSeq <= pre && (mustAdvance || next.LastEventSeq == 0) {
+		p.m.resyncs.WithLabelValues(mode, "no_advance").Inc()
+		p.log.Warn("resync did not advance the watermark; the run stays stale", "runId", runID, "mode", mode, "watermark", pre)
+		return cur, false
+	}
+	p.m.resyncs.WithLabelValues(mode, "ok").Inc()
+	next.Stale = false
+	p.log.Info("run resynced", "runId", runID, "mode", mode, "from", pre, "to", next.LastEventSeq)
+	return next, true
+}
+
+// markStale records runs left stale in the resync set (and forgets runs
+// resolved), so any projector retries them even after a crash.
+func (p *Projector) markStale(ctx context.Context, stale, resolved []string) error {
+	if len(stale) == 0 && len(resolved) == 0 {
+		return nil
+	}
+	pipe := p.rdb.Pipeline()
+	if len(stale) > 0 {
+		pipe.SAdd(ctx, ResyncSetKey, toAny(stale)...)
+	}
+	if len(resolved) > 0 {
+		pipe.SRem(ctx, ResyncSetKey, toAny(resolved)...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("updating the resync set: %w", err)
+	}
+	p.backoffMu.Lock()
+	for _, id := range resolved {
+		delete(p.retryAt, id)
+	}
+	p.backoffMu.Unlock()
+	return nil
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// retryStale retries the runs in the resync set with per-run exponential
+// backoff, until ctx ends.
+func (p *Projector) retryStale(ctx context.Context) {
+	t := time.NewTicker(p.cfg.ResyncBackoffBase)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ids, err := p.rdb.SRandMemberN(ctx, ResyncSetKey, 100).Result()
+		if err != nil {
+			continue
+		}
+		if n, err := p.rdb.SCard(ctx, ResyncSetKey).Result(); err == nil {
+			p.m.staleRuns.Set(float64(n))
+		}
+		now := time.Now()
+		var due []*runEvents
+		p.backoffMu.Lock()
+		for _, id := range ids {
+			if st, ok := p.retryAt[id]; ok && now.Before(st.at) {
+				continue
+			}
+			st := p.retryAt[id]
+			st.attempts++
+			st.at = now.Add(backoff(p.cfg.ResyncBackoffBase, p.cfg.ResyncBackoffMax, st.attempts))
+			p.retryAt[id] = st
+			due = append(due, &runEvents{id: id, resync: true})
+		}
+		p.backoffMu.Unlock()
+		if len(due) == 0 {
+			continue
+		}
+		// A run with no new events whose snapshot is stale: reduceRun
+		// resyncs it. Conflicts are left for the next tick.
+		if _, err := p.processRuns(ctx, due); err != nil && ctx.Err() == nil {
+			p.log.Warn("retrying stale runs failed", "err", err)
+		}
+	}
+}
+
+// noteLag records each partition's end offset and our position.
+func (p *Projector) noteLag(fs kgo.Fetches) {
+	p.lagMu.Lock()
+	defer p.lagMu.Unlock()
+	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if len(fp.Records) == 0 {
+			return
+		}
+		last := fp.Records[len(fp.Records)-1]
+		l := p.lag[fp.Partition]
+		if l == nil {
+			l = &partitionLag{}
+			p.lag[fp.Partition] = l
+		}
+		l.records = max(fp.HighWatermark-(last.Offset+1), 0)
+		var head struct {
+			PersistedAt string `json:"persistedAt"`
+		}
+		if json.Unmarshal(last.Value, &head) == nil {
+			if t, err := time.Parse(time.RFC3339Nano, head.PersistedAt); err == nil {
+				l.lastPersisted = t
+			}
+		}
+	})
+}
+
+// reportLag refreshes the lag gauges every second and raises
+// PROJECTOR_LAG_HIGH when a partition's lag crosses the threshold.
+func (p *Projector) reportLag(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		p.lagMu.Lock()
+		for part, l := range p.lag {
+			secs := 0.0
+			if l.records > 0 && !l.lastPersisted.IsZero() {
+				secs = now.Sub(l.lastPersisted).Seconds()
+			}
+			label := strconv.Itoa(int(part))
+			p.m.lagRecords.WithLabelValues(label).Set(float64(l.records))
+			p.m.lagSeconds.WithLabelValues(label).Set(secs)
+			high := secs > p.cfg.LagHighThreshold.Seconds()
+			if high && !l.alerted {
+				p.m.lagHighAlerted.Inc()
+				p.log.Warn("projection lag is high", "alert", "PROJECTOR_LAG_HIGH", "partition", part,
+					"lagSeconds", secs, "lagRecords", l.records)
+			}
+			l.alerted = high
+		}
+		p.lagMu.Unlock()
+	}
+}
+
+// forget drops the lag state of partitions this projector no longer owns.
+// Nothing is in flight: with BlockRebalanceOnPoll a revocation waits for
+// the batch to be written and committed.
+func (p *Projector) forget(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	p.lagMu.Lock()
+	defer p.lagMu.Unlock()
+	for _, parts := range lost {
+		for _, part := range parts {
+			delete(p.lag, part)
+			label := strconv.Itoa(int(part))
+			p.m.lagRecords.DeleteLabelValues(label)
+			p.m.lagSeconds.DeleteLabelValues(label)
+		}
+	}
+}
+
+// backoff is exponential with jitter in [d/2, d].
+func backoff(base, maxD time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < maxD; i++ {
+		d *= 2
+	}
+	d = min(d, maxD)
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
