@@ -20,8 +20,8 @@ import (
 //
 // KEYS[1] snapshot key. ARGV[1] expected watermark (-1: no snapshot yet),
 // ARGV[2] new snapshot JSON, ARGV[3] notification JSON, ARGV[4] mode: "cas"
-// (exact match) or "max" (write when the stored watermark is not above the
-// new one; rebuild uses it), ARGV[5] the new watermark.
+// (exact match) or "max" (write when the stored watermark is below the new
+// one, or equal and stale; rebuild uses it), ARGV[5] the new watermark.
 // Returns {1} when written, {0, stored watermark} when not.
 //
 // The watermark is read with string.match rather than cjson.decode: the
@@ -35,7 +35,8 @@ if cur then
 end
 local ok
 if ARGV[4] == 'max' then
-  ok = seq <= tonumber(ARGV[5])
+  local new = tonumber(ARGV[5])
+  ok = seq < new or (seq == new and cur ~= nil and string.find(cur, '"stale":true', 1, true) ~= nil)
 else
   ok = seq == tonumber(ARGV[1])
 end

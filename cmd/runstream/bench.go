@@ -13,12 +13,14 @@ import (
 	"time"
 
 	"github.com/runstream/runstream/internal/bench"
+	"github.com/runstream/runstream/internal/config"
 )
 
 // benchCommands are the subcommands of `runstream bench`.
 func benchCommands() []command {
 	return []command{
 		{"append", "append load over HTTP (single events or batches), with a pgbench baseline", runBenchAppend},
+		{"relay", "outbox relay: backlog drain rate and commit-to-ack latency at a fixed rate", runBenchRelay},
 	}
 }
 
@@ -133,6 +135,110 @@ func checkBenchFlags(cfg bench.Config) error {
 		if f.v <= 0 {
 			errs = append(errs, fmt.Errorf("--%s must be > 0", f.name))
 		}
+	}
+	if err := errors.Join(append(errs, cfg.Validate())...); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+func runBenchRelay(ctx context.Context, env *environment, args []string) error {
+	fs := flag.NewFlagSet("bench relay", flag.ContinueOnError)
+	var cfg bench.RelayConfig
+	fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL; the bench works in a fresh schema bench_<random> (dropped at the end)")
+	brokers := fs.String("brokers", "", "Kafka bootstrap brokers, comma-separated; empty: franz-go's kfake in this process on 127.0.0.1:0, in memory")
+	partitions := fs.Int("partitions", 12, "partitions of the fresh topic bench-relay-<random>")
+	fs.IntVar(&cfg.RelayBatch, "relay-batch", 5000, "the relay's outbox rows per round")
+	drain := fs.Bool("drain", true, "run the drain phase (--drain=false skips it)")
+	fs.IntVar(&cfg.Events, "events", 1_000_000, "events pre-filled into the outbox for the drain")
+	fs.IntVar(&cfg.Runs, "runs", 10000, "distinct runIds the events are spread over")
+	latency := fs.Bool("latency", true, "run the latency phase (--latency=false skips it)")
+	fs.IntVar(&cfg.Rate, "rate", 2000, "offered append rate of the latency phase, events/s")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long the latency phase appends")
+	fs.IntVar(&cfg.Appenders, "appenders", 16, "goroutines appending in the latency phase (and their pool's connections)")
+	fs.BoolVar(&cfg.KeepSchema, "keep-schema", false, "keep the bench_<random> schema (and the topic on --brokers) for inspection")
+	asJSON := fs.Bool("json", false, "print the report as JSON instead of text")
+	jsonFile := fs.String("json-file", "", "also write the JSON report to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process covering the drain window only to this file (go tool pprof)")
+	latencyProfile := fs.String("latency-cpuprofile", "", "write a CPU profile covering the latency window only to this file")
+	if err := parseFlags(fs, env, args, "runstream bench relay [flags]",
+		"Measures the outbox relay against real Postgres and a Kafka-protocol broker, in two phases.\n"+
+			"Drain: fills the outbox of a fresh schema with --events events over --runs runs by SQL (not\n"+
+			"timed), starts the relay on a fresh topic and times it until the outbox is empty and the\n"+
+			"topic's end offsets hold every event; then reads the topic back to check every run is\n"+
+			"complete and in runSeq order (duplicates are counted). Target: >= 50,000 events/s.\n"+
+			"Latency: with the relay running, appends through the store at --rate events/s for\n"+
+			"--duration (open loop, outbox NOTIFY on) while a consumer reads the topic, and reports\n"+
+			"commit-to-consume per event (consume time minus the record's persistedAt) p50/p95/p99/max.\n"+
+			"Target: p99 < 20ms at 2,000 events/s. Progress goes to stderr every second. See bench/README.md."); err != nil {
+		return err
+	}
+	cfg.Brokers = config.Brokers(*brokers)
+	cfg.Partitions = int32(min(*partitions, 1<<20))
+	cfg.DisableDrain, cfg.DisableLatency = !*drain, !*latency
+	if err := checkBenchRelayFlags(cfg, *partitions); err != nil {
+		return err
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.Progress = func(p bench.RelayProgress) {
+		line := fmt.Sprintf("bench: %-8s %4.0fs  %9d/%d", p.Phase, p.Elapsed.Seconds(), p.Done, p.Total)
+		if p.Phase == "drain" {
+			line += fmt.Sprintf("  %9d rows left", max(p.Total-p.Done, 0))
+		}
+		line += fmt.Sprintf("  %8.0f events/s", p.Rate)
+		fmt.Fprintln(env.stderr, line)
+	}
+	for _, p := range []struct {
+		path, flag string
+		w          *io.Writer
+	}{{*cpuProfile, "--cpuprofile", &cfg.DrainCPUProfile}, {*latencyProfile, "--latency-cpuprofile", &cfg.LatencyCPUProfile}} {
+		if p.path == "" {
+			continue
+		}
+		f, err := os.Create(p.path)
+		if err != nil {
+			return fmt.Errorf("creating the CPU profile file (%s): %w", p.flag, err)
+		}
+		defer f.Close()
+		*p.w = f
+	}
+
+	rep, err := bench.RunRelay(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if *jsonFile != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonFile, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("writing the JSON report (--json-file): %w", err)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.WriteText(env.stdout)
+}
+
+// checkBenchRelayFlags is checkBenchFlags for bench relay.
+func checkBenchRelayFlags(cfg bench.RelayConfig, partitions int) error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"events", int64(cfg.Events)}, {"runs", int64(cfg.Runs)}, {"rate", int64(cfg.Rate)},
+		{"duration", int64(cfg.Duration)}, {"appenders", int64(cfg.Appenders)},
+		{"relay-batch", int64(cfg.RelayBatch)}} {
+		if f.v <= 0 {
+			errs = append(errs, fmt.Errorf("--%s must be > 0", f.name))
+		}
+	}
+	if partitions < 1 || partitions > 100000 {
+		errs = append(errs, fmt.Errorf("--partitions must be 1..100000, got %d", partitions))
 	}
 	if err := errors.Join(append(errs, cfg.Validate())...); err != nil {
 		return usageError{err}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -93,18 +94,30 @@ func openPostgres(ctx context.Context, log *slog.Logger, url string) (*pgxpool.P
 	return pool, nil
 }
 
-// openRedis connects to Redis and checks it answers.
-func openRedis(ctx context.Context, url string) (*redis.Client, error) {
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, usageError{fmt.Errorf("parsing --redis-url (RUNSTREAM_REDIS_URL): %w", err)}
+// openRedis connects to Redis and checks it answers. A URL with addr=
+// parameters (redis://h1:7000?addr=h2:7000&addr=h3:7000) is a Redis
+// Cluster.
+func openRedis(ctx context.Context, url string) (redis.UniversalClient, error) {
+	var c redis.UniversalClient
+	var where string
+	if strings.Contains(url, "addr=") {
+		opts, err := redis.ParseClusterURL(url)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("parsing --redis-url (RUNSTREAM_REDIS_URL) as a cluster URL: %w", err)}
+		}
+		c, where = redis.NewClusterClient(opts), strings.Join(opts.Addrs, ",")
+	} else {
+		opts, err := redis.ParseURL(url)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("parsing --redis-url (RUNSTREAM_REDIS_URL): %w", err)}
+		}
+		c, where = redis.NewClient(opts), opts.Addr
 	}
-	c := redis.NewClient(opts)
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := c.Ping(cctx).Err(); err != nil {
 		_ = c.Close()
-		return nil, fmt.Errorf("connecting to Redis at %s: %w (is it running? scripts/up.sh starts one)", opts.Addr, err)
+		return nil, fmt.Errorf("connecting to Redis at %s: %w (is it running? scripts/up.sh starts one)", where, err)
 	}
 	return c, nil
 }

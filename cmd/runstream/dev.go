@@ -15,6 +15,7 @@ import (
 	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/workload"
+	"github.com/runstream/runstream/projector"
 	"github.com/runstream/runstream/store/postgres"
 )
 
@@ -24,6 +25,8 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	f.register(fs, "text")
 	var rf relayFlags
 	rf.register(fs)
+	var pf projectorFlags
+	pf.register(fs)
 	brokers := fs.String("kafka-brokers", "", "Kafka brokers to use; empty: start the embedded broker")
 	brokerAddr := fs.String("broker-addr", "127.0.0.1:9092", "listen address of the embedded broker")
 	dataDir := fs.String("data-dir", ".runstream", "where the embedded broker keeps topics and committed offsets across restarts")
@@ -31,7 +34,7 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	demoRuns := fs.Int("demo-runs", 4, "runs in flight at once with --demo")
 	demoDelay := fs.Duration("demo-event-delay", 300*time.Millisecond, "pause between a demo run's events")
 	if err := parseFlags(fs, env, args, "runstream dev [flags]",
-		"Everything in one process for a laptop: migrates Postgres, starts an embedded Kafka-protocol\nbroker (franz-go's kfake) unless --kafka-brokers is given, serves the HTTP API, relays the\noutbox to Kafka, and with --demo drives realistic runs through the API. Needs Postgres and\nRedis (scripts/up.sh starts both). Ctrl-C stops it."); err != nil {
+		"Everything in one process for a laptop: migrates Postgres, starts an embedded Kafka-protocol\nbroker (franz-go's kfake) unless --kafka-brokers is given, serves the HTTP API, relays the\noutbox to Kafka, projects the topic into Redis snapshots, and with --demo drives realistic runs through the API. Needs Postgres and\nRedis (scripts/up.sh starts both). Ctrl-C stops it."); err != nil {
 		return err
 	}
 	log, err := newLogger(env.stderr, f.logLevel, f.logFormat)
@@ -90,11 +93,20 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
+	projCfg, err := pf.config(brokerList, rf.topic, log, reg)
+	if err != nil {
+		return err
+	}
+	proj, err := projector.New(projCfg, rdb, st, kafkaLogOpt(log))
+	if err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	started := make(chan string, 1)
 	g.Go(func() error { return srv.Run(gctx, started) })
 	g.Go(func() error { return st.RunOutboxNotifier(gctx) })
 	g.Go(func() error { return rl.Run(gctx) })
+	g.Go(func() error { return proj.Run(gctx) })
 	var addr string
 	select {
 	case addr = <-started:
@@ -106,9 +118,10 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 		"  HTTP API   %s  (curl %s/v1/runs/<runId>/events)\n"+
 		"  metrics    %s/metrics\n"+
 		"  Kafka      %s, topic %q\n"+
+		"  projector  group %q -> Redis snapshots (curl %s/v1/runs/<runId>/snapshot)\n"+
 		"  Postgres   %s\n"+
 		"  Redis      %s\n",
-		base, base, base, brokerDesc, rf.topic, config.RedactURL(f.postgresURL), config.RedactURL(f.redisURL))
+		base, base, base, brokerDesc, rf.topic, pf.group, base, config.RedactURL(f.postgresURL), config.RedactURL(f.redisURL))
 	if *demo {
 		token, tenant := "", ""
 		for tok, ten := range apiCfg.AuthTokens {

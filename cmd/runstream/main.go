@@ -65,6 +65,8 @@ func commands() []command {
 		{"dev", "everything in one process for a laptop: migrate, embedded Kafka broker, API, relay (and --demo workload)", runDev},
 		{"api", "the HTTP API of the Append Authority (production: run as many as needed)", runAPI},
 		{"relay", "publish the outbox to Kafka (production: run as many as needed); relay dlq list|retry", runRelay},
+		{"projector", "reduce the topic into Redis snapshots, in a consumer group (run up to one per partition)", runProjector},
+		{"rebuild", "rebuild Redis snapshots from the store: --run ID or --all", runRebuild},
 		{"migrate", "apply the Postgres schema (idempotent)", runMigrate},
 		{"bench", "load generators and reports: bench append", runBench},
 	}

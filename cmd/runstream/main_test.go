@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"net/http"
 	"os"
 	"regexp"
@@ -110,6 +111,22 @@ func TestRun_DevEndToEnd(t *testing.T) {
 	if got := readTopic(t, broker, 1); got[0] != id.RunID {
 		t.Fatalf("topic has key %q, want %q", got[0], id.RunID)
 	}
+	// The projector inside dev writes the Redis snapshot the API serves.
+	testenv.WaitUntil(t, 20*time.Second, func() error {
+		r, err := http.Get(base + "/v1/runs/" + id.RunID + "/snapshot")
+		if err != nil {
+			return err
+		}
+		defer r.Body.Close()
+		var s store.RunSnapshot
+		if err := json.NewDecoder(r.Body).Decode(&s); err != nil || r.StatusCode != 200 {
+			return fmt.Errorf("snapshot: %d %v", r.StatusCode, err)
+		}
+		if s.LastEventSeq != 1 || s.Status != store.RunRunning {
+			return fmt.Errorf("snapshot %+v, want RUNNING at 1", s)
+		}
+		return nil
+	})
 	ready, err := http.Get(base + "/readyz")
 	if err != nil {
 		t.Fatal(err)
@@ -238,5 +255,44 @@ func TestRun_RelayDLQListAndRetry(t *testing.T) {
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE run_id = $1`, ev.RunID).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("outbox rows after retry: %d, %v", n, err)
+	}
+}
+
+func TestRun_Rebuild(t *testing.T) {
+	pool, schema := testenv.Postgres(t, 5)
+	rdb := testenv.Redis(t)
+	env := map[string]string{"RUNSTREAM_POSTGRES_URL": testenv.PostgresURLWithSchema(t, schema), "RUNSTREAM_REDIS_URL": redisURL(t)}
+	getenv := func(k string) string { return env[k] }
+	ctx := context.Background()
+	var out syncBuffer
+	if err := run(ctx, []string{"migrate"}, getenv, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 3 {
+		id := workload.NewIdentity("tenant_a")
+		ev := workload.Event(id, store.EventRunStarted, "", 1, 1, time.Now(), nil)
+		if _, err := pool.Exec(ctx, `SELECT runstream_append($1,$2,$3,$4,$5,$6,$7,$8,$9,NULL,1,1,$10,NULL,0)`,
+			ev.RunID, ev.TenantID, ev.ProjectID, ev.EnvironmentID, ev.PlanID, ev.PlanVersion, ev.EventID,
+			ev.EventType, ev.IdempotencyKey, ev.EmittedAt); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id.RunID)
+	}
+	if err := run(ctx, []string{"rebuild", "--run", ids[0]}, getenv, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.Exists(ctx, "runstream:run:{"+ids[0]+"}", "runstream:run:{"+ids[1]+"}").Result(); n != 1 {
+		t.Fatalf("rebuild --run wrote %d snapshots, want 1", n)
+	}
+	out = syncBuffer{}
+	if err := run(ctx, []string{"rebuild", "--all"}, getenv, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "rebuilt 2 of 3 runs") || !strings.Contains(out.String(), "100%") {
+		t.Fatalf("rebuild --all printed %q; want a progress bar and 2 of 3 rebuilt (one was current)", out.String())
+	}
+	if err := run(ctx, []string{"rebuild"}, getenv, &out, &out); err == nil {
+		t.Fatal("rebuild without --run or --all must fail")
 	}
 }

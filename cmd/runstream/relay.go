@@ -13,7 +13,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/runstream/runstream/internal/config"
 	"github.com/runstream/runstream/internal/relay"
@@ -60,13 +59,7 @@ func newKafkaClient(brokers []string, log *slog.Logger) (*kgo.Client, error) {
 	if len(brokers) == 0 {
 		return nil, usageError{fmt.Errorf("no Kafka brokers: set --kafka-brokers (RUNSTREAM_KAFKA_BROKERS), e.g. 127.0.0.1:9092")}
 	}
-	// franz-go's info level narrates every metadata refresh: keep its
-	// warnings and errors unless we run at debug.
-	klog := slog.New(minLevel{log.Handler(), slog.LevelWarn}).With("component", "kafka")
-	if log.Enabled(context.Background(), slog.LevelDebug) {
-		klog = log.With("component", "kafka")
-	}
-	opts := append(relay.ClientOptions(brokers), kgo.WithLogger(kslog.New(klog)))
+	opts := append(relay.ClientOptions(brokers), kafkaLogOpt(log))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kafka client for %v: %w", brokers, err)

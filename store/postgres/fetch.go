@@ -74,3 +74,26 @@ func (s *Store) RunTenant(ctx context.Context, runID string) (string, error) {
 	}
 	return tenant, nil
 }
+
+// ListRuns returns up to limit run IDs greater than after, in order, for
+// walking every run (rebuild --all).
+func (s *Store) ListRuns(ctx context.Context, after string, limit int) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT run_id FROM runs WHERE run_id > $1 ORDER BY run_id LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, classify(fmt.Errorf("listing runs after %q: %w", after, err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, classify(fmt.Errorf("listing runs after %q: %w", after, err))
+	}
+	return ids, nil
+}
+
+// CountRuns returns the number of runs in the store.
+func (s *Store) CountRuns(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM runs`).Scan(&n); err != nil {
+		return 0, classify(fmt.Errorf("counting runs: %w", err))
+	}
+	return n, nil
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kslog"
+
+	"github.com/runstream/runstream/internal/config"
+	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/store/postgres"
+)
+
+// projectorFlags are the projector's settings, shared by projector and dev.
+type projectorFlags struct {
+	group     string
+	maxPoll   int
+	lagHighMs int
+}
+
+func (f *projectorFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.group, "group", "runstream-projector", "Kafka consumer group of the projectors")
+	fs.IntVar(&f.maxPoll, "max-poll-records", 5000, "most records reduced per batch")
+	fs.IntVar(&f.lagHighMs, "lag-high-ms", 5000, "projection lag that raises PROJECTOR_LAG_HIGH")
+}
+
+func (f *projectorFlags) config(brokers []string, topic string, log *slog.Logger, reg prometheus.Registerer) (projector.Config, error) {
+	if strings.TrimSpace(f.group) == "" {
+		return projector.Config{}, usageError{fmt.Errorf("--group (RUNSTREAM_GROUP) must not be empty")}
+	}
+	if f.maxPoll < 1 || f.lagHighMs < 1 {
+		return projector.Config{}, usageError{fmt.Errorf("--max-poll-records and --lag-high-ms must be >= 1")}
+	}
+	cfg := projector.Config{Brokers: brokers, Topic: topic, Group: f.group, MaxPollRecords: f.maxPoll,
+		LagHighThreshold: time.Duration(f.lagHighMs) * time.Millisecond, Registerer: reg, Logger: log}
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageError{err}
+	}
+	return cfg, nil
+}
+
+// kafkaLogOpt bridges franz-go's logs to slog. Its info level narrates every
+// metadata refresh: keep its warnings and errors unless we run at debug.
+func kafkaLogOpt(log *slog.Logger) kgo.Opt {
+	klog := slog.New(minLevel{log.Handler(), slog.LevelWarn}).With("component", "kafka")
+	if log.Enabled(context.Background(), slog.LevelDebug) {
+		klog = log.With("component", "kafka")
+	}
+	return kgo.WithLogger(kslog.New(klog))
+}
+
+func runProjector(ctx context.Context, env *environment, args []string) error {
+	fs := flag.NewFlagSet("projector", flag.ContinueOnError)
+	pgURL := fs.String("postgres-url", defaultPostgresURL, "PostgreSQL URL of the Append Authority (for resyncs)")
+	redisURL := fs.String("redis-url", defaultRedisURL, "Redis URL of the snapshots (redis://h1:p?addr=h2:p&addr=h3:p for a cluster)")
+	brokers := fs.String("kafka-brokers", "", "Kafka bootstrap brokers, comma-separated (required)")
+	topic := fs.String("topic", "run-events", "Kafka topic of run events")
+	metricsAddr := fs.String("http-addr", "127.0.0.1:9465", "address of /metrics, /healthz and /readyz")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "json", "json or text")
+	var pf projectorFlags
+	pf.register(fs)
+	if err := parseFlags(fs, env, args, "runstream projector [flags]",
+		"Reduces the run-event topic into Redis snapshots, in a consumer group: run up to one\nper partition. Resyncs runs from Postgres when it sees a gap. Stops gracefully on SIGTERM."); err != nil {
+		return err
+	}
+	log, err := newLogger(env.stderr, *logLevel, *logFormat)
+	if err != nil {
+		return err
+	}
+	reg := newRegistry()
+	cfg, err := pf.config(config.Brokers(*brokers), *topic, log, reg)
+	if err != nil {
+		return err
+	}
+	pool, err := openPostgres(ctx, log, *pgURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rdb, err := openRedis(ctx, *redisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	st, err := postgres.New(pool, postgres.Config{Logger: log})
+	if err != nil {
+		return err
+	}
+	p, err := projector.New(cfg, rdb, st, kafkaLogOpt(log))
+	if err != nil {
+		return err
+	}
+	ready := func(ctx context.Context) error {
+		if err := pool.Ping(ctx); err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		return rdb.Ping(ctx).Err()
+	}
+	log.Info("starting runstream projector", "brokers", *brokers, "topic", *topic, "group", pf.group)
+	return runWithOpsServer(ctx, log, reg, *metricsAddr, ready, p.Run)
+}
+
+func runRebuild(ctx context.Context, env *environment, args []string) error {
+	fs := flag.NewFlagSet("rebuild", flag.ContinueOnError)
+	pgURL := fs.String("postgres-url", defaultPostgresURL, "PostgreSQL URL of the Append Authority")
+	redisURL := fs.String("redis-url", defaultRedisURL, "Redis URL of the snapshots")
+	runID := fs.String("run", "", "rebuild this run's snapshot")
+	all := fs.Bool("all", false, "rebuild every run's snapshot")
+	batch := fs.Int("batch", 200, "runs per Redis pipeline with --all")
+	if err := parseFlags(fs, env, args, "runstream rebuild (--run ID | --all) [flags]",
+		"Rebuilds Redis snapshots from the store (projectSnapshot). Safe while projectors run:\na snapshot is only written when Redis does not hold a newer one."); err != nil {
+		return err
+	}
+	if (*runID == "") == !*all {
+		return usageError{fmt.Errorf("say what to rebuild: --run ID or --all")}
+	}
+	if *batch < 1 {
+		return usageError{fmt.Errorf("--batch must be >= 1")}
+	}
+	log := slogDiscard()
+	pool, err := openPostgres(ctx, log, *pgURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rdb, err := openRedis(ctx, *redisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	st, err := postgres.New(pool, postgres.Config{DisableSnapshotCheckpoints: false})
+	if err != nil {
+		return err
+	}
+	if *runID != "" {
+		n, err := projector.Rebuild(ctx, rdb, st, []string{*runID}, 1)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			fmt.Fprintf(env.stdout, "run %q: not in the store, or Redis already holds a newer snapshot\n", *runID)
+			return nil
+		}
+		fmt.Fprintf(env.stdout, "rebuilt run %q\n", *runID)
+		return nil
+	}
+	total, err := st.CountRuns(ctx)
+	if err != nil {
+		return err
+	}
+	bar := newProgress(env.stderr, total, "runs")
+	after, written, seen := "", 0, int64(0)
+	for {
+		ids, err := st.ListRuns(ctx, after, *batch)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			break
+		}
+		n, err := projector.Rebuild(ctx, rdb, st, ids, 4)
+		if err != nil {
+			return err
+		}
+		written += n
+		seen += int64(len(ids))
+		after = ids[len(ids)-1]
+		bar.set(seen)
+	}
+	bar.done()
+	fmt.Fprintf(env.stdout, "rebuilt %d of %d runs (the others already had a newer snapshot)\n", written, seen)
+	return nil
+}

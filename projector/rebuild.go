@@ -1,0 +1,81 @@
+package projector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/runstream/runstream/store"
+)
+
+// Rebuild writes the store's projectSnapshot of each run to Redis. It is
+// safe while projectors run: a rebuilt snapshot is written only when Redis
+// does not already hold a higher watermark, and a projector whose guarded
+// write then finds the rebuilt watermark reloads and goes on from it. It
+// returns how many snapshots it wrote; runs the store does not know are
+// skipped. workers bounds the concurrent store reads (0 means 4).
+func Rebuild(ctx context.Context, rdb redis.UniversalClient, src eventSource, runIDs []string, workers int) (int, error) {
+	if workers <= 0 {
+		workers = 4
+	}
+	snaps := make([]store.RunSnapshot, len(runIDs))
+	errs := make([]error, len(runIDs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(workers, len(runIDs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				snaps[i], errs[i] = src.ProjectSnapshot(ctx, runIDs[i])
+			}
+		}()
+	}
+	for i := range runIDs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	var writes []snapshotWrite
+	for i, err := range errs {
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("projecting run %q from the store: %w", runIDs[i], err)
+		}
+		s := snaps[i]
+		s.Stale = false
+		writes = append(writes, snapshotWrite{snap: s, max: true})
+	}
+	res, err := writeSnapshots(ctx, rdb, writes)
+	if err != nil {
+		return 0, fmt.Errorf("writing rebuilt snapshots: %w", err)
+	}
+	n := 0
+	var done []string
+	for i, r := range res {
+		if r.written {
+			n++
+			done = append(done, writes[i].snap.RunID)
+		}
+	}
+	if len(done) > 0 {
+		if err := rdb.SRem(ctx, ResyncSetKey, toAny(done)...).Err(); err != nil {
+			return n, fmt.Errorf("clearing rebuilt runs from the resync set: %w", err)
+		}
+	}
+	return n, nil
+}
