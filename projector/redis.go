@@ -21,7 +21,8 @@ import (
 // KEYS[1] snapshot key. ARGV[1] expected watermark (-1: no snapshot yet),
 // ARGV[2] new snapshot JSON, ARGV[3] notification JSON, ARGV[4] mode: "cas"
 // (exact match) or "max" (write when the stored watermark is below the new
-// one, or equal and stale; rebuild uses it), ARGV[5] the new watermark.
+// one, or equal and stale; rebuild uses it) or "max_eq" (below or equal;
+// the operator's resync), ARGV[5] the new watermark.
 // Returns {1} when written, {0, stored watermark} when not.
 //
 // The watermark is read with string.match rather than cjson.decode: the
@@ -34,7 +35,9 @@ if cur then
   seq = tonumber(string.match(cur, '"lastEventSeq":(%-?%d+)')) or -1
 end
 local ok
-if ARGV[4] == 'max' then
+if ARGV[4] == 'max_eq' then
+  ok = seq <= tonumber(ARGV[5])
+elseif ARGV[4] == 'max' then
   local new = tonumber(ARGV[5])
   ok = seq < new or (seq == new and cur ~= nil and string.find(cur, '"stale":true', 1, true) ~= nil)
 else
@@ -61,6 +64,7 @@ type snapshotWrite struct {
 	snap     store.RunSnapshot
 	expected int64 // -1: no snapshot yet
 	max      bool  // "max" mode instead of compare-and-set
+	force    bool  // with max: also write over an equal watermark ("max_eq")
 }
 
 // writeResult is what happened to one snapshotWrite.
@@ -97,7 +101,10 @@ func runWrites(ctx context.Context, rdb redis.UniversalClient, ws []snapshotWrit
 		}
 		note, _ := json.Marshal(update{RunID: w.snap.RunID, TenantID: w.snap.TenantID, LastEventSeq: w.snap.LastEventSeq, Status: w.snap.Status})
 		mode := "cas"
-		if w.max {
+		switch {
+		case w.max && w.force:
+			mode = "max_eq"
+		case w.max:
 			mode = "max"
 		}
 		cmds[i] = writeScript.EvalSha(ctx, pipe, []string{SnapshotKey(w.snap.RunID)},

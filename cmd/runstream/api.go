@@ -13,7 +13,7 @@ import (
 func runAPI(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("api", flag.ContinueOnError)
 	var f serverFlags
-	f.register(fs, "json")
+	f.register(fs, "json", "")
 	if err := parseFlags(fs, env, args, "runstream api [flags]",
 		"Serves the HTTP API: appends to the Postgres Append Authority, event reads, snapshots.\nMigrates the schema on start. Stops gracefully on SIGTERM."); err != nil {
 		return err

@@ -36,11 +36,12 @@ type serverFlags struct {
 	httpAddr     string
 	authTokens   string
 	maxBodyBytes int64
-	logLevel     string
-	logFormat    string
+	logLevel      string
+	logFormat     string
+	defaultTenant string
 }
 
-func (f *serverFlags) register(fs *flag.FlagSet, logFormat string) {
+func (f *serverFlags) register(fs *flag.FlagSet, logFormat, defaultTenant string) {
 	fs.StringVar(&f.postgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL of the Append Authority")
 	fs.StringVar(&f.redisURL, "redis-url", defaultRedisURL, "Redis URL of the snapshot cache")
 	fs.StringVar(&f.httpAddr, "http-addr", defaultHTTPAddr, "HTTP listen address")
@@ -48,6 +49,7 @@ func (f *serverFlags) register(fs *flag.FlagSet, logFormat string) {
 	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", 1<<20, "largest request body accepted (413 past it)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", logFormat, "json or text")
+	fs.StringVar(&f.defaultTenant, "default-tenant", defaultTenant, "tenant listed by GET /v1/runs when authentication is off and no ?tenantId= is given")
 }
 
 // parseFlags parses args with env fallbacks; --help prints usage and
@@ -134,7 +136,7 @@ func (f *serverFlags) apiConfig(log *slog.Logger, reg *prometheus.Registry) (htt
 	if f.maxBodyBytes <= 0 {
 		return httpapi.Config{}, usageError{fmt.Errorf("--max-body-bytes (RUNSTREAM_MAX_BODY_BYTES) must be > 0, got %d", f.maxBodyBytes)}
 	}
-	return httpapi.Config{Addr: f.httpAddr, MaxBodyBytes: f.maxBodyBytes, AuthTokens: tokens,
+	return httpapi.Config{Addr: f.httpAddr, MaxBodyBytes: f.maxBodyBytes, AuthTokens: tokens, DefaultTenant: f.defaultTenant,
 		Registerer: reg, Gatherer: reg, Logger: log}, nil
 }
 

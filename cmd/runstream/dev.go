@@ -22,7 +22,7 @@ import (
 func runDev(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	var f serverFlags
-	f.register(fs, "text")
+	f.register(fs, "text", "tenant_demo")
 	var rf relayFlags
 	rf.register(fs)
 	var pf projectorFlags

@@ -58,6 +58,7 @@ func newEnvOn(t *testing.T, cfg httpapi.Config, pool *pgxpool.Pool, rdb *redis.C
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(srv.Close) // runs after ts.Close: ends streams, stops the hub
 	t.Cleanup(ts.Close)
 	return &env{url: ts.URL, reg: reg, redis: rdb, srv: srv}
 }

@@ -6,6 +6,7 @@ type metrics struct {
 	requests      *prometheus.CounterVec
 	latency       *prometheus.HistogramVec
 	ignoredFields prometheus.Counter
+	watchers      prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -23,9 +24,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "runstream_api_ignored_fields_total",
 			Help: "Unknown top-level fields (a newer producer, or the non-canonical occurredAt) ignored and not stored on append.",
 		}),
+		watchers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "runstream_api_sse_streams",
+			Help: "Open Server-Sent Events streams (run and tenant watches).",
+		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.latency, m.ignoredFields} {
+		for _, c := range []prometheus.Collector{m.requests, m.latency, m.ignoredFields, m.watchers} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,9 @@ type Config struct {
 	// AuthTokens maps bearer tokens to tenants. Empty turns authentication
 	// off (development): no credentials are asked.
 	AuthTokens map[string]string
+	// DefaultTenant is the tenant the runs list and the tenant watch read
+	// when authentication is off and no ?tenantId= is given (dev mode).
+	DefaultTenant string
 	// ShutdownTimeout bounds graceful shutdown; 0 means 10s.
 	ShutdownTimeout time.Duration
 	// Registerer receives the API's metrics; nil means none.
@@ -87,6 +91,9 @@ type Server struct {
 	tokens  map[[32]byte]string
 	handler http.Handler
 	ready   atomic.Bool
+	hub     *hub
+	closing chan struct{} // closed when shutdown starts: SSE streams end
+	close   sync.Once
 }
 
 // New builds the API on st (required) and rdb (snapshot reads; may be nil,
@@ -120,7 +127,10 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 		return nil, err
 	}
 	s := &Server{cfg: cfg, store: st, redis: rdb, log: log.With("component", "api"), metrics: m,
-		tokens: map[[32]byte]string{}}
+		tokens: map[[32]byte]string{}, closing: make(chan struct{})}
+	if rdb != nil {
+		s.hub = newHub(rdb, s.log)
+	}
 	for tok, tenant := range cfg.AuthTokens {
 		s.tokens[sha256.Sum256([]byte(tok))] = tenant
 	}
@@ -145,6 +155,10 @@ func (s *Server) routes() http.Handler {
 	handle("POST /v1/events:batch", s.appendBatch, true)
 	handle("GET /v1/runs/{runId}/events", s.fetchEvents, true)
 	handle("GET /v1/runs/{runId}/snapshot", s.getSnapshot, true)
+	handle("GET /v1/runs", s.listRuns, true)
+	handle("GET /v1/runs/watch", s.watchTenant, true)
+	handle("GET /v1/runs/{runId}/watch", s.watchRun, true)
+	handle("POST /v1/runs/{runId}/resync", s.resyncRun, true)
 	handle("GET /healthz", s.healthz, false)
 	handle("GET /readyz", s.readyz, false)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
@@ -187,6 +201,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, started chan<- stri
 	case <-ctx.Done():
 	}
 	s.ready.Store(false)
+	s.Close() // ends SSE streams so Shutdown does not wait on them
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -196,6 +211,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, started chan<- stri
 	<-errc
 	s.log.Info("HTTP API stopped")
 	return nil
+}
+
+// Close ends every SSE stream and the update subscription. Serve calls it
+// at shutdown; tests using Handler call it when done. It is idempotent.
+func (s *Server) Close() {
+	s.close.Do(func() {
+		close(s.closing)
+		if s.hub != nil {
+			s.hub.close()
+		}
+	})
 }
 
 // handlerFunc is an HTTP handler that returns its error for the adapter.
@@ -268,6 +294,13 @@ func (s *Server) adapt(h handlerFunc, auth bool) http.Handler {
 func (s *Server) authenticate(r *http.Request) (string, error) {
 	h := r.Header.Get("Authorization")
 	const prefix = "Bearer "
+	if h == "" && r.Method == http.MethodGet {
+		// EventSource cannot send headers: reads may carry the token as
+		// ?access_token= (never logged).
+		if tok := r.URL.Query().Get("access_token"); tok != "" {
+			h = prefix + tok
+		}
+	}
 	if len(h) <= len(prefix) || !equalFold(h[:len(prefix)], prefix) {
 		return "", &store.Error{Code: store.CodeUnauthenticated, Message: "missing credentials: send Authorization: Bearer <token>"}
 	}

@@ -1,0 +1,419 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/store"
+)
+
+// heartbeatEvery is the SSE comment heartbeat, so proxies keep the stream
+// open and clients notice a dead one.
+const heartbeatEvery = 15 * time.Second
+
+// listTenant is the tenant a list or tenant-wide watch reads: the caller's
+// (with credentials), else ?tenantId=, else Config.DefaultTenant.
+func (s *Server) listTenant(r *http.Request) (string, error) {
+	if t := tenantOf(r.Context()); t != "" {
+		return t, nil
+	}
+	if t := r.URL.Query().Get("tenantId"); t != "" {
+		return t, nil
+	}
+	if s.cfg.DefaultTenant != "" {
+		return s.cfg.DefaultTenant, nil
+	}
+	return "", badRequest("tenantId", "tenantId is required when authentication is off (RUNSTREAM_AUTH_TOKENS unset)")
+}
+
+var runStatuses = map[string]bool{store.RunPending: true, store.RunApproved: true, store.RunRunning: true,
+	store.RunPaused: true, store.RunCompleted: true, store.RunFailed: true, store.RunCancelled: true}
+
+// runSummary is one entry of the runs list.
+type runSummary struct {
+	RunID           string `json:"runId"`
+	TenantID        string `json:"tenantId"`
+	Status          string `json:"status"`
+	Substatus       string `json:"substatus,omitempty"`
+	LastEventSeq    int64  `json:"lastEventSeq"`
+	UpdatedAt       string `json:"updatedAt"`
+	StartedAt       string `json:"startedAt,omitempty"`
+	CompletedAt     string `json:"completedAt,omitempty"`
+	TotalDurationMs *int64 `json:"totalDurationMs,omitempty"`
+	FailedSteps     int    `json:"failedSteps"`
+	Stale           bool   `json:"stale"`
+	PlanID          string `json:"planId"`
+	PlanVersion     string `json:"planVersion"`
+	Steps           int    `json:"steps"`
+}
+
+func summarize(s *store.RunSnapshot) runSummary {
+	return runSummary{RunID: s.RunID, TenantID: s.TenantID, Status: s.Status, Substatus: s.Substatus,
+		LastEventSeq: s.LastEventSeq, UpdatedAt: s.UpdatedAt, StartedAt: s.StartedAt, CompletedAt: s.CompletedAt,
+		TotalDurationMs: s.TotalDurationMs, FailedSteps: s.FailedSteps, Stale: s.Stale, PlanID: s.PlanID,
+		PlanVersion: s.PlanVersion, Steps: len(s.Steps)}
+}
+
+// cursor marks where a page ended: the index score and runId of its last
+// run. Runs with the same score are ordered by runId, descending.
+type cursor struct {
+	Score float64 `json:"s"`
+	RunID string  `json:"r"`
+}
+
+func (c cursor) encode() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(v string) (cursor, error) {
+	var c cursor
+	b, err := base64.RawURLEncoding.DecodeString(v)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil || c.RunID == "" {
+		return c, badRequest("cursor", "cursor is not one this API returned; start again without it")
+	}
+	return c, nil
+}
+
+// countWindow is how many of a tenant's most recently updated runs the
+// list's per-status counts cover.
+const countWindow = 1000
+
+// listRuns: GET /v1/runs?status=&limit=&cursor= , newest first from the
+// tenant's run index.
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
+	if s.redis == nil {
+		return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL)"}
+	}
+	tenant, err := s.listTenant(r)
+	if err != nil {
+		return err
+	}
+	status := r.URL.Query().Get("status")
+	if status != "" && !runStatuses[status] {
+		return badRequest("status", fmt.Sprintf("status must be one of PENDING, APPROVED, RUNNING, PAUSED, COMPLETED, FAILED, CANCELLED; got %q", status))
+	}
+	limit, err := intParam(r, "limit", 50, 1, 200)
+	if err != nil {
+		return err
+	}
+	var after *cursor
+	if v := r.URL.Query().Get("cursor"); v != "" {
+		c, err := decodeCursor(v)
+		if err != nil {
+			return err
+		}
+		after = &c
+	}
+	ctx := r.Context()
+	key := projector.RunIndexKey(tenant)
+	max := "+inf"
+	if after != nil {
+		max = strconv.FormatFloat(after.Score, 'f', -1, 64)
+	}
+	var out []runSummary
+	var next string
+	offset := int64(0)
+	const page = 200
+	// Scan the index from the cursor; a status filter may need several
+	// pages. Bounded so a rare status cannot make one request scan all.
+	for scanned := 0; len(out) < int(limit) && scanned < 50*int(limit)+page; {
+		zs, err := s.redis.ZRevRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Max: max, Min: "-inf", Offset: offset, Count: page}).Result()
+		if err != nil {
+			return s.redisErr(err)
+		}
+		if len(zs) == 0 {
+			break
+		}
+		offset += int64(len(zs))
+		scanned += len(zs)
+		var ids []string
+		var scores []float64
+		for _, z := range zs {
+			id, _ := z.Member.(string)
+			if after != nil && z.Score == after.Score && id >= after.RunID {
+				continue // at or before the cursor within a tie
+			}
+			ids = append(ids, id)
+			scores = append(scores, z.Score)
+		}
+		snaps, err := s.getSnapshots(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for i, snap := range snaps {
+			if snap == nil || (status != "" && snap.Status != status) {
+				continue
+			}
+			out = append(out, summarize(snap))
+			if len(out) == int(limit) {
+				next = cursor{Score: scores[i], RunID: ids[i]}.encode()
+				break
+			}
+		}
+	}
+	counts, err := s.statusCounts(ctx, key)
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		out = []runSummary{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": out, "nextCursor": next, "counts": counts})
+	return nil
+}
+
+func (s *Server) redisErr(err error) error {
+	return &store.Error{Code: store.CodeUnavailable, Message: "the snapshot cache (Redis) is unavailable; retry", Err: err}
+}
+
+// getSnapshots reads snapshots in one pipeline; missing ones are nil.
+func (s *Server) getSnapshots(ctx context.Context, ids []string) ([]*store.RunSnapshot, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	pipe := s.redis.Pipeline()
+	cmds := make([]*redis.StringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.Get(ctx, projector.SnapshotKey(id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, s.redisErr(err)
+	}
+	out := make([]*store.RunSnapshot, len(ids))
+	for i, c := range cmds {
+		b, err := c.Bytes()
+		if err != nil {
+			continue
+		}
+		var snap store.RunSnapshot
+		if json.Unmarshal(b, &snap) == nil {
+			out[i] = &snap
+		}
+	}
+	return out, nil
+}
+
+// statusCounts counts the statuses of the tenant's most recent runs.
+func (s *Server) statusCounts(ctx context.Context, key string) (map[string]int, error) {
+	ids, err := s.redis.ZRevRange(ctx, key, 0, countWindow-1).Result()
+	if err != nil {
+		return nil, s.redisErr(err)
+	}
+	snaps, err := s.getSnapshots(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	for _, snap := range snaps {
+		if snap != nil {
+			counts[snap.Status]++
+		}
+	}
+	return counts, nil
+}
+
+// sse prepares a Server-Sent Events response.
+func sse(w http.ResponseWriter) (*http.ResponseController, error) {
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return rc, rc.Flush()
+}
+
+func writeEvent(w http.ResponseWriter, rc *http.ResponseController, event, id string, data []byte) error {
+	var b bytes.Buffer
+	b.WriteString("event: ")
+	b.WriteString(event)
+	b.WriteByte('\n')
+	if id != "" {
+		b.WriteString("id: ")
+		b.WriteString(id)
+		b.WriteByte('\n')
+	}
+	// data must not contain newlines: our JSON never does.
+	b.WriteString("data: ")
+	b.Write(data)
+	b.WriteString("\n\n")
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return err
+	}
+	return rc.Flush()
+}
+
+// watchRun: GET /v1/runs/{runId}/watch. The current snapshot, then each
+// change; `stale` and `recovered` events when the stale flag flips
+// (ExecutionSemantics v1 1.1 UI rule); heartbeats; Last-Event-ID (a
+// lastEventSeq) skips a snapshot the client already has.
+func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
+	id, err := runID(r)
+	if err != nil {
+		return err
+	}
+	if s.redis == nil {
+		return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL)"}
+	}
+	// Register before reading the current state, so no change between the
+	// two is missed.
+	watcher, stop := s.hub.watchRun(id)
+	defer stop()
+	s.hub.waitReady(r.Context())
+	body, err := s.redis.Get(r.Context(), projector.SnapshotKey(id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return notFound(id)
+	}
+	if err != nil {
+		return s.redisErr(err)
+	}
+	var head snapshotHead
+	if err := json.Unmarshal(body, &head); err != nil {
+		return fmt.Errorf("decoding the Redis snapshot of run %q: %w", id, err)
+	}
+	if t := tenantOf(r.Context()); t != "" && head.TenantID != t {
+		return notFound(id)
+	}
+	lastSeq := int64(-1)
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		if n, err := strconv.ParseInt(strings.TrimSuffix(v, "s"), 10, 64); err == nil {
+			lastSeq = n
+		}
+	}
+	rc, err := sse(w)
+	if err != nil {
+		return nil // client gone
+	}
+	s.metrics.watchers.Inc()
+	defer s.metrics.watchers.Dec()
+	lastStale := false
+	send := func(body []byte, h snapshotHead) error {
+		if h.Stale != lastStale {
+			ev := "recovered"
+			if h.Stale {
+				ev = "stale"
+			}
+			note, _ := json.Marshal(map[string]any{"runId": id, "lastEventSeq": h.LastEventSeq})
+			if err := writeEvent(w, rc, ev, "", note); err != nil {
+				return err
+			}
+			lastStale = h.Stale
+		} else if h.LastEventSeq <= lastSeq {
+			return nil
+		}
+		lastSeq = h.LastEventSeq
+		return writeEvent(w, rc, "snapshot", strconv.FormatInt(h.LastEventSeq, 10), body)
+	}
+	if err := send(body, head); err != nil {
+		return nil
+	}
+	hb := time.NewTicker(heartbeatEvery)
+	defer hb.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-s.closing:
+			return nil
+		case <-hb.C:
+			if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil || rc.Flush() != nil {
+				return nil
+			}
+		case body := <-watcher.latest:
+			var h snapshotHead
+			if json.Unmarshal(body, &h) != nil {
+				continue
+			}
+			if err := send(body, h); err != nil {
+				return nil
+			}
+		}
+	}
+}
+
+// watchTenant: GET /v1/runs/watch. Every change of the tenant's runs as
+// `update` events ({"runId","tenantId","lastEventSeq","status"}); a
+// `reset` event when the client fell behind and should reload its list.
+func (s *Server) watchTenant(w http.ResponseWriter, r *http.Request) error {
+	tenant, err := s.listTenant(r)
+	if err != nil {
+		return err
+	}
+	if s.redis == nil {
+		return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL)"}
+	}
+	watcher, stop := s.hub.watchTenant(tenant)
+	defer stop()
+	s.hub.waitReady(r.Context())
+	rc, err := sse(w)
+	if err != nil {
+		return nil
+	}
+	s.metrics.watchers.Inc()
+	defer s.metrics.watchers.Dec()
+	if _, err := w.Write([]byte(": watching tenant " + tenant + "\n\n")); err != nil || rc.Flush() != nil {
+		return nil
+	}
+	hb := time.NewTicker(heartbeatEvery)
+	defer hb.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-s.closing:
+			return nil
+		case <-hb.C:
+			if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil || rc.Flush() != nil {
+				return nil
+			}
+		case <-watcher.overflow:
+			if writeEvent(w, rc, "reset", "", []byte(`{}`)) != nil {
+				return nil
+			}
+		case u := <-watcher.updates:
+			if writeEvent(w, rc, "update", "", u) != nil {
+				return nil
+			}
+		}
+	}
+}
+
+// resyncRun: POST /v1/runs/{runId}/resync, the operator's FULL resync.
+func (s *Server) resyncRun(w http.ResponseWriter, r *http.Request) error {
+	id, err := runID(r)
+	if err != nil {
+		return err
+	}
+	if s.redis == nil {
+		return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL)"}
+	}
+	if err := s.authorizeRun(r, id); err != nil {
+		return err
+	}
+	snap, err := projector.Resync(r.Context(), s.redis, s.store, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound(id)
+	}
+	if err != nil {
+		return err
+	}
+	s.log.Info("operator resync", "runId", id, "lastEventSeq", snap.LastEventSeq, "requestId", requestID(r.Context()))
+	writeJSON(w, http.StatusOK, map[string]any{"runId": id, "lastEventSeq": snap.LastEventSeq, "status": snap.Status})
+	return nil
+}
