@@ -3,10 +3,16 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/runstream/runstream/internal/config"
 	"github.com/runstream/runstream/internal/httpapi"
+	"github.com/runstream/runstream/internal/lag"
 	"github.com/runstream/runstream/store/postgres"
 )
 
@@ -14,6 +20,8 @@ func runAPI(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("api", flag.ContinueOnError)
 	var f serverFlags
 	f.register(fs, "json", "")
+	brokers := fs.String("kafka-brokers", "", "Kafka brokers, optional: enables GET /v1/lag, the lag gauges and the Kafka readiness check")
+	group := fs.String("group", "runstream-projector", "consumer group GET /v1/lag and the lag gauges report by default")
 	if err := parseFlags(fs, env, args, "runstream api [flags]",
 		"Serves the HTTP API: appends to the Postgres Append Authority, event reads, snapshots.\nMigrates the schema on start. Stops gracefully on SIGTERM."); err != nil {
 		return err
@@ -42,11 +50,29 @@ func runAPI(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := httpapi.New(cfg, st, rdb)
+	var checks []httpapi.Check
+	var exporter *lag.Exporter
+	if list := config.Brokers(*brokers); len(list) > 0 {
+		kc, err := kgo.NewClient(kgo.SeedBrokers(list...), kafkaLogOpt(log))
+		if err != nil {
+			return fmt.Errorf("creating the Kafka client: %w", err)
+		}
+		defer kc.Close()
+		cfg.LagGroup = *group
+		cfg.Lag = func(ctx context.Context, g string) (lag.Report, error) { return lag.Measure(ctx, kc, g) }
+		checks = append(checks, httpapi.Check{Name: "kafka", Fn: kc.Ping})
+		if exporter, err = lag.NewExporter(kc, []string{*group}, 10*time.Second, reg, log); err != nil {
+			return err
+		}
+	}
+	srv, err := httpapi.New(cfg, st, rdb, checks...)
 	if err != nil {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
+	if exporter != nil {
+		g.Go(func() error { return exporter.Run(gctx) })
+	}
 	g.Go(func() error { return srv.Run(gctx, nil) })
 	g.Go(func() error { return st.RunOutboxNotifier(gctx) })
 	return g.Wait()

@@ -31,11 +31,11 @@ const (
 
 // serverFlags are the settings shared by api and dev.
 type serverFlags struct {
-	postgresURL  string
-	redisURL     string
-	httpAddr     string
-	authTokens   string
-	maxBodyBytes int64
+	postgresURL   string
+	redisURL      string
+	httpAddr      string
+	authTokens    string
+	maxBodyBytes  int64
 	logLevel      string
 	logFormat     string
 	defaultTenant string

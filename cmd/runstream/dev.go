@@ -13,6 +13,7 @@ import (
 	"github.com/runstream/runstream/internal/config"
 	"github.com/runstream/runstream/internal/devbroker"
 	"github.com/runstream/runstream/internal/httpapi"
+	"github.com/runstream/runstream/internal/lag"
 	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/projector"
@@ -85,6 +86,12 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
+	apiCfg.LagGroup = pf.group
+	apiCfg.Lag = func(ctx context.Context, group string) (lag.Report, error) { return lag.Measure(ctx, client, group) }
+	lagExp, err := lag.NewExporter(client, []string{pf.group}, 5*time.Second, reg, log)
+	if err != nil {
+		return err
+	}
 	srv, err := httpapi.New(apiCfg, st, rdb, httpapi.Check{Name: "kafka", Fn: client.Ping})
 	if err != nil {
 		return err
@@ -107,6 +114,7 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	g.Go(func() error { return st.RunOutboxNotifier(gctx) })
 	g.Go(func() error { return rl.Run(gctx) })
 	g.Go(func() error { return proj.Run(gctx) })
+	g.Go(func() error { return lagExp.Run(gctx) })
 	var addr string
 	select {
 	case addr = <-started:

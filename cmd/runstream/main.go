@@ -66,6 +66,7 @@ func commands() []command {
 		{"api", "the HTTP API of the Append Authority (production: run as many as needed)", runAPI},
 		{"relay", "publish the outbox to Kafka (production: run as many as needed); relay dlq list|retry", runRelay},
 		{"projector", "reduce the topic into Redis snapshots, in a consumer group (run up to one per partition)", runProjector},
+		{"lag", "consumer-group lag per partition, in records and seconds (--json, --watch)", runLag},
 		{"rebuild", "rebuild Redis snapshots from the store: --run ID or --all", runRebuild},
 		{"migrate", "apply the Postgres schema (idempotent)", runMigrate},
 		{"bench", "load generators and reports: bench append", runBench},

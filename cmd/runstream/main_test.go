@@ -49,7 +49,7 @@ func TestRun_HelpOnEveryCommand(t *testing.T) {
 		if !errors.Is(err, flag.ErrHelp) {
 			t.Errorf("%s --help: err = %v, want flag.ErrHelp (exit 0)", c.name, err)
 		}
-		if !strings.Contains(out.String(), "RUNSTREAM_POSTGRES_URL") {
+		if !strings.Contains(out.String(), "env RUNSTREAM_") {
 			t.Errorf("%s --help does not name its environment variables:\n%s", c.name, out.String())
 		}
 	}
@@ -124,6 +124,37 @@ func TestRun_DevEndToEnd(t *testing.T) {
 		}
 		if s.LastEventSeq != 1 || s.Status != store.RunRunning {
 			return fmt.Errorf("snapshot %+v, want RUNNING at 1", s)
+		}
+		return nil
+	})
+	// Lag, from the CLI and the API, for the projector's group.
+	testenv.WaitUntil(t, 20*time.Second, func() error {
+		var out syncBuffer
+		if err := run(context.Background(), []string{"lag", "--kafka-brokers", broker, "--json"}, func(string) string { return "" }, &out, &out); err != nil {
+			return err
+		}
+		var rep struct {
+			Group      string
+			State      string
+			Partitions []struct{ Committed, End, Lag int64 }
+		}
+		if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+			return fmt.Errorf("lag --json: %v: %s", err, out.String())
+		}
+		committed := int64(0)
+		for _, p := range rep.Partitions {
+			committed += max(p.Committed, 0)
+		}
+		if rep.Group != "runstream-projector" || committed != 1 {
+			return fmt.Errorf("lag report %+v; want the projector group with its 1 record committed", rep)
+		}
+		r, err := http.Get(base + "/v1/lag")
+		if err != nil {
+			return err
+		}
+		defer r.Body.Close()
+		if r.StatusCode != 200 {
+			return fmt.Errorf("GET /v1/lag: %d", r.StatusCode)
 		}
 		return nil
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/runstream/runstream/internal/lag"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -37,6 +38,12 @@ type Config struct {
 	// DefaultTenant is the tenant the runs list and the tenant watch read
 	// when authentication is off and no ?tenantId= is given (dev mode).
 	DefaultTenant string
+	// Lag measures a consumer group's lag for GET /v1/lag; nil answers
+	// 503 (no brokers configured).
+	Lag func(ctx context.Context, group string) (lag.Report, error)
+	// LagGroup is the group GET /v1/lag reports without ?group=; empty
+	// means "runstream-projector".
+	LagGroup string
 	// ShutdownTimeout bounds graceful shutdown; 0 means 10s.
 	ShutdownTimeout time.Duration
 	// Registerer receives the API's metrics; nil means none.
@@ -112,6 +119,9 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 	if cfg.MaxBatchEvents == 0 {
 		cfg.MaxBatchEvents = 1000
 	}
+	if cfg.LagGroup == "" {
+		cfg.LagGroup = "runstream-projector"
+	}
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
@@ -159,6 +169,7 @@ func (s *Server) routes() http.Handler {
 	handle("GET /v1/runs/watch", s.watchTenant, true)
 	handle("GET /v1/runs/{runId}/watch", s.watchRun, true)
 	handle("POST /v1/runs/{runId}/resync", s.resyncRun, true)
+	handle("GET /v1/lag", s.lag, true)
 	handle("GET /healthz", s.healthz, false)
 	handle("GET /readyz", s.readyz, false)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
@@ -394,5 +405,27 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Retry-After", retryAfterSeconds)
 	}
 	writeJSON(w, st, map[string]any{"ready": ok, "checks": results})
+	return nil
+}
+
+// lag: GET /v1/lag?group=, the consumer-group lag report as JSON.
+func (s *Server) lag(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Lag == nil {
+		return &store.Error{Code: store.CodeUnavailable, Message: "no Kafka brokers configured for this API process (RUNSTREAM_KAFKA_BROKERS)"}
+	}
+	group := r.URL.Query().Get("group")
+	if group == "" {
+		group = s.cfg.LagGroup
+	}
+	if len(group) > 255 {
+		return badRequest("group", "group must be at most 255 bytes")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	rep, err := s.cfg.Lag(ctx, group)
+	if err != nil {
+		return &store.Error{Code: store.CodeUnavailable, Message: "measuring lag failed: the brokers did not answer; retry", Err: err}
+	}
+	writeJSON(w, http.StatusOK, rep)
 	return nil
 }

@@ -1,0 +1,220 @@
+// Package lag reports consumer-group lag per partition, in records and in
+// seconds, through franz-go's kadm (never by reading __consumer_offsets).
+// Lag in seconds is measured, not interpolated: it is now minus the
+// timestamp of the oldest unconsumed record, read from the broker at the
+// group's committed offset. A group that is rebalancing or has no members
+// says so instead of printing zeros.
+//
+// Metrics (the Exporter, one owned loop):
+//
+//	runstream_consumer_lag_records{group,topic,partition}
+//	runstream_consumer_lag_seconds{group,topic,partition}
+package lag
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Partition is one partition's lag.
+type Partition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Committed is the group's committed offset, -1 when none.
+	Committed int64 `json:"committed"`
+	// End is the partition's end offset (high watermark).
+	End int64 `json:"end"`
+	// Lag is End minus the next offset the group will read.
+	Lag int64 `json:"lag"`
+	// LagSeconds is now minus the timestamp of the oldest unconsumed
+	// record; 0 when caught up.
+	LagSeconds float64 `json:"lagSeconds"`
+	// Member is the client id of the owner, empty when unassigned.
+	Member string `json:"member,omitempty"`
+	// Err says why this partition's numbers are missing.
+	Err string `json:"error,omitempty"`
+}
+
+// Report is a group's lag.
+type Report struct {
+	Group string `json:"group"`
+	// State is the group state from the coordinator: Stable, Empty,
+	// PreparingRebalance, CompletingRebalance, Dead.
+	State   string `json:"state"`
+	Members int    `json:"members"`
+	// Note explains a state in which the numbers need care.
+	Note          string      `json:"note,omitempty"`
+	Partitions    []Partition `json:"partitions"`
+	TotalLag      int64       `json:"totalLag"`
+	MaxLagSeconds float64     `json:"maxLagSeconds"`
+	At            time.Time   `json:"at"`
+}
+
+// Rebalancing reports whether the group is moving partitions.
+func (r *Report) Rebalancing() bool {
+	return r.State == "PreparingRebalance" || r.State == "CompletingRebalance"
+}
+
+// Measure computes a group's lag. cl must be a plain client on the
+// brokers (no group); it is used for admin requests and to read the
+// timestamp of each lagging partition's oldest unconsumed record.
+func Measure(ctx context.Context, cl *kgo.Client, group string) (Report, error) {
+	adm := kadm.NewClient(cl)
+	lags, err := adm.Lag(ctx, group)
+	if err != nil {
+		return Report{}, fmt.Errorf("measuring the lag of group %q: %w", group, err)
+	}
+	dl, ok := lags[group]
+	if !ok {
+		return Report{}, fmt.Errorf("the broker returned no lag for group %q", group)
+	}
+	if err := dl.Error(); err != nil {
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			return Report{Group: group, State: "Dead", At: time.Now(), Partitions: []Partition{},
+				Note: "the group does not exist: no consumer ever joined or committed under this name"}, nil
+		}
+		return Report{}, fmt.Errorf("describing group %q: %w", group, err)
+	}
+	rep := Report{Group: group, State: dl.State, Members: len(dl.Members), At: time.Now(), Partitions: []Partition{}}
+	switch {
+	case dl.State == "Dead" || (dl.State == "Empty" && len(dl.Lag) == 0):
+		rep.Note = "the group has no members and no committed offsets: it does not exist or never committed"
+	case dl.State == "Empty":
+		rep.Note = "the group has no members: the numbers are from its last committed offsets"
+	case rep.Rebalancing():
+		rep.Note = "the group is rebalancing: assignments are moving, numbers may jump"
+	}
+	// Where the oldest unconsumed record of each lagging partition is.
+	from := map[string]map[int32]kgo.Offset{}
+	for _, l := range dl.Lag.Sorted() {
+		p := Partition{Topic: l.Topic, Partition: l.Partition, Committed: l.Commit.At, End: l.End.Offset, Lag: l.Lag}
+		if l.Member != nil {
+			p.Member = l.Member.ClientID
+		}
+		if l.Err != nil {
+			p.Err = l.Err.Error()
+		}
+		if l.Lag > 0 {
+			next := l.Commit.At
+			if next < 0 {
+				next = l.Start.Offset
+			}
+			if from[l.Topic] == nil {
+				from[l.Topic] = map[int32]kgo.Offset{}
+			}
+			from[l.Topic][l.Partition] = kgo.NewOffset().At(next)
+		}
+		if l.Lag > 0 {
+			rep.TotalLag += l.Lag
+		}
+		rep.Partitions = append(rep.Partitions, p)
+	}
+	if len(from) > 0 {
+		ts, err := oldestTimestamps(ctx, cl, from)
+		if err != nil {
+			return rep, err
+		}
+		for i := range rep.Partitions {
+			p := &rep.Partitions[i]
+			if t, ok := ts[p.Topic][p.Partition]; ok {
+				p.LagSeconds = max(rep.At.Sub(t).Seconds(), 0)
+				rep.MaxLagSeconds = max(rep.MaxLagSeconds, p.LagSeconds)
+			}
+		}
+	}
+	return rep, nil
+}
+
+// oldestTimestamps reads one record at each given offset and returns its
+// timestamp.
+func oldestTimestamps(ctx context.Context, seed *kgo.Client, from map[string]map[int32]kgo.Offset) (map[string]map[int32]time.Time, error) {
+	brokers := seed.OptValues(kgo.SeedBrokers)
+	var addrs []string
+	for _, v := range brokers {
+		if ss, ok := v.([]string); ok {
+			addrs = append(addrs, ss...)
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumePartitions(from), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		return nil, fmt.Errorf("creating the timestamp reader: %w", err)
+	}
+	defer cl.Close()
+	want := 0
+	for _, ps := range from {
+		want += len(ps)
+	}
+	out := map[string]map[int32]time.Time{}
+	got := 0
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for got < want {
+		fs := cl.PollFetches(rctx)
+		if rctx.Err() != nil {
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return nil, ctx.Err()
+			}
+			break // partitions we could not read keep LagSeconds 0 rather than a guess
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if out[r.Topic] == nil {
+				out[r.Topic] = map[int32]time.Time{}
+			}
+			if _, seen := out[r.Topic][r.Partition]; !seen {
+				out[r.Topic][r.Partition] = r.Timestamp
+				got++
+			}
+		})
+		// Stop fetching partitions already read.
+		done := map[string][]int32{}
+		for t, ps := range out {
+			for p := range ps {
+				done[t] = append(done[t], p)
+			}
+		}
+		cl.PauseFetchPartitions(done)
+	}
+	return out, nil
+}
+
+// Text renders a report as a table.
+func (r *Report) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "group %s  state %s  members %d  at %s\n", r.Group, r.State, r.Members, r.At.Format(time.RFC3339))
+	if r.Note != "" {
+		fmt.Fprintf(&b, "note: %s\n", r.Note)
+	}
+	if len(r.Partitions) == 0 {
+		b.WriteString("no partitions: nothing committed or assigned yet\n")
+		return b.String()
+	}
+	ps := append([]Partition(nil), r.Partitions...)
+	sort.Slice(ps, func(i, j int) bool {
+		if ps[i].Topic != ps[j].Topic {
+			return ps[i].Topic < ps[j].Topic
+		}
+		return ps[i].Partition < ps[j].Partition
+	})
+	fmt.Fprintf(&b, "%-24s %9s %12s %12s %10s %10s  %s\n", "TOPIC", "PARTITION", "COMMITTED", "END", "LAG", "LAG(s)", "MEMBER")
+	for _, p := range ps {
+		committed := fmt.Sprint(p.Committed)
+		if p.Committed < 0 {
+			committed = "-"
+		}
+		member := p.Member
+		if p.Err != "" {
+			member = "error: " + p.Err
+		}
+		fmt.Fprintf(&b, "%-24s %9d %12s %12d %10d %10.1f  %s\n", p.Topic, p.Partition, committed, p.End, p.Lag, p.LagSeconds, member)
+	}
+	fmt.Fprintf(&b, "total lag %d records, max %.1f s\n", r.TotalLag, r.MaxLagSeconds)
+	return b.String()
+}
