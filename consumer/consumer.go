@@ -1,0 +1,513 @@
+package consumer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/runstream/runstream/store"
+)
+
+// Event is one run event delivered to a [Handler].
+type Event struct {
+	// RunEventRecord is the decoded record. Unknown fields are not in it;
+	// read them from Raw.
+	store.RunEventRecord
+	// Raw is the record value exactly as it was on the topic (or, for an
+	// event fetched to fill a gap, as the store returned it).
+	Raw json.RawMessage
+	// Topic, Partition and Offset locate the record; Offset is -1 for an
+	// event fetched from the store to fill a gap.
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// FromStore reports whether the event was fetched from the store to fill a
+// gap rather than read from the topic.
+func (e *Event) FromStore() bool { return e.Offset < 0 }
+
+// Handler handles one event. Returning an error retries it (with backoff,
+// up to Config.MaxAttempts), then dead-letters it. With pgcheckpoint, ctx
+// carries the transaction the handler's writes must use
+// (pgcheckpoint.Tx(ctx)); they commit with the checkpoint.
+type Handler interface {
+	Handle(ctx context.Context, ev Event) error
+}
+
+// HandlerFunc adapts a function to [Handler].
+type HandlerFunc func(ctx context.Context, ev Event) error
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, ev Event) error { return f(ctx, ev) }
+
+// Fetcher reads a run's events from the store; store.Store and
+// [HTTPFetcher] satisfy it.
+type Fetcher interface {
+	FetchEvents(ctx context.Context, runID string, opts store.FetchOptions) ([]store.RunEventRecord, error)
+}
+
+// GapFunc supplies the events of runID with afterSeq < runSeq < beforeSeq
+// that the topic did not deliver, in runSeq order. Returning an error
+// retries the gap with backoff; returning fewer events than the gap holds
+// is allowed (they may not exist: runSeq may have gaps), but they are
+// delivered in order and nothing is invented.
+type GapFunc func(ctx context.Context, runID string, afterSeq, beforeSeq int64) ([]store.RunEventRecord, error)
+
+// Hooks observe the consumer, for metrics. Every field is optional.
+type Hooks struct {
+	// Delivered is called after a handler succeeded (fromStore: a gap fill).
+	Delivered func(ev *Event)
+	// Duplicate is called for a record at or below its run's checkpoint.
+	Duplicate func(ev *Event)
+	// Gap is called when a record's runSeq jumps past the checkpoint.
+	Gap func(runID string, afterSeq, beforeSeq int64)
+	// HandlerError is called for every failed attempt.
+	HandlerError func(ev *Event, attempt int, err error)
+	// DeadLettered is called when a record went to the dead-letter topic.
+	DeadLettered func(topic string, partition int32, offset int64, reason string)
+}
+
+// Config configures a [Consumer].
+type Config struct {
+	// Brokers are the Kafka bootstrap brokers (required).
+	Brokers []string
+	// Topic to consume; empty means "run-events".
+	Topic string
+	// Group is the consumer group (required); its lag shows in
+	// `runstream lag --group`.
+	Group string
+	// Checkpoints remember what was handled; nil means in memory (not
+	// durable: a restart redelivers).
+	Checkpoints Checkpoints
+	// OnGap fills gaps; nil means fetching them through Fetcher.
+	OnGap GapFunc
+	// Fetcher is used by the default gap filler. One of OnGap and Fetcher
+	// is required.
+	Fetcher Fetcher
+	// MaxAttempts of a failing handler before the record is dead-lettered;
+	// 0 means 5.
+	MaxAttempts int
+	// BackoffBase and BackoffMax bound the retry backoff; 0 means 100ms and
+	// 10s.
+	BackoffBase, BackoffMax time.Duration
+	// DeadLetterTopic; empty means Topic + ".dlq".
+	DeadLetterTopic string
+	// StopOnPoison makes Run return an error for a poison record instead of
+	// dead-lettering it.
+	StopOnPoison bool
+	// MaxPollRecords bounds one batch; 0 means 1000.
+	MaxPollRecords int
+	// Hooks for metrics.
+	Hooks Hooks
+	// Logger; nil means discard.
+	Logger *slog.Logger
+	// ClientOptions are added to the franz-go client's (TLS, SASL, ...).
+	ClientOptions []kgo.Opt
+}
+
+// Validate reports a configuration error.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("consumer: Brokers is empty"))
+	}
+	if c.Group == "" {
+		errs = append(errs, errors.New("consumer: Group is empty"))
+	}
+	if c.OnGap == nil && c.Fetcher == nil {
+		errs = append(errs, errors.New("consumer: set OnGap or Fetcher: gaps must be filled, never skipped"))
+	}
+	if c.MaxAttempts < 0 || c.MaxPollRecords < 0 {
+		errs = append(errs, errors.New("consumer: MaxAttempts and MaxPollRecords must be >= 0"))
+	}
+	return errors.Join(errs...)
+}
+
+// ErrPoison is returned by Run, with StopOnPoison, for a record that cannot
+// be decoded or whose handler kept failing.
+var ErrPoison = errors.New("poison record")
+
+// Consumer consumes the run-event topic into a Handler.
+type Consumer struct {
+	cfg     Config
+	handler Handler
+	log     *slog.Logger
+	cl      *kgo.Client
+}
+
+// New returns a consumer; call Run.
+func New(cfg Config, h Handler) (*Consumer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, errors.New("consumer: nil handler")
+	}
+	if cfg.Topic == "" {
+		cfg.Topic = "run-events"
+	}
+	if cfg.Checkpoints == nil {
+		cfg.Checkpoints = NewMemoryCheckpoints()
+	}
+	if cfg.OnGap == nil {
+		cfg.OnGap = FetchGap(cfg.Fetcher)
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = 5
+	}
+	if cfg.BackoffBase == 0 {
+		cfg.BackoffBase = 100 * time.Millisecond
+	}
+	if cfg.BackoffMax == 0 {
+		cfg.BackoffMax = 10 * time.Second
+	}
+	if cfg.DeadLetterTopic == "" {
+		cfg.DeadLetterTopic = cfg.Topic + ".dlq"
+	}
+	if cfg.MaxPollRecords == 0 {
+		cfg.MaxPollRecords = 1000
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Consumer{cfg: cfg, handler: h, log: log.With("component", "consumer", "group", cfg.Group)}, nil
+}
+
+// FetchGap is the default gap filler: it pages through f.
+func FetchGap(f Fetcher) GapFunc {
+	return func(ctx context.Context, runID string, afterSeq, beforeSeq int64) ([]store.RunEventRecord, error) {
+		var out []store.RunEventRecord
+		for afterSeq < beforeSeq-1 {
+			evs, err := f.FetchEvents(ctx, runID, store.FetchOptions{AfterSeq: afterSeq, Limit: 1000})
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range evs {
+				if e.RunSeq < beforeSeq {
+					out = append(out, e)
+				}
+			}
+			if len(evs) < 1000 || evs[len(evs)-1].RunSeq >= beforeSeq-1 {
+				break
+			}
+			afterSeq = evs[len(evs)-1].RunSeq
+		}
+		return out, nil
+	}
+}
+
+// Run consumes until ctx is done (returning nil) or a poison record stops
+// it (with StopOnPoison).
+func (c *Consumer) Run(ctx context.Context) error {
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(c.cfg.Brokers...),
+		kgo.ConsumerGroup(c.cfg.Group),
+		kgo.ConsumeTopics(c.cfg.Topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.FetchMaxWait(200 * time.Millisecond),
+		kgo.AllowAutoTopicCreation(), // the dead-letter topic
+	}, c.cfg.ClientOptions...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("consumer: creating the Kafka client: %w", err)
+	}
+	c.cl = cl
+	defer cl.Close()
+	for {
+		fs := cl.PollRecords(ctx, c.cfg.MaxPollRecords)
+		if fs.IsClientClosed() || ctx.Err() != nil {
+			cl.AllowRebalance()
+			return nil
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			c.log.Warn("fetch error", "topic", t, "partition", p, "err", err)
+		})
+		var parts [][]*kgo.Record
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) > 0 {
+				parts = append(parts, p.Records)
+			}
+		})
+		// Partitions in parallel; a run lives on one partition, so each
+		// run's events stay in order.
+		g, gctx := errgroup.WithContext(ctx)
+		for _, recs := range parts {
+			g.Go(func() error { return c.partition(gctx, recs) })
+		}
+		if err := g.Wait(); err != nil {
+			cl.AllowRebalance()
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("committing offsets failed; records will be redelivered and skipped as duplicates", "err", err)
+		}
+		cl.AllowRebalance()
+	}
+}
+
+// item is one event to hand to the handler, or a poison record.
+type item struct {
+	ev     Event
+	poison string // why the record is poison ("" when it is not)
+	rec    *kgo.Record
+}
+
+// partition handles one partition's records in order. It tries the whole
+// batch in one checkpoint transaction (fast); if a handler fails it falls
+// back to one event per transaction, with retries, to isolate the failure.
+func (c *Consumer) partition(ctx context.Context, recs []*kgo.Record) error {
+	items := make([]item, 0, len(recs))
+	for _, r := range recs {
+		var rec store.RunEventRecord
+		err := json.Unmarshal(r.Value, &rec)
+		if err == nil && (rec.RunID == "" || rec.RunSeq < 1) {
+			err = fmt.Errorf("runId %q or runSeq %d missing", rec.RunID, rec.RunSeq)
+		}
+		if err != nil {
+			items = append(items, item{poison: "undecodable: " + err.Error(), rec: r})
+			continue
+		}
+		items = append(items, item{ev: Event{RunEventRecord: rec, Raw: r.Value, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, rec: r})
+	}
+	if err := c.batch(ctx, items); err == nil {
+		return nil
+	} else if ctx.Err() != nil {
+		return err
+	}
+	for i := range items {
+		if err := c.one(ctx, &items[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errHandler marks a handler failure inside a batch.
+type errHandler struct{ err error }
+
+func (e errHandler) Error() string { return e.err.Error() }
+
+// batch handles items in one transaction when none is poison and every
+// handler succeeds on the first try.
+func (c *Consumer) batch(ctx context.Context, items []item) error {
+	ids := make([]string, 0, len(items))
+	for _, it := range items {
+		if it.poison != "" {
+			return errors.New("poison in batch")
+		}
+		ids = append(ids, it.ev.RunID)
+	}
+	var delivered []*Event
+	err := c.cfg.Checkpoints.Transact(ctx, c.cfg.Group, func(ctx context.Context, tx CheckpointTx) error {
+		delivered = delivered[:0]
+		cps, err := tx.Get(ctx, uniq(ids))
+		if err != nil {
+			return err
+		}
+		for i := range items {
+			ev := &items[i].ev
+			cp := cps[ev.RunID]
+			if ev.RunSeq <= cp {
+				if c.cfg.Hooks.Duplicate != nil {
+					c.cfg.Hooks.Duplicate(ev)
+				}
+				continue
+			}
+			if ev.RunSeq > cp+1 {
+				fill, err := c.gap(ctx, ev.RunID, cp, ev.RunSeq)
+				if err != nil {
+					return err
+				}
+				for j := range fill {
+					if err := c.handler.Handle(ctx, fill[j]); err != nil {
+						return errHandler{err}
+					}
+					delivered = append(delivered, &fill[j])
+				}
+			}
+			if err := c.handler.Handle(ctx, *ev); err != nil {
+				return errHandler{err}
+			}
+			delivered = append(delivered, ev)
+			cps[ev.RunID] = ev.RunSeq
+			tx.Set(ev.RunID, ev.RunSeq)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.delivered(delivered)
+	return nil
+}
+
+func (c *Consumer) delivered(evs []*Event) {
+	if c.cfg.Hooks.Delivered != nil {
+		for _, ev := range evs {
+			c.cfg.Hooks.Delivered(ev)
+		}
+	}
+}
+
+// gap asks OnGap for the missing events (retrying with backoff until ctx
+// ends) and returns them as events, in order, within the gap.
+func (c *Consumer) gap(ctx context.Context, runID string, cp, before int64) ([]Event, error) {
+	if c.cfg.Hooks.Gap != nil {
+		c.cfg.Hooks.Gap(runID, cp, before)
+	}
+	c.log.Warn("gap in a run; filling it before going on", "runId", runID, "checkpoint", cp, "runSeq", before)
+	for attempt := 1; ; attempt++ {
+		recs, err := c.cfg.OnGap(ctx, runID, cp, before)
+		if err == nil {
+			sort.Slice(recs, func(i, j int) bool { return recs[i].RunSeq < recs[j].RunSeq })
+			var out []Event
+			last := cp
+			for _, r := range recs {
+				if r.RunSeq > last && r.RunSeq < before && r.RunID == runID {
+					raw, _ := json.Marshal(r)
+					out = append(out, Event{RunEventRecord: r, Raw: raw, Offset: -1})
+					last = r.RunSeq
+				}
+			}
+			return out, nil
+		}
+		d := c.backoff(attempt)
+		c.log.Warn("filling a gap failed; retrying", "runId", runID, "err", err, "in", d)
+		if !sleep(ctx, d) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// one handles a single item in its own transaction, retrying a failing
+// handler with backoff, then dead-lettering it.
+func (c *Consumer) one(ctx context.Context, it *item) error {
+	if it.poison != "" {
+		return c.deadLetter(ctx, it, it.poison, 0)
+	}
+	var lastErr error
+	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
+		err := c.batch(ctx, []item{*it})
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		lastErr = err
+		if c.cfg.Hooks.HandlerError != nil {
+			c.cfg.Hooks.HandlerError(&it.ev, attempt, err)
+		}
+		var he errHandler
+		if !errors.As(err, &he) {
+			// The checkpoint store failed, not the handler: not the
+			// record's fault, retry without counting toward poison.
+			attempt--
+		}
+		d := c.backoff(max(attempt, 1))
+		c.log.Warn("handling an event failed; retrying", "runId", it.ev.RunID, "runSeq", it.ev.RunSeq,
+			"attempt", attempt, "of", c.cfg.MaxAttempts, "in", d, "err", err)
+		if !sleep(ctx, d) {
+			return ctx.Err()
+		}
+	}
+	return c.deadLetter(ctx, it, "handler failed: "+lastErr.Error(), c.cfg.MaxAttempts)
+}
+
+// deadLetter sends a poison record to the dead-letter topic and moves its
+// run's checkpoint past it, so the partition moves on.
+func (c *Consumer) deadLetter(ctx context.Context, it *item, reason string, attempts int) error {
+	r := it.rec
+	if c.cfg.StopOnPoison {
+		return fmt.Errorf("%w at %s/%d@%d: %s", ErrPoison, r.Topic, r.Partition, r.Offset, reason)
+	}
+	dl := &kgo.Record{Topic: c.cfg.DeadLetterTopic, Key: r.Key, Value: r.Value,
+		Headers: append(append([]kgo.RecordHeader(nil), r.Headers...),
+			kgo.RecordHeader{Key: "dlq-reason", Value: []byte(reason)},
+			kgo.RecordHeader{Key: "dlq-source-topic", Value: []byte(r.Topic)},
+			kgo.RecordHeader{Key: "dlq-source-partition", Value: []byte(strconv.Itoa(int(r.Partition)))},
+			kgo.RecordHeader{Key: "dlq-source-offset", Value: []byte(strconv.FormatInt(r.Offset, 10))},
+			kgo.RecordHeader{Key: "dlq-group", Value: []byte(c.cfg.Group)},
+			kgo.RecordHeader{Key: "dlq-attempts", Value: []byte(strconv.Itoa(attempts))},
+			kgo.RecordHeader{Key: "dlq-at", Value: []byte(time.Now().UTC().Format(time.RFC3339Nano))},
+		)}
+	for attempt := 1; ; attempt++ {
+		err := c.cl.ProduceSync(ctx, dl).FirstErr()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		c.log.Warn("producing to the dead-letter topic failed; retrying", "topic", c.cfg.DeadLetterTopic, "err", err)
+		sleep(ctx, c.backoff(attempt))
+	}
+	c.log.Error("record dead-lettered", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
+		"dlq", c.cfg.DeadLetterTopic, "reason", reason)
+	if c.cfg.Hooks.DeadLettered != nil {
+		c.cfg.Hooks.DeadLettered(r.Topic, r.Partition, r.Offset, reason)
+	}
+	if it.poison != "" || it.ev.RunID == "" {
+		return nil
+	}
+	// Move the run's checkpoint past the dead letter, or the next event of
+	// the run would see a gap and bring it back from the store forever.
+	return c.cfg.Checkpoints.Transact(ctx, c.cfg.Group, func(ctx context.Context, tx CheckpointTx) error {
+		cps, err := tx.Get(ctx, []string{it.ev.RunID})
+		if err != nil {
+			return err
+		}
+		if it.ev.RunSeq > cps[it.ev.RunID] {
+			tx.Set(it.ev.RunID, it.ev.RunSeq)
+		}
+		return nil
+	})
+}
+
+func (c *Consumer) backoff(attempt int) time.Duration {
+	d := c.cfg.BackoffBase
+	for i := 1; i < attempt && d < c.cfg.BackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, c.cfg.BackoffMax)
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func uniq(ids []string) []string {
+	seen := make(map[string]bool, len(ids))
+	out := ids[:0:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
