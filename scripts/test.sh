@@ -10,6 +10,14 @@ if ! command -v kcat >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >&2
 fi
+# Headless Chromium for the console's browser tests (cmd/runstream/console_test.go).
+if [ ! -x /usr/bin/chromium ]; then
+  echo "test: installing chromium (Debian package) for the console's browser tests" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
+fi
+# Screenshots and other test artifacts land here (not committed).
+export RUNSTREAM_ARTIFACTS_DIR="${RUNSTREAM_ARTIFACTS_DIR:-$PWD/test-artifacts}"
 export RUNSTREAM_TEST_POSTGRES_URL="${RUNSTREAM_TEST_POSTGRES_URL:-$RUNSTREAM_POSTGRES_URL}"
 export RUNSTREAM_TEST_REDIS_URL="${RUNSTREAM_TEST_REDIS_URL:-$RUNSTREAM_REDIS_URL}"
 export RUNSTREAM_TEST_REQUIRE=1

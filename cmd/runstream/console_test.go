@@ -1,0 +1,417 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/internal/workload"
+	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/store"
+)
+
+// The browser tests drive the web console in Debian's headless Chromium
+// against `runstream dev` in-process (real Postgres and Redis, the embedded
+// broker, the projector writing snapshots), through the same HTTP API and
+// SSE streams an operator's browser uses. Screenshots go to
+// $RUNSTREAM_ARTIFACTS_DIR/console (scripts/test.sh: test-artifacts/).
+
+// TestConsole_RunGoesLive watches a run in the console: it appears in the
+// runs list live, its page shows RUNNING, then COMPLETED without a reload,
+// the failed first attempt's error opens, the stale badge follows the
+// snapshot, and Resync clears it.
+func TestConsole_RunGoesLive(t *testing.T) {
+	chrome := chromium(t)
+	_, schema := testenv.Postgres(t, 5)
+	rdb := testenv.Redis(t)
+	env := devEnv(t, schema)
+	base, _, stop := startDev(t, env)
+	defer stop()
+	requireConsole(t, base)
+	b := newBrowser(t, chrome)
+
+	tenant := "console_" + testenv.RandomID(4)
+	id := workload.NewIdentity(tenant)
+	t0 := time.Now().Add(-30 * time.Second)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+	b.do(chromedp.Navigate(base + "/#/runs?tenant=" + tenant))
+	b.waitText(`[data-testid=runs-empty]`, "No runs yet")
+	b.waitLive()
+	// A marker that a reload would wipe: every later change must arrive live.
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__noReload = true`))
+
+	appendEvents(t, base, "",
+		workload.Event(id, store.EventRunStarted, "", 1, 1, at(0), nil),
+		workload.Event(id, store.EventStepStarted, "extract", 1, 1, at(200), nil),
+		workload.Event(id, store.EventStepCompleted, "extract", 1, 1, at(4200), map[string]any{
+			"durationMs": 4000,
+			"artifacts":  []map[string]any{{"uri": "s3://bucket/" + id.RunID + "/extract.parquet", "kind": "parquet", "sizeBytes": 123456}}}),
+		workload.Event(id, store.EventStepStarted, "model.orders", 1, 1, at(4300), nil),
+	)
+	row := fmt.Sprintf(`tr[data-run-id=%q]`, id.RunID)
+	b.waitText(row+` [data-testid=status]`, "RUNNING")
+	b.waitText(`[data-testid=count-RUNNING]`, "1")
+	b.screenshot("01-runs-list.png")
+
+	b.do(chromedp.Click(chromedp.CSS(row + ` [data-testid=run-link]`)))
+	b.waitText(`.status-line [data-testid=status]`, "RUNNING")
+	b.waitText(`[data-step-id="model.orders"] [data-testid=status]`, "RUNNING")
+	b.waitText(`[data-testid=last-seq]`, "4")
+	b.waitLive()
+	b.screenshot("02-run-running.png")
+
+	const errMsg = "connection to the warehouse refused: too many clients"
+	appendEvents(t, base, "",
+		workload.Event(id, store.EventStepFailed, "model.orders", 1, 1, at(6300), map[string]any{
+			"errorCode": "DB_CONNECTION_FAILED", "errorMessage": errMsg, "retryable": true,
+			"failureCategory": "SYSTEM", "failureSource": "activity"}),
+		workload.Event(id, store.EventStepStarted, "model.orders", 2, 1, at(7000), nil),
+		workload.Event(id, store.EventStepCompleted, "model.orders", 2, 1, at(9500), map[string]any{
+			"durationMs": 2500,
+			"artifacts":  []map[string]any{{"uri": "s3://bucket/" + id.RunID + "/orders.json", "kind": "dbt-run-results", "sizeBytes": 2048}}}),
+		workload.Event(id, store.EventRunCompleted, "", 1, 1, at(9600), nil),
+	)
+	b.waitText(`.status-line [data-testid=status]`, "COMPLETED")
+	b.waitText(`[data-step-id="model.orders"] [data-testid=step-attempt]`, "#2")
+	b.waitTrue(`window.__noReload === true`, "the page to stay loaded (COMPLETED must arrive live, not by a reload)")
+	// The store's events are read again on change, newest first.
+	b.waitTrue(`document.querySelectorAll('[data-testid=event-row]').length === 8`, "the 8 stored events in the events table")
+	b.waitText(`[data-testid=event-row]:first-child [data-testid=event-type]`, "RunCompleted")
+	b.waitTrue(`document.querySelectorAll('[data-testid=timeline-bar]').length === 3`, "3 timeline bars (extract #1, model.orders #1 and #2)")
+
+	// The failed attempt is kept, and its error opens from the steps table.
+	b.do(chromedp.Click(chromedp.CSS(`[data-step-id="model.orders"] [data-testid=error-toggle]`)))
+	b.waitText(`[data-step-id="model.orders"] [data-attempt="1"] [data-testid=attempt-error-message]`, errMsg)
+	b.waitText(`[data-step-id="model.orders"] [data-attempt="1"] [data-testid=status]`, "FAILED")
+	b.waitText(`[data-step-id="model.orders"] [data-attempt="2"] [data-testid=status]`, "SUCCESS")
+	b.screenshot("03-run-completed-error-open.png")
+
+	// A projector that saw a gap marks the snapshot stale and publishes it:
+	// the badge appears live; the operator's Resync rebuilds it from the
+	// store and the badge goes away.
+	ctx := context.Background()
+	raw, err := rdb.Get(ctx, projector.SnapshotKey(id.RunID)).Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap map[string]any
+	if err := json.Unmarshal(raw, &snap); err != nil {
+		t.Fatal(err)
+	}
+	snap["stale"] = true
+	raw, _ = json.Marshal(snap)
+	note, _ := json.Marshal(map[string]any{"runId": id.RunID, "tenantId": tenant, "lastEventSeq": snap["lastEventSeq"], "status": snap["status"]})
+	if err := rdb.Set(ctx, projector.SnapshotKey(id.RunID), raw, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Publish(ctx, projector.UpdatesChannel, note).Err(); err != nil {
+		t.Fatal(err)
+	}
+	b.waitVisible(`.status-line [data-testid=stale-badge]`)
+	b.screenshot("04-run-stale.png")
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=resync]`)))
+	b.waitText(`[data-testid=resync-result]`, "Resynced from the store at event 8")
+	b.waitTrue(`document.querySelector('.status-line [data-testid=stale-badge]').hidden`, "the stale badge to go away after Resync")
+	b.waitTrue(`window.__noReload === true`, "the page to stay loaded")
+
+	// Back on the list, the run is COMPLETED and counted.
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=nav-runs]`)))
+	b.waitText(row+` [data-testid=status]`, "COMPLETED")
+	b.waitText(`[data-testid=count-COMPLETED]`, "1")
+	b.waitText(`[data-testid=count-RUNNING]`, "0")
+	b.screenshot("05-runs-list-completed.png")
+	b.noExceptions()
+}
+
+// TestConsole_AsksForToken runs dev with RUNSTREAM_AUTH_TOKENS: the console
+// asks for a token on the first 401, says when one is refused, keeps the
+// good one for the tab, and streams with it (EventSource sends it as
+// ?access_token=).
+func TestConsole_AsksForToken(t *testing.T) {
+	chrome := chromium(t)
+	_, schema := testenv.Postgres(t, 5)
+	testenv.Redis(t)
+	tenant := "console_" + testenv.RandomID(4)
+	token := "tok-" + testenv.RandomID(8)
+	env := devEnv(t, schema)
+	env["RUNSTREAM_AUTH_TOKENS"] = token + ":" + tenant
+	base, _, stop := startDev(t, env)
+	defer stop()
+	requireConsole(t, base)
+	b := newBrowser(t, chrome)
+
+	b.do(chromedp.Navigate(base + "/"))
+	b.waitVisible(`[data-testid=token-dialog]`)
+	b.screenshot("10-token-prompt.png")
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=token-input]`), "wrong-token"),
+		chromedp.Click(chromedp.CSS(`[data-testid=token-submit]`)))
+	b.waitText(`[data-testid=token-error]`, "refused")
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=token-input]`), token),
+		chromedp.Click(chromedp.CSS(`[data-testid=token-submit]`)))
+	b.waitText(`[data-testid=runs-empty]`, "No runs yet")
+	b.waitTrue(`!document.querySelector('[data-testid=token-dialog]').open`, "the token dialog to close")
+	b.waitTrue(`sessionStorage.getItem('runstream.token') === `+jsString(token), "the token kept in sessionStorage")
+	b.waitLive()
+
+	id := workload.NewIdentity(tenant)
+	appendEvents(t, base, token, workload.Event(id, store.EventRunStarted, "", 1, 1, time.Now(), nil))
+	row := fmt.Sprintf(`tr[data-run-id=%q]`, id.RunID)
+	b.waitText(row+` [data-testid=status]`, "RUNNING")
+	b.do(chromedp.Click(chromedp.CSS(row + ` [data-testid=run-link]`)))
+	b.waitText(`.status-line [data-testid=status]`, "RUNNING")
+	b.waitLive()
+	appendEvents(t, base, token, workload.Event(id, store.EventRunCompleted, "", 1, 1, time.Now(), nil))
+	b.waitText(`.status-line [data-testid=status]`, "COMPLETED")
+	b.screenshot("11-authenticated-run.png")
+	b.noExceptions()
+}
+
+func devEnv(t *testing.T, schema string) map[string]string {
+	return map[string]string{
+		"RUNSTREAM_POSTGRES_URL": testenv.PostgresURLWithSchema(t, schema),
+		"RUNSTREAM_REDIS_URL":    redisURL(t),
+		"RUNSTREAM_HTTP_ADDR":    "127.0.0.1:0",
+		"RUNSTREAM_BROKER_ADDR":  "127.0.0.1:0",
+		"RUNSTREAM_DATA_DIR":     t.TempDir(),
+		"RUNSTREAM_LOG_LEVEL":    "warn",
+	}
+}
+
+// requireConsole checks that the binary serves the console at / (and its
+// assets with their types) before a browser is pointed at it.
+func requireConsole(t *testing.T, base string) {
+	t.Helper()
+	for path, want := range map[string]string{"/": "text/html", "/app.js": "text/javascript", "/style.css": "text/css"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, want) {
+			t.Fatalf("GET %s on dev answered %d %q, want 200 %s: the API must serve the console "+
+				"(mux.Handle(\"GET /\", console.Handler()) in internal/httpapi/server.go)", path, resp.StatusCode, ct, want)
+		}
+	}
+}
+
+// chromium returns Debian's Chromium, or skips (fails under
+// RUNSTREAM_TEST_REQUIRE=1) when it is not installed.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("/usr/bin/chromium"); err == nil {
+		return p
+	}
+	testenv.Missing(t, "Chromium (/usr/bin/chromium: apt-get install chromium, or run scripts/test.sh)")
+	return ""
+}
+
+func appendEvents(t *testing.T, base, token string, evs ...store.RunEventWrite) {
+	t.Helper()
+	for _, ev := range evs {
+		body, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := http.NewRequest(http.MethodPost, base+"/v1/events", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("appending %s %s: status %d", ev.EventType, ev.StepID, resp.StatusCode)
+		}
+	}
+}
+
+// browser is one headless Chromium tab with the test's helpers.
+type browser struct {
+	t    *testing.T
+	ctx  context.Context // the tab; actions run with per-step timeouts
+	dir  string          // screenshots
+	mu   sync.Mutex
+	errs []string // uncaught exceptions and console errors of the page
+}
+
+func newBrowser(t *testing.T, path string) *browser {
+	t.Helper()
+	var output syncBuffer
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		// No internet here: without these Chromium keeps dialling out
+		// (QUIC, component updates, sync) and floods refused connections.
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 1000),
+		chromedp.CombinedOutput(&output),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	b := &browser{t: t, ctx: ctx, dir: artifactsDir(t)}
+	messages := chromedp.Console(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			// Network errors (the 401s the token test provokes) are the
+			// server's answers, checked by the tests themselves.
+			if m.IsException() || (m.Type == chromedp.ConsoleError && m.Source != "network") {
+				b.mu.Lock()
+				b.errs = append(b.errs, fmt.Sprintf("%s (%s:%d)", m, m.URL, m.Line+1))
+				b.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc() // waits for Chromium to exit, before its user-data-dir is removed
+		wg.Wait()
+		if t.Failed() {
+			t.Logf("chromium output:\n%s", output.String())
+		}
+	})
+	// The first Run starts the browser; it must not carry a timeout.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v\n%s", path, err, output.String())
+	}
+	return b
+}
+
+func artifactsDir(t *testing.T) string {
+	dir := os.Getenv("RUNSTREAM_ARTIFACTS_DIR")
+	if dir == "" {
+		return t.TempDir()
+	}
+	dir = filepath.Join(dir, "console")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+const stepTimeout = 20 * time.Second
+
+func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.fail("%v", err)
+	}
+}
+
+// waitTrue polls a JavaScript expression until it is truthy.
+func (b *browser) waitTrue(expr, what string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout+5*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(stepTimeout))); err != nil {
+		b.fail("waiting for %s (%s): %v", what, expr, err)
+	}
+}
+
+// waitText waits until the first element matching css is visible and its
+// text contains want.
+func (b *browser) waitText(css, want string) {
+	b.t.Helper()
+	b.waitTrue(fmt.Sprintf(`(() => { const e = document.querySelector(%s); return !!e && e.checkVisibility() && e.textContent.includes(%s); })()`,
+		jsString(css), jsString(want)), fmt.Sprintf("%s to show %q", css, want))
+}
+
+// waitLive waits until the page's Server-Sent Events stream is connected.
+func (b *browser) waitLive() {
+	b.t.Helper()
+	b.waitTrue(`document.querySelector('[data-testid=live]').dataset.state === 'live'`, "the live (SSE) stream to connect")
+}
+
+func (b *browser) waitVisible(css string) {
+	b.t.Helper()
+	b.waitTrue(fmt.Sprintf(`(() => { const e = document.querySelector(%s); return !!e && e.checkVisibility(); })()`, jsString(css)),
+		css+" to be visible")
+}
+
+func (b *browser) screenshot(name string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	p := filepath.Join(b.dir, name)
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("screenshot %s", p)
+}
+
+// fail saves what the page showed, then fails the test.
+func (b *browser) fail(format string, args ...any) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(b.t.Name())
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+		p := filepath.Join(b.dir, "FAILED-"+name+".png")
+		_ = os.WriteFile(p, png, 0o644)
+		b.t.Logf("screenshot of the failure: %s", p)
+	}
+	if text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`)); err == nil {
+		b.t.Logf("the page showed:\n%s", text)
+	}
+	if reqs, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+		`performance.getEntriesByType('resource').map(e => e.responseStatus + ' ' + e.name.replace(/access_token=[^&]*/, 'access_token=...')).join('\n')`)); err == nil {
+		b.t.Logf("the page's requests:\n%s", reqs)
+	}
+	b.mu.Lock()
+	b.t.Logf("page errors: %q", b.errs)
+	b.mu.Unlock()
+	b.t.Fatalf(format, args...)
+}
+
+// noExceptions fails the test if the page threw or logged an error.
+func (b *browser) noExceptions() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.errs) > 0 {
+		b.t.Errorf("the console logged errors:\n%s", strings.Join(b.errs, "\n"))
+	}
+}
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
