@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/runstream/runstream/internal/httpapi/console"
 	"github.com/runstream/runstream/internal/lag"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
@@ -173,6 +174,7 @@ func (s *Server) routes() http.Handler {
 	handle("GET /healthz", s.healthz, false)
 	handle("GET /readyz", s.readyz, false)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
+	mux.Handle("GET /", console.Handler()) // the web console; GET /v1/... not routed above gets NOT_FOUND from it
 	handle("/", func(w http.ResponseWriter, r *http.Request) error {
 		return &store.Error{Code: store.CodeNotFound, Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)}
 	}, false)
