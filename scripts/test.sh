@@ -10,6 +10,29 @@ if ! command -v kcat >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >&2
 fi
+# Prometheus (Debian package): promtool checks and unit-tests the alert rules
+# below, and internal/opstest's scrape test runs /usr/bin/prometheus.
+# --no-install-recommends leaves out prometheus-node-exporter. The package's
+# postinst asks invoke-rc.d or systemd to start a service on :9090: in a
+# container policy-rc.d or the absence of systemd refuses it harmlessly;
+# elsewhere we stop and disable what we just installed (the tests start
+# their own Prometheus on free loopback ports).
+if ! command -v promtool >/dev/null 2>&1 || [ ! -x /usr/bin/prometheus ]; then
+  echo "test: installing prometheus (Debian package) for promtool and the scrape test" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >&2 ||
+    echo "test: installing prometheus reported an error (a service that could not start?); checking the binaries" >&2
+  if [ -d /run/systemd/system ]; then
+    systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+  elif [ -x /etc/init.d/prometheus ]; then
+    /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+    update-rc.d prometheus disable >/dev/null 2>&1 || true
+  fi
+  if ! command -v promtool >/dev/null 2>&1 || [ ! -x /usr/bin/prometheus ]; then
+    echo "test: promtool or /usr/bin/prometheus is still missing after installing prometheus" >&2
+    exit 1
+  fi
+fi
 # Headless Chromium for the console's browser tests (cmd/runstream/console_test.go).
 if [ ! -x /usr/bin/chromium ]; then
   echo "test: installing chromium (Debian package) for the console's browser tests" >&2
@@ -29,5 +52,9 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 if [ -n "$unformatted" ]; then
   echo "test: gofmt would change:" >&2; echo "$unformatted" >&2; exit 1
 fi
+# The alert rules: syntax, then their unit tests (deploy/prometheus).
+promtool check rules deploy/prometheus/alerts.yml
+promtool test rules deploy/prometheus/alerts_test.yml
+promtool check config deploy/prometheus/prometheus.yml >/dev/null
 go vet ./...
 go test -race -count=1 -timeout 15m ./...

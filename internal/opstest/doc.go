@@ -1,0 +1,20 @@
+// Package opstest holds the operations tests, which test the deployment
+// artifacts in deploy/ rather than a Go package:
+//
+//   - the scrape test: a real Prometheus (Debian's prometheus package)
+//     scrapes a `runstream dev --demo` subprocess on loopback, with the
+//     shipped alert rules (deploy/prometheus/alerts.yml) loaded, until the
+//     throughput counters and every series the rules read exist and every
+//     rule evaluates with health "ok" on them; then SIGTERM must stop dev
+//     with exit status 0 (graceful shutdown);
+//   - the manifest test: every YAML file in deploy/ parses, the Grafana
+//     dashboard is valid JSON whose queries, like the alert rules', name
+//     metrics the code exports, the compose file and the Kubernetes
+//     manifests set the documented RUNSTREAM_* variables (and only ones
+//     that are real flags), and every Kubernetes Deployment has a readiness
+//     probe on /readyz, a liveness probe on /healthz and a
+//     PodDisruptionBudget.
+//
+// The alert rules' own unit tests are promtool's (deploy/prometheus/
+// alerts_test.yml), run by scripts/test.sh.
+package opstest
