@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(scripts/up.sh)"
+# A three-master Redis Cluster on 127.0.0.1:7101-7103 for the projector's
+# cluster tests (exports RUNSTREAM_TEST_REDIS_CLUSTER_ADDRS).
+eval "$(scripts/redis-cluster.sh)"
 # Independent Kafka clients for the interop tests (librdkafka's kcat).
 if ! command -v kcat >/dev/null 2>&1; then
   echo "test: installing kcat (Debian package) for the Kafka interop tests" >&2
