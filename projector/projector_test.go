@@ -137,11 +137,12 @@ func startProjector(t *testing.T, brokers []string, group string, rdb redis.Univ
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{reg: reg, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- p.Run(ctx) }()
+	exited := make(chan struct{})
+	go func() { r.done <- p.Run(ctx); close(exited) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-r.done:
+		case <-exited: // not r.done: stop may have read it already
 		case <-time.After(30 * time.Second):
 		}
 	})

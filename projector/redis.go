@@ -142,8 +142,9 @@ func scoreOf(s store.RunSnapshot) float64 {
 	return float64(t.UnixMilli())
 }
 
-// loadSnapshots reads the snapshots of runIDs with one MGET per slot
-// (go-redis splits a pipeline by slot on a cluster). A missing run has no
+// loadSnapshots reads the snapshots of runIDs with pipelined GETs (not
+// MGET, which a cluster refuses across slots; go-redis splits a pipeline by
+// node). A missing run has no
 // entry; an undecodable one is reported in broken.
 func loadSnapshots(ctx context.Context, rdb redis.UniversalClient, runIDs []string) (map[string]store.RunSnapshot, map[string]bool, error) {
 	pipe := rdb.Pipeline()
