@@ -6,7 +6,7 @@
 // Kafka offsets only after the Redis writes they cover succeeded.
 //
 // Per batch of polled records: the snapshots of every run in the batch are
-// read with one pipelined MGET; events are applied in offset order (a run
+// read with pipelined GETs; events are applied in offset order (a run
 // lives on one partition, so offset order is the relay's runSeq order);
 // duplicates (runSeq <= lastEventSeq) are no-ops; a gap (runSeq >
 // lastEventSeq+1) marks the run stale, raises
