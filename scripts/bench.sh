@@ -1,38 +1,70 @@
 #!/usr/bin/env bash
-# make bench: start the real servers, then measure the append path over HTTP
-# against its pgbench baseline, taken on the same machine in the same run:
-# single events (target: 60% of pgbench) and 100-event batches (target: 70%).
-# Prints both reports and writes them as JSON to bench/results/latest-append.json.
+# make bench: start the real servers, then
+#  1. measure the append path over HTTP against its pgbench baseline, taken
+#     on the same machine in the same run: single events (target: 60% of
+#     pgbench) and 100-event batches (target: 70%); writes
+#     bench/results/latest-append.json;
+#  2. measure the outbox relay (`runstream bench relay`): drain of a
+#     1,000,000-event backlog (target: >= 50,000 events/s) and commit-to-ack
+#     latency at 2,000 events/s (target: p99 < 20 ms); writes
+#     bench/results/latest-relay.json.
 #
-#   BENCH_DURATION=10s   measured window of each run (and pgbench -T)
+#   BENCH_DURATION=10s      measured window of each append run (and pgbench -T),
+#                           and the relay's latency phase
+#   BENCH_RELAY_ARGS="..."  extra flags of `runstream bench relay`,
+#                           e.g. "--events 200000 --brokers 127.0.0.1:9092"
+#   BENCH_ONLY=append|relay run one of the two
 #   extra arguments go to both `runstream bench append` runs, e.g.
 #   scripts/bench.sh --clients 32
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(scripts/up.sh)"
 duration="${BENCH_DURATION:-10s}"
+only="${BENCH_ONLY:-}"
 bin=bin/runstream
-[ -x "$bin" ] || go build -o "$bin" ./cmd/runstream
+# Always rebuild (incremental, quick): a stale binary may lack a benchmark.
+go build -o "$bin" ./cmd/runstream
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for batch in 1 100; do
-  echo "== $bin bench append --baseline --batch $batch --duration $duration $*" >&2
-  "$bin" bench append --baseline --batch "$batch" --duration "$duration" \
-    --json-file "$tmp/batch$batch.json" "$@"
-  echo
-done
-
 mkdir -p bench/results
-out=bench/results/latest-append.json
-{
+header() {
   printf '{\n  "generatedAt": "%s",\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   printf '  "commit": "%s",\n' "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
   printf '  "cpus": %s,\n' "$(nproc 2>/dev/null || echo 0)"
-  printf '  "single": '
-  sed '2,$s/^/  /; $s/$/,/' "$tmp/batch1.json"
-  printf '  "batch100": '
-  sed '2,$s/^/  /' "$tmp/batch100.json"
-  printf '}\n'
-} >"$out"
-echo "wrote $out" >&2
+  printf '  "loadAverage": "%s",\n' "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
+}
+
+if [ "$only" != relay ]; then
+  for batch in 1 100; do
+    echo "== $bin bench append --baseline --batch $batch --duration $duration $*" >&2
+    "$bin" bench append --baseline --batch "$batch" --duration "$duration" \
+      --json-file "$tmp/batch$batch.json" "$@"
+    echo
+  done
+  out=bench/results/latest-append.json
+  {
+    header
+    printf '  "single": '
+    sed '2,$s/^/  /; $s/$/,/' "$tmp/batch1.json"
+    printf '  "batch100": '
+    sed '2,$s/^/  /' "$tmp/batch100.json"
+    printf '}\n'
+  } >"$out"
+  echo "wrote $out" >&2
+fi
+
+if [ "$only" != append ]; then
+  # shellcheck disable=SC2086 # BENCH_RELAY_ARGS is a list of flags
+  echo "== $bin bench relay --duration $duration ${BENCH_RELAY_ARGS:-}" >&2
+  # shellcheck disable=SC2086
+  "$bin" bench relay --duration "$duration" --json-file "$tmp/relay.json" ${BENCH_RELAY_ARGS:-}
+  out=bench/results/latest-relay.json
+  {
+    header
+    printf '  "relay": '
+    sed '2,$s/^/  /' "$tmp/relay.json"
+    printf '}\n'
+  } >"$out"
+  echo "wrote $out" >&2
+fi

@@ -149,6 +149,7 @@ func runBenchRelay(ctx context.Context, env *environment, args []string) error {
 	brokers := fs.String("brokers", "", "Kafka bootstrap brokers, comma-separated; empty: franz-go's kfake in this process on 127.0.0.1:0, in memory")
 	partitions := fs.Int("partitions", 12, "partitions of the fresh topic bench-relay-<random>")
 	fs.IntVar(&cfg.RelayBatch, "relay-batch", 5000, "the relay's outbox rows per round")
+	fs.IntVar(&cfg.Relays, "relays", 1, "relays to run, each with its own pool and Kafka client as separate processes; they split the outbox's shards")
 	drain := fs.Bool("drain", true, "run the drain phase (--drain=false skips it)")
 	fs.IntVar(&cfg.Events, "events", 1_000_000, "events pre-filled into the outbox for the drain")
 	fs.IntVar(&cfg.Runs, "runs", 10000, "distinct runIds the events are spread over")
@@ -232,7 +233,7 @@ func checkBenchRelayFlags(cfg bench.RelayConfig, partitions int) error {
 		v    int64
 	}{{"events", int64(cfg.Events)}, {"runs", int64(cfg.Runs)}, {"rate", int64(cfg.Rate)},
 		{"duration", int64(cfg.Duration)}, {"appenders", int64(cfg.Appenders)},
-		{"relay-batch", int64(cfg.RelayBatch)}} {
+		{"relay-batch", int64(cfg.RelayBatch)}, {"relays", int64(cfg.Relays)}} {
 		if f.v <= 0 {
 			errs = append(errs, fmt.Errorf("--%s must be > 0", f.name))
 		}
