@@ -16,6 +16,12 @@
 #   BENCH_ONLY=append|relay run one of the two
 #   extra arguments go to both `runstream bench append` runs, e.g.
 #   scripts/bench.sh --clients 32
+#  etl. measure the analytics ETL (`runstream bench etl`): records/s of a
+#     200,000-record, 12-partition topic through the consumer library into
+#     the Postgres sink, against a plain batched INSERT of the same rows in
+#     the same run (target: >= 50%); writes bench/results/latest-etl.json.
+#     BENCH_ETL_ARGS="..." extra flags, e.g. "--events 1000000";
+#     BENCH_ONLY=etl runs it alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(scripts/up.sh)"
@@ -64,6 +70,21 @@ if [ "$only" != append ]; then
     header
     printf '  "relay": '
     sed '2,$s/^/  /' "$tmp/relay.json"
+    printf '}\n'
+  } >"$out"
+  echo "wrote $out" >&2
+fi
+
+if [ -z "$only" ] || [ "$only" = etl ]; then
+  # shellcheck disable=SC2086 # BENCH_ETL_ARGS is a list of flags
+  echo "== $bin bench etl ${BENCH_ETL_ARGS:-}" >&2
+  # shellcheck disable=SC2086
+  "$bin" bench etl --json-file "$tmp/etl.json" ${BENCH_ETL_ARGS:-}
+  out=bench/results/latest-etl.json
+  {
+    header
+    printf '  "etl": '
+    sed '2,$s/^/  /' "$tmp/etl.json"
     printf '}\n'
   } >"$out"
   echo "wrote $out" >&2

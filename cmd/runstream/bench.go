@@ -21,6 +21,7 @@ func benchCommands() []command {
 	return []command{
 		{"append", "append load over HTTP (single events or batches), with a pgbench baseline", runBenchAppend},
 		{"relay", "outbox relay: backlog drain rate and commit-to-ack latency at a fixed rate", runBenchRelay},
+		{"etl", "analytics ETL: records/s into the Postgres sink vs a plain batched INSERT of the same rows", runBenchEtl},
 	}
 }
 
@@ -245,4 +246,83 @@ func checkBenchRelayFlags(cfg bench.RelayConfig, partitions int) error {
 		return usageError{err}
 	}
 	return nil
+}
+
+func runBenchEtl(ctx context.Context, env *environment, args []string) error {
+	fs := flag.NewFlagSet("bench etl", flag.ContinueOnError)
+	var cfg bench.ETLConfig
+	fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL; the sink and the baseline work in fresh schemas bench_etl_<random> (dropped at the end)")
+	partitions := fs.Int("partitions", 12, "partitions of the fresh topic (in-process kfake)")
+	fs.IntVar(&cfg.Events, "events", 200_000, "records pre-filled into the topic")
+	fs.IntVar(&cfg.ActiveRuns, "active-runs", 2000, "runs in flight at once while the topic is filled (each record belongs to one of them at random)")
+	fs.IntVar(&cfg.Batch, "batch", 20000, "the ETL's max poll records (each partition's share is one transaction)")
+	fs.IntVar(&cfg.PoolConns, "pool-conns", 0, "the sink's Postgres connections; 0: one per partition")
+	perEvent := fs.Bool("per-event", false, "write each event as the handler gets it instead of once per partition batch (for comparison)")
+	fs.IntVar(&cfg.InsertBatch, "insert-batch", 1000, "rows per INSERT of the baseline")
+	fs.IntVar(&cfg.BaselineConns, "baseline-conns", 0, "connections of the baseline, inserting batches in parallel; 0: one per CPU")
+	fs.BoolVar(&cfg.KeepSchema, "keep-schema", false, "keep the bench_etl_<random> schemas for inspection")
+	asJSON := fs.Bool("json", false, "print the report as JSON instead of text")
+	jsonFile := fs.String("json-file", "", "also write the JSON report to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process covering the sink's window only to this file (go tool pprof)")
+	if err := parseFlags(fs, env, args, "runstream bench etl [flags]",
+		"Measures the analytics ETL (runstream etl) against real Postgres and an in-process\n"+
+			"Kafka-protocol broker. Fill (not timed): a fresh topic of --partitions partitions gets --events\n"+
+			"records of realistic runs (retries, failures, skips, pauses, unknown types), --active-runs\n"+
+			"in flight at once, produced as the relay produces them. Sink: the ETL in a fresh schema,\n"+
+			"timed from its start until its group committed every offset (kadm); every run's row is then\n"+
+			"checked against projector/reduce. Baseline, same run, same Postgres: the sink's final rows\n"+
+			"inserted into a fresh copy of the tables with plain --insert-batch-row INSERTs on\n"+
+			"--baseline-conns connections. Reports both in records/s and the ratio. Target: >= 50%.\n"+
+			"Progress goes to stderr every second. See bench/README.md."); err != nil {
+		return err
+	}
+	cfg.Partitions = int32(min(*partitions, 1<<20))
+	cfg.DisableBatching = *perEvent
+	var errs []error
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"events", int64(cfg.Events)}, {"active-runs", int64(cfg.ActiveRuns)}, {"batch", int64(cfg.Batch)},
+		{"insert-batch", int64(cfg.InsertBatch)}} {
+		if f.v <= 0 {
+			errs = append(errs, fmt.Errorf("--%s must be > 0", f.name))
+		}
+	}
+	if *partitions < 1 || *partitions > 100000 {
+		errs = append(errs, fmt.Errorf("--partitions must be 1..100000, got %d", *partitions))
+	}
+	if err := errors.Join(append(errs, cfg.Validate())...); err != nil {
+		return usageError{err}
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.Progress = func(p bench.ETLProgress) {
+		fmt.Fprintf(env.stderr, "bench: %-8s %4.0fs  %9d/%d  %8.0f/s\n", p.Phase, p.Elapsed.Seconds(), p.Done, p.Total, p.Rate)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("creating the CPU profile file (--cpuprofile): %w", err)
+		}
+		defer f.Close()
+		cfg.CPUProfile = f
+	}
+	rep, err := bench.RunETL(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if *jsonFile != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonFile, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("writing the JSON report (--json-file): %w", err)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.WriteText(env.stdout)
 }

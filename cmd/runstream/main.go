@@ -69,6 +69,7 @@ func commands() []command {
 		{"lag", "consumer-group lag per partition, in records and seconds (--json, --watch)", runLag},
 		{"rebuild", "rebuild Redis snapshots from the store: --run ID or --all", runRebuild},
 		{"migrate", "apply the Postgres schema (idempotent)", runMigrate},
+		{"etl", "analytics sink: the topic into Postgres tables runs and step_attempts, effectively once", runEtl},
 		{"bench", "load generators and reports: bench append", runBench},
 	}
 }

@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/store"
+)
+
+func TestBenchETL_ConsistentWithBaseline(t *testing.T) {
+	pgURL := testenv.PostgresURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	phases := map[string]bool{}
+	rep, err := RunETL(ctx, ETLConfig{PostgresURL: pgURL, Partitions: 4, Events: 6000, ActiveRuns: 200, Batch: 2000,
+		InsertBatch: 500, Progress: func(p ETLProgress) { phases[p.Phase] = true }})
+	if err != nil {
+		t.Fatalf("RunETL: %v", err)
+	}
+	if !rep.Consistent() {
+		t.Fatalf("not consistent: %+v", rep)
+	}
+	if rep.Committed != 6000 || rep.Applied+rep.UnknownType != 6000 || rep.Verified != rep.Runs || rep.Runs < 200 {
+		t.Errorf("%d committed, %d applied + %d unknown, %d of %d runs verified; want 6000, 6000, all", rep.Committed,
+			rep.Applied, rep.UnknownType, rep.Verified, rep.Runs)
+	}
+	if rep.RunRows > int64(rep.Runs) || rep.RunRows < int64(rep.Runs)*9/10 || rep.AttemptRows < rep.RunRows {
+		t.Errorf("%d runs rows and %d step_attempts rows for %d runs", rep.RunRows, rep.AttemptRows, rep.Runs)
+	}
+	if rep.Flushes < 1 || rep.FlushTime <= 0 || rep.Window <= 0 {
+		t.Errorf("%d flushes taking %v in a %v window", rep.Flushes, rep.FlushTime, rep.Window)
+	}
+	bl := rep.Baseline
+	if bl == nil || bl.Rows != rep.RunRows+rep.AttemptRows || bl.BatchRows != 500 || bl.Conns < 1 || bl.Window <= 0 || bl.Events != 6000 {
+		t.Fatalf("baseline = %+v; want the sink's %d rows in 500-row INSERTs", bl, rep.RunRows+rep.AttemptRows)
+	}
+	if want := rep.EventsPerSec() / bl.EventsPerSec(); rep.Ratio != want || rep.Target != TargetETLRatio {
+		t.Errorf("ratio = %v (target %v), want %v (target %v)", rep.Ratio, rep.Target, want, TargetETLRatio)
+	}
+	if rep.RecordBytes < 300 || rep.RecordBytes > 1500 {
+		t.Errorf("record value = %v bytes, want a realistic 300..1500", rep.RecordBytes)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"records/s", "baseline", "ratio", "agree with projector/reduce"} {
+		if !strings.Contains(text.String(), s) {
+			t.Errorf("text report lacks %q:\n%s", s, text.String())
+		}
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"eventsPerSec", "windowSeconds", "ratio", "consistent", "met", "baseline"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("JSON report lacks %q: %s", k, b)
+		}
+	}
+}
+
+func TestETLGenerate_RunsAreContiguousAndInterleaved(t *testing.T) {
+	runs, order := etlGenerate(42, 3000, 50)
+	if len(order) != 3000 {
+		t.Fatalf("%d records, want 3000", len(order))
+	}
+	n := 0
+	for _, r := range runs {
+		for i, rec := range r {
+			if rec.RunSeq != int64(i+1) || rec.RunID != r[0].RunID {
+				t.Fatalf("run %s: record %d has runSeq %d", r[0].RunID, i, rec.RunSeq)
+			}
+		}
+		n += len(r)
+	}
+	if n != len(order) || len(runs) <= 50 {
+		t.Fatalf("%d records in %d runs, order holds %d; want every record in a run, more runs than in flight", n, len(runs), len(order))
+	}
+	// In flight at once: the first 50 records belong to many runs.
+	seen := map[string]bool{}
+	for _, rec := range order[:50] {
+		seen[rec.RunID] = true
+	}
+	if len(seen) < 20 {
+		t.Errorf("the first 50 records belong to %d runs; want the runs interleaved", len(seen))
+	}
+	last := ""
+	for _, rec := range order {
+		if rec.PersistedAt <= last {
+			t.Fatalf("persistedAt %s after %s: not in topic order", rec.PersistedAt, last)
+		}
+		last = rec.PersistedAt
+		if !store.IsKnownEvent(rec.EventType) && rec.EventType != "RunCostReported" {
+			t.Fatalf("unexpected event type %q", rec.EventType)
+		}
+	}
+}

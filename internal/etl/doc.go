@@ -1,0 +1,48 @@
+// Package etl is runstream's analytics sink (`runstream etl`): it consumes
+// the run-event topic through the consumer library and keeps two Postgres
+// tables ready for SQL, in a schema of their own (default
+// runstream_etl, created with embedded migrations on start):
+//
+//   - runs: one row per run: identity, status, started/completed times and
+//     duration, steps, failed steps, step attempts, last runSeq applied.
+//   - step_attempts: one row per (run, step, logical attempt): status,
+//     times, duration, error code and message, failure category, artifacts
+//     count.
+//
+// docs/ETL.md describes the columns and has example queries.
+//
+// # Effectively once
+//
+// Delivery on the topic is at least once. The consumer library's Postgres
+// checkpoints (consumer/pgcheckpoint) live in the same schema, and every
+// row the sink writes commits in the transaction that commits the
+// checkpoints of the events behind it; so a redelivered or duplicated
+// record never reaches the sink twice, and a crash at any point leaves
+// rows and checkpoints agreeing. Gaps are filled from the store (through
+// the HTTP API or Postgres) before the run goes on. Unknown (future) event
+// types are recorded nowhere, and never fail.
+//
+// # Agreement with the snapshots
+//
+// A run's rows are read back into a snapshot and the new events are folded
+// in with projector/reduce, the reducer that builds the snapshots the API
+// serves: statuses, attempts and durations agree with them by
+// construction.
+//
+// # Throughput
+//
+// The consumer runs one checkpoint transaction per partition batch. The
+// sink queues the batch's events and, when the batch is done (just before
+// the checkpoints are written), reads the touched runs back with one
+// pipelined round trip and upserts all their rows with another (unnest
+// arrays): two round trips per partition batch, whatever its size.
+//
+// # Metrics
+//
+//   - runstream_etl_events_total{result}: applied, gap_filled,
+//     unknown_type, duplicate, handler_error (one per failed attempt),
+//     dead_lettered.
+//   - runstream_etl_gaps_total: gaps filled from the store.
+//   - runstream_etl_flush_seconds: time to read back and upsert one
+//     partition batch's rows.
+package etl

@@ -1,0 +1,172 @@
+package etl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runstream/runstream/consumer"
+	"github.com/runstream/runstream/consumer/pgcheckpoint"
+)
+
+// DefaultGroup is the consumer group of the ETL when none is given.
+const DefaultGroup = "runstream-etl"
+
+// Config configures an [ETL].
+type Config struct {
+	// Brokers are the Kafka bootstrap brokers (required).
+	Brokers []string
+	// Topic of run events; empty means "run-events".
+	Topic string
+	// Group is the consumer group; empty means [DefaultGroup]. Its lag
+	// shows in `runstream lag --group`.
+	Group string
+	// Fetcher fills gaps from the store: consumer.HTTPFetcher for the API,
+	// or a store.Store (required: gaps are filled, never skipped).
+	Fetcher consumer.Fetcher
+	// MaxPollRecords bounds one poll (all partitions); 0 means 20,000.
+	// Each partition's share of a poll is written in one transaction, so
+	// larger polls mean fewer, larger transactions, and fewer writes: a
+	// run's events in one batch cost one upsert of its row. A poll never
+	// waits to fill up.
+	MaxPollRecords int
+	// CacheRuns bounds the runs whose snapshot is kept between batches (so
+	// that their rows need not be read back); 0 means 20,000.
+	CacheRuns int
+	// DisableBatching writes each event's rows as the handler gets it
+	// instead of once per partition batch: slower, for comparison.
+	DisableBatching bool
+	// ClientOptions are added to the Kafka client's (TLS, SASL, logging).
+	ClientOptions []kgo.Opt
+	// Registerer receives the metrics; nil means none.
+	Registerer prometheus.Registerer
+	// Logger; nil means discard.
+	Logger *slog.Logger
+}
+
+// Validate reports a configuration error.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("etl: no Kafka brokers (--kafka-brokers, RUNSTREAM_KAFKA_BROKERS)"))
+	}
+	if c.Fetcher == nil {
+		errs = append(errs, errors.New("etl: no store to fill gaps from (--api-url or --postgres-url)"))
+	}
+	if c.MaxPollRecords < 0 || c.CacheRuns < 0 {
+		errs = append(errs, fmt.Errorf("etl: MaxPollRecords (--max-poll-records) and CacheRuns (--cache-runs) must be >= 0, got %d and %d", c.MaxPollRecords, c.CacheRuns))
+	}
+	if c.Group != "" && strings.TrimSpace(c.Group) == "" {
+		errs = append(errs, errors.New("etl: Group (--group) is blank"))
+	}
+	return errors.Join(errs...)
+}
+
+// ETL consumes the run-event topic into the runs and step_attempts tables
+// of one Postgres schema, effectively once.
+type ETL struct {
+	cfg   Config
+	pool  *pgxpool.Pool
+	m     *metrics
+	log   *slog.Logger
+	ready atomic.Bool
+}
+
+// New returns an ETL writing through pool, whose search_path must be the
+// ETL's schema (open it with [Connect]); call Run.
+func New(cfg Config, pool *pgxpool.Pool) (*ETL, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if pool == nil {
+		return nil, errors.New("etl: nil pool")
+	}
+	if cfg.Topic == "" {
+		cfg.Topic = "run-events"
+	}
+	if cfg.Group == "" {
+		cfg.Group = DefaultGroup
+	}
+	if cfg.MaxPollRecords == 0 {
+		cfg.MaxPollRecords = 20000
+	}
+	if cfg.CacheRuns == 0 {
+		cfg.CacheRuns = 20000
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &ETL{cfg: cfg, pool: pool, m: m, log: log.With("component", "etl")}, nil
+}
+
+// Run migrates the schema, then consumes until ctx is done (returning nil)
+// or the consumer stops on an error.
+func (e *ETL) Run(ctx context.Context) error {
+	applied, err := Migrate(ctx, e.pool)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
+		return err
+	}
+	if len(applied) > 0 {
+		e.log.Info("applied ETL migrations", "versions", applied)
+	}
+	cps, err := pgcheckpoint.New(ctx, e.pool)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	s := &sink{flushTime: e.m.flushTime}
+	var checkpoints consumer.Checkpoints = cps
+	if !e.cfg.DisableBatching {
+		s.cache = newRunCache(e.cfg.CacheRuns)
+		checkpoints = &batcher{inner: cps, sink: s}
+	}
+	c, err := consumer.New(consumer.Config{
+		Brokers:        e.cfg.Brokers,
+		Topic:          e.cfg.Topic,
+		Group:          e.cfg.Group,
+		Checkpoints:    checkpoints,
+		Fetcher:        e.cfg.Fetcher,
+		MaxPollRecords: e.cfg.MaxPollRecords,
+		Hooks:          e.m.hooks(),
+		Logger:         e.log,
+		ClientOptions:  e.cfg.ClientOptions,
+	}, s)
+	if err != nil {
+		return err
+	}
+	e.log.Info("etl consuming", "topic", e.cfg.Topic, "group", e.cfg.Group, "batching", !e.cfg.DisableBatching)
+	e.ready.Store(true)
+	defer e.ready.Store(false)
+	if err := c.Run(ctx); err != nil {
+		return fmt.Errorf("etl: %w", err)
+	}
+	return nil
+}
+
+// Ready reports whether the ETL is consuming and its database answers.
+func (e *ETL) Ready(ctx context.Context) error {
+	if !e.ready.Load() {
+		return errors.New("etl: not consuming yet (migrating or connecting)")
+	}
+	if err := e.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("etl database: %w", err)
+	}
+	return nil
+}

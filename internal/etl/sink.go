@@ -1,0 +1,620 @@
+package etl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/runstream/runstream/consumer"
+	"github.com/runstream/runstream/consumer/pgcheckpoint"
+	"github.com/runstream/runstream/projector/reduce"
+	"github.com/runstream/runstream/store"
+)
+
+// sink is the consumer.Handler that keeps the runs and step_attempts
+// tables. Its writes go through pgcheckpoint.Tx(ctx), the transaction in
+// which the consumer also commits the events' checkpoints.
+//
+// How a run's rows follow its events: the rows are read back into a
+// partial store.RunSnapshot (the fields the tables keep), or the snapshot
+// this process committed last is taken from the run cache, the events are
+// folded in with reduce.Project, the one reducer the projector and the
+// store use, and the rows are written back from the result. So statuses,
+// attempts (a retry is a new logical attempt, a late event lands on its
+// own attempt, a terminal run is frozen) and durations are decided by the
+// same code as the snapshots the API serves, not by a second
+// implementation in SQL that could drift from it. None of the fields the
+// tables drop (artifacts' URIs, skip reasons, substatus, the run's error)
+// feeds any field they keep.
+//
+// Batching: by default the handler only queues events; batcher.Transact
+// writes a transaction's events when the consumer's function returns, just
+// before the checkpoints, with one pipelined read (of the runs the cache
+// cannot vouch for) and one pipelined upsert for the whole partition
+// batch. Without the batcher (DisableBatching) the handler reads back and
+// writes each event as it comes, in the same transaction.
+type sink struct {
+	flushTime prometheus.Observer
+	// cache holds runs' snapshots as last committed, so that a run's next
+	// batch need not read its rows back; nil without the batcher, which
+	// tells it what committed.
+	cache *runCache
+}
+
+// pending holds one transaction's events, grouped by run in first-seen
+// order.
+type pending struct {
+	runs  map[string]*runEvents
+	order []*runEvents
+}
+
+// attemptKey names one step_attempts row of a run.
+type attemptKey struct {
+	step    string
+	logical int64
+}
+
+// runEvents is one run's events in a transaction.
+type runEvents struct {
+	id string
+	// fresh: the run's first event in this transaction has runSeq 1. The
+	// consumer delivers a run's events in order from its checkpoint + 1,
+	// so its checkpoint was 0, and since rows commit with checkpoints, the
+	// run has no rows: there is nothing to read back.
+	fresh bool
+	// first and last are the runSeq of the run's first and last event in
+	// the transaction, unknown types included.
+	first, last int64
+	evs         []store.RunEventRecord
+	// next is the run's snapshot after the transaction, once flushed.
+	next    *store.RunSnapshot
+	touched []attemptKey
+	seen    map[attemptKey]bool
+}
+
+func (p *pending) add(ev *store.RunEventRecord) {
+	if p.runs == nil {
+		p.runs = map[string]*runEvents{}
+	}
+	r := p.runs[ev.RunID]
+	if r == nil {
+		r = &runEvents{id: ev.RunID, fresh: ev.RunSeq == 1, first: ev.RunSeq, evs: make([]store.RunEventRecord, 0, 8)}
+		p.runs[ev.RunID] = r
+		p.order = append(p.order, r)
+	}
+	r.last = ev.RunSeq
+	if !store.IsKnownEvent(ev.EventType) {
+		// Forward compatibility: a future event type is recorded nowhere
+		// (it still moves the run's checkpoint, in the consumer).
+		return
+	}
+	r.evs = append(r.evs, *ev)
+	microseconds(&r.evs[len(r.evs)-1])
+	if store.IsStepEvent(ev.EventType) && ev.StepID != "" {
+		k := attemptKey{ev.StepID, ev.LogicalAttemptID}
+		if r.seen == nil {
+			r.seen = map[attemptKey]bool{}
+		}
+		if !r.seen[k] {
+			r.seen[k] = true
+			r.touched = append(r.touched, k)
+		}
+	}
+}
+
+type ctxKey int
+
+const pendingKey ctxKey = 0
+
+// Handle implements consumer.Handler.
+func (s *sink) Handle(ctx context.Context, ev consumer.Event) error {
+	if p, ok := ctx.Value(pendingKey).(*pending); ok {
+		p.add(&ev.RunEventRecord)
+		return nil
+	}
+	tx := pgcheckpoint.Tx(ctx)
+	if tx == nil {
+		return ErrNoTransaction
+	}
+	var p pending
+	p.add(&ev.RunEventRecord)
+	return s.flush(ctx, tx, &p)
+}
+
+// batcher wraps the checkpoint store so that the sink writes a whole
+// transaction's events at once, in that transaction, right before the
+// checkpoints.
+type batcher struct {
+	inner consumer.Checkpoints
+	sink  *sink
+}
+
+// Transact implements consumer.Checkpoints. Each call of the consumer's fn
+// gets a fresh queue, so a retried transaction never sees the events of a
+// rolled-back attempt; the run cache learns the new snapshots only once
+// the transaction committed.
+func (b *batcher) Transact(ctx context.Context, group string, fn func(context.Context, consumer.CheckpointTx) error) error {
+	var p *pending
+	err := b.inner.Transact(ctx, group, func(ctx context.Context, ctp consumer.CheckpointTx) error {
+		p = &pending{}
+		if err := fn(context.WithValue(ctx, pendingKey, p), ctp); err != nil {
+			return err
+		}
+		if len(p.order) == 0 {
+			return nil
+		}
+		tx := pgcheckpoint.Tx(ctx)
+		if tx == nil {
+			return ErrNoTransaction
+		}
+		return b.sink.flush(ctx, tx, p)
+	})
+	if err == nil && p != nil && b.sink.cache != nil {
+		b.sink.cache.commit(p)
+	}
+	return err
+}
+
+// flush folds p's events into their runs' rows and writes them in tx.
+func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending) error {
+	start := time.Now()
+	defer func() { s.flushTime.Observe(time.Since(start).Seconds()) }()
+	var load []string
+	var cached map[string]store.RunSnapshot
+	for _, r := range p.order {
+		if r.fresh || len(r.evs) == 0 {
+			continue
+		}
+		if sn, ok := s.cache.get(r.id, r.first-1); ok {
+			if cached == nil {
+				cached = map[string]store.RunSnapshot{}
+			}
+			cached[r.id] = sn
+			continue
+		}
+		load = append(load, r.id)
+	}
+	prev, err := loadRuns(ctx, tx, load)
+	if err != nil {
+		return err
+	}
+	for id, sn := range cached {
+		prev[clean(id)] = sn
+	}
+	var out rows
+	for _, r := range p.order {
+		if len(r.evs) == 0 {
+			continue
+		}
+		var base store.RunSnapshot
+		if sn, ok := prev[clean(r.id)]; ok {
+			base = sn
+		}
+		next, _ := reduce.Project(base, r.evs)
+		if next.RunID == "" {
+			continue // every event was a duplicate of what the rows hold
+		}
+		r.next = &next
+		out.addRun(&next)
+		for _, k := range r.touched {
+			if st, a := findAttempt(&next, k); a != nil {
+				out.addAttempt(next.RunID, st, a)
+			}
+		}
+	}
+	return out.write(ctx, tx)
+}
+
+// findAttempt returns the attempt k of the snapshot, nil when the run never
+// got it (a step event that reached a terminal run changes nothing).
+func findAttempt(s *store.RunSnapshot, k attemptKey) (string, *store.StepAttempt) {
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		if st.StepID != k.step {
+			continue
+		}
+		if st.LogicalAttemptID == k.logical {
+			return st.StepID, &st.StepAttempt
+		}
+		for j := range st.Attempts {
+			if st.Attempts[j].LogicalAttemptID == k.logical {
+				return st.StepID, &st.Attempts[j]
+			}
+		}
+		return "", nil
+	}
+	return "", nil
+}
+
+const (
+	runColumns = `run_id, tenant_id, project_id, environment_id, plan_id, plan_version, status,
+		started_at, completed_at, duration_ms, steps, failed_steps, attempts_total, last_event_seq, updated_at`
+	attemptColumns = `run_id, step_id, logical_attempt_id, engine_attempt_id, status,
+		started_at, completed_at, duration_ms, error_code, error_message, failure_category, artifacts_count`
+)
+
+// loadRuns reads ids' rows back as snapshots holding what the tables keep,
+// with one pipelined round trip for both tables. The map's keys are the
+// run IDs as stored (see clean).
+func loadRuns(ctx context.Context, tx pgx.Tx, ids []string) (map[string]store.RunSnapshot, error) {
+	out := make(map[string]store.RunSnapshot, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	for i, id := range ids {
+		ids[i] = clean(id)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+runColumns+` FROM runs WHERE run_id = ANY($1)`, ids)
+	b.Queue(`SELECT `+attemptColumns+` FROM step_attempts WHERE run_id = ANY($1)
+		ORDER BY run_id, step_id, logical_attempt_id`, ids)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+
+	rs, err := br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("reading runs: %w", err)
+	}
+	for rs.Next() {
+		var s store.RunSnapshot
+		var started, completed, updated *time.Time
+		var steps, failed, attempts int32
+		if err := rs.Scan(&s.RunID, &s.TenantID, &s.ProjectID, &s.EnvironmentID, &s.PlanID, &s.PlanVersion, &s.Status,
+			&started, &completed, &s.TotalDurationMs, &steps, &failed, &attempts, &s.LastEventSeq, &updated); err != nil {
+			rs.Close()
+			return nil, fmt.Errorf("reading runs: %w", err)
+		}
+		s.StartedAt, s.CompletedAt, s.UpdatedAt = formatTime(started), formatTime(completed), formatTime(updated)
+		s.FailedSteps = int(failed)
+		s.Steps, s.Artifacts = []store.StepSnapshot{}, []store.ArtifactRef{}
+		out[s.RunID] = s
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("reading runs: %w", err)
+	}
+
+	as, err := br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("reading step attempts: %w", err)
+	}
+	defer as.Close()
+	for as.Next() {
+		var runID, stepID string
+		var a store.StepAttempt
+		var started, completed *time.Time
+		var code, msg, category *string
+		var artifacts int32
+		if err := as.Scan(&runID, &stepID, &a.LogicalAttemptID, &a.EngineAttemptID, &a.Status,
+			&started, &completed, &a.DurationMs, &code, &msg, &category, &artifacts); err != nil {
+			return nil, fmt.Errorf("reading step attempts: %w", err)
+		}
+		a.StartedAt, a.CompletedAt = formatTime(started), formatTime(completed)
+		if code != nil || msg != nil || category != nil {
+			a.Error = &store.ErrorInfo{Code: deref(code), Message: deref(msg), Category: deref(category)}
+		}
+		// Only the count is kept; the reducer replaces or keeps the slice
+		// as a whole, so placeholders count right.
+		a.Artifacts = make([]store.ArtifactRef, artifacts)
+		s, ok := out[runID]
+		if !ok {
+			continue // cannot happen: rows commit together
+		}
+		// Rows come in (step, logical attempt) order: the last attempt of
+		// a step is its current one, the earlier ones its history.
+		if n := len(s.Steps); n > 0 && s.Steps[n-1].StepID == stepID {
+			st := &s.Steps[n-1]
+			st.Attempts = append(st.Attempts, st.StepAttempt)
+			st.StepAttempt = a
+		} else {
+			s.Steps = append(s.Steps, store.StepSnapshot{StepID: stepID, StepAttempt: a, Attempts: []store.StepAttempt{}})
+		}
+		out[runID] = s
+	}
+	if err := as.Err(); err != nil {
+		return nil, fmt.Errorf("reading step attempts: %w", err)
+	}
+	return out, nil
+}
+
+// rows are the upserts of one flush, column by column for unnest.
+type rows struct {
+	run     runCols
+	attempt attemptCols
+}
+
+type runCols struct {
+	id, tenant, project, env, plan, version, status []string
+	started, completed, updated                     []*time.Time
+	duration                                        []*int64
+	steps, failed, attempts                         []int32
+	seq                                             []int64
+}
+
+type attemptCols struct {
+	run, step, status       []string
+	logical, engine         []int64
+	started, completed      []*time.Time
+	duration                []*int64
+	code, message, category []*string
+	artifacts               []int32
+}
+
+func (o *rows) addRun(s *store.RunSnapshot) {
+	c := &o.run
+	attempts := 0
+	for i := range s.Steps {
+		attempts += 1 + len(s.Steps[i].Attempts)
+	}
+	c.id = append(c.id, clean(s.RunID))
+	c.tenant = append(c.tenant, clean(s.TenantID))
+	c.project = append(c.project, clean(s.ProjectID))
+	c.env = append(c.env, clean(s.EnvironmentID))
+	c.plan = append(c.plan, clean(s.PlanID))
+	c.version = append(c.version, clean(s.PlanVersion))
+	c.status = append(c.status, clean(s.Status))
+	c.started = append(c.started, parseTime(s.StartedAt))
+	c.completed = append(c.completed, parseTime(s.CompletedAt))
+	c.duration = append(c.duration, s.TotalDurationMs)
+	c.steps = append(c.steps, int32(min(len(s.Steps), 1<<31-1)))
+	c.failed = append(c.failed, int32(min(s.FailedSteps, 1<<31-1)))
+	c.attempts = append(c.attempts, int32(min(attempts, 1<<31-1)))
+	c.seq = append(c.seq, s.LastEventSeq)
+	c.updated = append(c.updated, parseTime(s.UpdatedAt))
+}
+
+func (o *rows) addAttempt(runID, stepID string, a *store.StepAttempt) {
+	c := &o.attempt
+	c.run = append(c.run, clean(runID))
+	c.step = append(c.step, clean(stepID))
+	c.logical = append(c.logical, a.LogicalAttemptID)
+	c.engine = append(c.engine, a.EngineAttemptID)
+	c.status = append(c.status, clean(a.Status))
+	c.started = append(c.started, parseTime(a.StartedAt))
+	c.completed = append(c.completed, parseTime(a.CompletedAt))
+	c.duration = append(c.duration, a.DurationMs)
+	var code, msg, category *string
+	if e := a.Error; e != nil {
+		code, msg, category = nullable(e.Code), nullable(e.Message), nullable(e.Category)
+	}
+	c.code = append(c.code, code)
+	c.message = append(c.message, msg)
+	c.category = append(c.category, category)
+	c.artifacts = append(c.artifacts, int32(min(len(a.Artifacts), 1<<31-1)))
+}
+
+// The upserts overwrite whole rows: flush computed each row's complete new
+// state. unnest turns the column arrays into rows in one statement, however
+// many runs the batch touched.
+const (
+	upsertRuns = `INSERT INTO runs (` + runColumns + `)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+			$8::timestamptz[], $9::timestamptz[], $10::bigint[], $11::integer[], $12::integer[], $13::integer[],
+			$14::bigint[], $15::timestamptz[])
+		ON CONFLICT (run_id) DO UPDATE SET
+			tenant_id = EXCLUDED.tenant_id, project_id = EXCLUDED.project_id,
+			environment_id = EXCLUDED.environment_id, plan_id = EXCLUDED.plan_id,
+			plan_version = EXCLUDED.plan_version, status = EXCLUDED.status,
+			started_at = EXCLUDED.started_at, completed_at = EXCLUDED.completed_at,
+			duration_ms = EXCLUDED.duration_ms, steps = EXCLUDED.steps,
+			failed_steps = EXCLUDED.failed_steps, attempts_total = EXCLUDED.attempts_total,
+			last_event_seq = EXCLUDED.last_event_seq, updated_at = EXCLUDED.updated_at`
+	upsertAttempts = `INSERT INTO step_attempts (` + attemptColumns + `)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[],
+			$6::timestamptz[], $7::timestamptz[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::integer[])
+		ON CONFLICT (run_id, step_id, logical_attempt_id) DO UPDATE SET
+			engine_attempt_id = EXCLUDED.engine_attempt_id, status = EXCLUDED.status,
+			started_at = EXCLUDED.started_at, completed_at = EXCLUDED.completed_at,
+			duration_ms = EXCLUDED.duration_ms, error_code = EXCLUDED.error_code,
+			error_message = EXCLUDED.error_message, failure_category = EXCLUDED.failure_category,
+			artifacts_count = EXCLUDED.artifacts_count`
+)
+
+// write sends both upserts in one pipelined round trip.
+func (o *rows) write(ctx context.Context, tx pgx.Tx) error {
+	b := &pgx.Batch{}
+	if r := &o.run; len(r.id) > 0 {
+		b.Queue(upsertRuns, r.id, r.tenant, r.project, r.env, r.plan, r.version, r.status,
+			r.started, r.completed, r.duration, r.steps, r.failed, r.attempts, r.seq, r.updated)
+	}
+	if a := &o.attempt; len(a.run) > 0 {
+		b.Queue(upsertAttempts, a.run, a.step, a.logical, a.engine, a.status,
+			a.started, a.completed, a.duration, a.code, a.message, a.category, a.artifacts)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("writing runs and step attempts: %w", err)
+	}
+	return nil
+}
+
+// parseTime reads a snapshot time; nil (NULL) when empty or not RFC 3339
+// (the store validates times, so only a damaged record has such a one).
+// Postgres keeps microseconds: a time with finer digits is truncated.
+func parseTime(s string) *time.Time {
+	if s == "" {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return nil
+	}
+	t = t.Truncate(time.Microsecond)
+	return &t
+}
+
+func formatTime(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	c := clean(s)
+	return &c
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// clean drops NUL characters, which JSON may carry (\u0000) but Postgres
+// text refuses: a refused write would retry forever instead of failing the
+// one record.
+func clean(s string) string {
+	if strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(s, "\x00", "")
+}
+
+// runCache remembers the snapshot of the runs this process wrote last, with
+// the runSeq their checkpoint reached in the same commit, so that the next
+// batch of a run folds its events into the cached snapshot instead of
+// reading the rows back.
+//
+// Why a hit is safe: the consumer delivers a run's events from its
+// checkpoint + 1, and rows only change with the checkpoint. An entry is
+// used only when the run's first event in the transaction is exactly its
+// seq + 1, so the checkpoint is still where this process left it: no other
+// member (after a rebalance), dead letter or restart moved it since, and
+// the rows are what the entry says. Anything else reads the rows back.
+type runCache struct {
+	mu   sync.Mutex
+	max  int
+	runs map[string]cachedRun
+}
+
+type cachedRun struct {
+	snap store.RunSnapshot // never modified: reduce.Project copies its input
+	seq  int64
+}
+
+func newRunCache(max int) *runCache {
+	return &runCache{max: max, runs: make(map[string]cachedRun)}
+}
+
+// get returns runID's snapshot if it was cached at checkpoint seq.
+func (c *runCache) get(runID string, seq int64) (store.RunSnapshot, bool) {
+	if c == nil {
+		return store.RunSnapshot{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.runs[runID]
+	if !ok || e.seq != seq {
+		return store.RunSnapshot{}, false
+	}
+	return e.snap, true
+}
+
+// commit records the snapshots of a committed transaction. Terminal runs
+// are dropped (they rarely hear from again, and then a read-back is cheap);
+// when full, an arbitrary tenth of the entries goes.
+func (c *runCache) commit(p *pending) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range p.order {
+		switch {
+		case r.next != nil && !store.IsTerminalRunStatus(r.next.Status):
+			if len(c.runs) >= c.max {
+				drop := c.max/10 + 1
+				for id := range c.runs {
+					delete(c.runs, id)
+					if drop--; drop == 0 {
+						break
+					}
+				}
+			}
+			c.runs[r.id] = cachedRun{snap: *r.next, seq: r.last}
+		case r.next == nil:
+			// Only unknown types (or nothing new): the rows did not change,
+			// the checkpoint did.
+			if e, ok := c.runs[r.id]; ok && e.seq == r.first-1 {
+				e.seq = r.last
+				c.runs[r.id] = e
+			} else {
+				delete(c.runs, r.id)
+			}
+		default:
+			delete(c.runs, r.id)
+		}
+	}
+}
+
+// microseconds truncates the times the reducer reads (emittedAt, and the
+// payload's sourceOccurredAt and startedAt) to the microsecond, the
+// precision timestamptz keeps. A run's next batch starts from times read
+// back from the rows; without this, a duration computed across two batches
+// (from a truncated start) could differ by a millisecond from one computed
+// within a batch, and the tables would depend on where batches happened to
+// end. Times with at most six fractional digits are left as they are.
+func microseconds(ev *store.RunEventRecord) {
+	if t, ok := truncated(ev.EmittedAt); ok {
+		ev.EmittedAt = t
+	}
+	p := ev.Payload
+	if len(p) == 0 || (!bytes.Contains(p, []byte(`"sourceOccurredAt"`)) && !bytes.Contains(p, []byte(`"startedAt"`))) {
+		return
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(p, &fields) != nil {
+		return // the reducer reads it as empty too
+	}
+	changed := false
+	for _, k := range []string{"sourceOccurredAt", "startedAt"} {
+		var v string
+		if raw, ok := fields[k]; !ok || json.Unmarshal(raw, &v) != nil {
+			continue
+		}
+		if t, ok := truncated(v); ok {
+			fields[k], _ = json.Marshal(t)
+			changed = true
+		}
+	}
+	if changed {
+		if b, err := json.Marshal(fields); err == nil {
+			ev.Payload = b
+		}
+	}
+}
+
+// truncated returns s with its fraction of a second cut to six digits,
+// when s looks like an RFC 3339 time with more than six. Cutting digits
+// truncates the instant too (offsets are whole minutes), without the cost
+// of parsing and formatting every emittedAt.
+func truncated(s string) (string, bool) {
+	t := strings.IndexByte(s, 'T')
+	if t < 0 {
+		return "", false
+	}
+	dot := strings.IndexByte(s[t:], '.')
+	if dot < 0 {
+		return "", false
+	}
+	dot += t
+	digits := 0
+	for dot+1+digits < len(s) && s[dot+1+digits] >= '0' && s[dot+1+digits] <= '9' {
+		digits++
+	}
+	if digits <= 6 {
+		return "", false
+	}
+	return s[:dot+7] + s[dot+1+digits:], true
+}
