@@ -152,7 +152,7 @@ func runBenchRelay(ctx context.Context, env *environment, args []string) error {
 	fs.IntVar(&cfg.RelayBatch, "relay-batch", 5000, "the relay's outbox rows per round")
 	fs.IntVar(&cfg.Relays, "relays", 1, "relays to run, each with its own pool and Kafka client as separate processes; they split the outbox's shards")
 	drain := fs.Bool("drain", true, "run the drain phase (--drain=false skips it)")
-	fs.IntVar(&cfg.Events, "events", 1_000_000, "events pre-filled into the outbox for the drain")
+	fs.IntVar(&cfg.Events, "events", 1_000_000, "events pre-filled into the outbox for the drain (with --drain=false: the event log, without outbox rows, the latency phase runs over)")
 	fs.IntVar(&cfg.Runs, "runs", 10000, "distinct runIds the events are spread over")
 	latency := fs.Bool("latency", true, "run the latency phase (--latency=false skips it)")
 	fs.IntVar(&cfg.Rate, "rate", 2000, "offered append rate of the latency phase, events/s")

@@ -97,7 +97,9 @@ type RelayConfig struct {
 	// Duration of the latency phase's appends; 0 means 10s.
 	Duration time.Duration
 	// Appenders is the goroutines appending in the latency phase, and the
-	// connections of their store's pool; 0 means 16.
+	// connections of their store's pool; 0 means 16 (fewer cannot hold
+	// 2,000 single-event transactions/s on two cores once run_events holds
+	// the drain's million rows).
 	Appenders int
 	// DrainCPUProfile, when set, receives a CPU profile of this process
 	// (relay, broker and bench) covering the drain window only.
@@ -198,7 +200,12 @@ func (c RelayConfig) withDefaults() RelayConfig {
 //     offsets account for every event. Afterwards the topic is read back:
 //     every run's events must be there, in runSeq order (duplicates are
 //     allowed and counted).
-//   - Latency: with the relay running and the outbox empty, Appenders
+//   - Latency: with the relay running, owning every shard, and the outbox
+//     empty and vacuumed, over an event log of Events analyzed rows (the
+//     drain's, or with DisableDrain a history filled without outbox rows:
+//     the relay's read joins run_events, and its plan depends on that
+//     table's statistics, so an empty fresh table would measure a plan no
+//     running system has), Appenders
 //     goroutines append through store/postgres at a fixed offered Rate
 //     (open loop: each event has its due time) for Duration, with the
 //     store's outbox notifier running, while a consumer reads the topic.
@@ -226,10 +233,16 @@ func RunRelay(ctx context.Context, cfg RelayConfig) (rep *RelayReport, err error
 		if rep.Drain, err = b.drain(ctx); err != nil {
 			return nil, err
 		}
-	} else if err := b.startRelay(ctx); err != nil {
-		return nil, err
 	}
 	if !cfg.DisableLatency {
+		if cfg.DisableDrain {
+			if err := b.fill(ctx, newRuns(min(cfg.Runs, cfg.Events)), false); err != nil {
+				return nil, err
+			}
+			if err := b.startRelay(ctx); err != nil {
+				return nil, err
+			}
+		}
 		if rep.Latency, err = b.latency(ctx); err != nil {
 			return nil, err
 		}
@@ -272,15 +285,8 @@ func newRelayBench(ctx context.Context, cfg RelayConfig) (_ *relayBench, err err
 			err = errors.Join(err, b.close(ctx))
 		}
 	}()
-	if b.schema, err = newSchema(ctx, cfg.PostgresURL, cfg.KeepSchema); err != nil {
+	if err := b.freshSchema(ctx); err != nil {
 		return nil, err
-	}
-	b.url = withSearchPath(cfg.PostgresURL, b.schema.name)
-	if b.pool, err = postgres.Connect(ctx, b.url); err != nil {
-		return nil, err
-	}
-	if _, err := postgres.Migrate(ctx, b.pool); err != nil {
-		return nil, fmt.Errorf("migrating the bench schema %s: %w", b.schema.name, err)
 	}
 	b.brokers = cfg.Brokers
 	b.brokerName = strings.Join(cfg.Brokers, ",")
@@ -309,6 +315,24 @@ func newRelayBench(ctx context.Context, cfg RelayConfig) (_ *relayBench, err err
 		return nil, fmt.Errorf("creating topic %s (%d partitions) on %v: %w", b.topic, cfg.Partitions, b.brokers, err)
 	}
 	return b, nil
+}
+
+// freshSchema creates the bench's migrated bench_<random> schema and its
+// pool.
+func (b *relayBench) freshSchema(ctx context.Context) error {
+	sc, err := newSchema(ctx, b.cfg.PostgresURL, b.cfg.KeepSchema)
+	if err != nil {
+		return err
+	}
+	b.schema = sc
+	b.url = withSearchPath(b.cfg.PostgresURL, sc.name)
+	if b.pool, err = postgres.Connect(ctx, b.url); err != nil {
+		return err
+	}
+	if _, err := postgres.Migrate(ctx, b.pool); err != nil {
+		return fmt.Errorf("migrating the bench schema %s: %w", sc.name, err)
+	}
+	return nil
 }
 
 func randomHex(n int) string {
@@ -433,10 +457,10 @@ func (b *relayBench) endOffsets(ctx context.Context) (map[int32]int64, int64, er
 
 // relayMetrics is a reading of the relays' metrics, summed over them.
 type relayMetrics struct {
-	published, batches float64
-	publishCount       uint64
-	publishSum         float64
-	commitToAck        histogram
+	published, batches, ownedShards float64
+	publishCount                    uint64
+	publishSum                      float64
+	commitToAck                     histogram
 }
 
 // histogram is a Prometheus histogram's cumulative buckets.
@@ -464,6 +488,8 @@ func (b *relayBench) readMetrics() (relayMetrics, error) {
 				m.published += met.GetCounter().GetValue()
 			case "runstream_relay_batches_total":
 				m.batches += met.GetCounter().GetValue()
+			case "runstream_relay_owned_shards":
+				m.ownedShards += met.GetGauge().GetValue()
 			case "runstream_relay_publish_seconds":
 				m.publishCount += met.GetHistogram().GetSampleCount()
 				m.publishSum += met.GetHistogram().GetSampleSum()
@@ -625,11 +651,11 @@ func newRuns(n int) []benchRun {
 	return runs
 }
 
-// fill inserts the drain's backlog: runs, run_events and outbox rows, in
-// chunks of cfg.fillChunk events, then VACUUM ANALYZE so the relay meets the
+// fill inserts the drain's backlog: runs, run_events and (with outbox) the
+// outbox rows, in chunks of cfg.fillChunk events, then VACUUM ANALYZE so the relay meets the
 // tables as autovacuum would leave them (statistics and visibility map
 // current, hint bits set) rather than paying for that in the window.
-func (b *relayBench) fill(ctx context.Context, runs []benchRun) error {
+func (b *relayBench) fill(ctx context.Context, runs []benchRun, outbox bool) error {
 	n, events := int64(len(runs)), int64(b.cfg.Events)
 	ids := make([]string, n)
 	shards := make([]int32, n)
@@ -640,7 +666,11 @@ func (b *relayBench) fill(ctx context.Context, runs []benchRun) error {
 		lastSeq[i] = runs[i].want
 	}
 	var filled atomic.Int64
-	stop := b.progress("fill", events, filled.Load)
+	phase := "fill"
+	if !outbox {
+		phase = "history"
+	}
+	stop := b.progress(phase, events, filled.Load)
 	defer stop()
 	id := runs[0].id
 	if _, err := b.pool.Exec(ctx, `INSERT INTO runs (run_id, tenant_id, last_seq)
@@ -661,6 +691,9 @@ func (b *relayBench) fill(ctx context.Context, runs []benchRun) error {
 					if _, err := tx.Exec(gctx, fillEventsSQL, lo, hi, n, id.TenantID, emitted, id.PlanID, id.PlanVersion,
 						id.ProjectID, id.EnvironmentID, ids); err != nil {
 						return fmt.Errorf("filling run_events: %w", err)
+					}
+					if !outbox {
+						return nil
 					}
 					if _, err := tx.Exec(gctx, fillOutboxSQL, lo, hi, n, ids, shards); err != nil {
 						return fmt.Errorf("filling outbox: %w", err)
@@ -707,7 +740,7 @@ func (b *relayBench) drain(ctx context.Context) (*DrainReport, error) {
 	runs := newRuns(min(b.cfg.Runs, b.cfg.Events))
 	rep := &DrainReport{Events: int64(b.cfg.Events), Runs: len(runs), Target: TargetDrainRate}
 	start := time.Now()
-	if err := b.fill(ctx, runs); err != nil {
+	if err := b.fill(ctx, runs, true); err != nil {
 		return nil, err
 	}
 	rep.Fill = time.Since(start)
@@ -753,10 +786,12 @@ func (b *relayBench) drain(ctx context.Context) (*DrainReport, error) {
 	if err := b.verifyDrain(ctx, runs, rep); err != nil {
 		return nil, err
 	}
-	// The drain left the outbox's heap and indexes full of dead rows,
-	// which the relay's reads would wade through until autovacuum came by.
-	// The latency phase measures the steady state, so vacuum now.
-	if _, err := b.pool.Exec(ctx, "VACUUM outbox"); err != nil {
+	// The drain left the outbox full of dead rows, which the relay's reads
+	// would wade through until autovacuum came by (and which autovacuum
+	// would then clean up in the middle of the latency phase). The latency
+	// phase measures the steady state, so vacuum now; ANALYZE also has the
+	// relay's cached read plan re-planned for an outbox of a few rows.
+	if _, err := b.pool.Exec(ctx, "VACUUM (ANALYZE) outbox"); err != nil {
 		return nil, fmt.Errorf("vacuuming the outbox after the drain: %w", err)
 	}
 	return rep, nil
@@ -1023,9 +1058,25 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 	}()
 	defer func() { stopConsumer(); <-consumerDone }()
 
-	before, err := b.readMetrics()
-	if err != nil {
-		return nil, err
+	// The window starts once the relays own every shard, as a relay that
+	// has been running does.
+	var before relayMetrics
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if before, err = b.readMetrics(); err != nil {
+			return nil, err
+		}
+		if before.ownedShards >= postgres.NumShards {
+			break
+		}
+		if err := b.relayExited(); err != nil {
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the relays own %.0f of %d outbox shards after 30s", before.ownedShards, postgres.NumShards)
+		}
+		if !sleepCtx(ctx, 10*time.Millisecond) {
+			return nil, fmt.Errorf("bench interrupted before the latency phase: %w", ctx.Err())
+		}
 	}
 	runtime.GC()
 	profiling := false
@@ -1140,6 +1191,7 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 	h := after.commitToAck.since(before.commitToAck)
 	rep.RelayCommitToAck = Latency{P50: h.quantile(0.50), P95: h.quantile(0.95), P99: h.quantile(0.99)}
 	rep.RelayObservations = int64(h.count)
+	rep.Rounds = int64(after.batches - before.batches)
 	return rep, nil
 }
 
@@ -1314,6 +1366,9 @@ type LatencyReport struct {
 	// seen) over the window, estimated from its buckets; no max.
 	RelayCommitToAck  Latency `json:"relayCommitToAckMs"`
 	RelayObservations int64   `json:"relayObservations"`
+	// Rounds is the relay's outbox rounds that published something during
+	// the phase (runstream_relay_batches_total).
+	Rounds int64 `json:"rounds"`
 	// DueToAppended is each append's time from its due time to its return,
 	// queueing for a free appender included.
 	DueToAppended Latency `json:"dueToAppendedMs"`
@@ -1402,6 +1457,10 @@ func (r *RelayReport) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  relay commit->ack   %s  (runstream_relay_commit_to_ack_seconds, bucket estimate, %d observations)\n",
 			fmtLatency(l.RelayCommitToAck, false), l.RelayObservations)
 		fmt.Fprintf(&b, "  due->appended       %s  (append call, queueing included)\n", fmtLatency(l.DueToAppended, true))
+		if l.Rounds > 0 {
+			fmt.Fprintf(&b, "  relay      %d rounds, %.1f events each, %.0f rounds/s\n",
+				l.Rounds, ratioOr0(float64(l.Received), float64(l.Rounds)), perSec(l.Rounds, l.Window))
+		}
 		if l.Foreign > 0 || l.BadValues > 0 {
 			fmt.Fprintf(&b, "  note       %d records of no event of this phase, %d undecodable values\n", l.Foreign, l.BadValues)
 		}

@@ -56,8 +56,8 @@ func TestBenchRelay_BothPhases(t *testing.T) {
 	if d.PayloadBytes < 250 || d.PayloadBytes > 350 {
 		t.Errorf("payload = %v bytes, want about 300", d.PayloadBytes)
 	}
-	if rep.Relays != 2 {
-		t.Errorf("report says %d relays, want 2", rep.Relays)
+	if rep.Relays != 2 || !strings.HasPrefix(rep.Schema, "bench_") {
+		t.Errorf("report says %d relays, schema %q; want 2, bench_<random>", rep.Relays, rep.Schema)
 	}
 	if d.Rounds < 1 || d.Waves < d.Rounds || d.PublishTime <= 0 || d.PublishTime > 2*d.Window {
 		t.Errorf("relay: %d rounds, %d waves, %v publishing in a %v window; want consistent", d.Rounds, d.Waves, d.PublishTime, d.Window)
@@ -135,7 +135,8 @@ func TestBenchRelay_LatencyOnly(t *testing.T) {
 	pgURL := testenv.PostgresURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rep, err := RunRelay(ctx, RelayConfig{PostgresURL: pgURL, DisableDrain: true, Runs: 20,
+	// Events is the history filled into run_events (no outbox rows).
+	rep, err := RunRelay(ctx, RelayConfig{PostgresURL: pgURL, DisableDrain: true, Events: 2000, Runs: 20,
 		Rate: 100, Duration: 500 * time.Millisecond, Appenders: 2})
 	if err != nil {
 		t.Fatalf("RunRelay: %v", err)
