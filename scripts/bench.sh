@@ -7,13 +7,20 @@
 #  2. measure the outbox relay (`runstream bench relay`): drain of a
 #     1,000,000-event backlog (target: >= 50,000 events/s) and commit-to-ack
 #     latency at 2,000 events/s (target: p99 < 20 ms); writes
-#     bench/results/latest-relay.json.
+#     bench/results/latest-relay.json;
+#  3. measure the projector (`runstream bench project`): memory with 100,000
+#     active runs (target: < 300 MB RSS), catch-up of a 1,000,000-event topic
+#     against the guarded Lua script alone on the same Redis (target: >= 50%)
+#     and append-to-snapshot-visible latency at 1,000 events/s (target: p99
+#     < 50 ms); writes bench/results/latest-project.json.
 #
 #   BENCH_DURATION=10s      measured window of each append run (and pgbench -T),
-#                           and the relay's latency phase
+#                           and the relay's and the projector's latency phases
 #   BENCH_RELAY_ARGS="..."  extra flags of `runstream bench relay`,
 #                           e.g. "--events 200000 --brokers 127.0.0.1:9092"
-#   BENCH_ONLY=append|relay run one of the two
+#   BENCH_PROJECT_ARGS="..." extra flags of `runstream bench project`,
+#                           e.g. "--events 200000 --memory=false"
+#   BENCH_ONLY=append|relay|project  run one of them
 #   extra arguments go to both `runstream bench append` runs, e.g.
 #   scripts/bench.sh --clients 32
 #  etl. measure the analytics ETL (`runstream bench etl`): records/s of a
@@ -27,6 +34,7 @@ cd "$(dirname "$0")/.."
 eval "$(scripts/up.sh)"
 duration="${BENCH_DURATION:-10s}"
 only="${BENCH_ONLY:-}"
+want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 bin=bin/runstream
 # Always rebuild (incremental, quick): a stale binary may lack a benchmark.
 go build -o "$bin" ./cmd/runstream
@@ -41,7 +49,7 @@ header() {
   printf '  "loadAverage": "%s",\n' "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
 }
 
-if [ "$only" != relay ]; then
+if want append; then
   for batch in 1 100; do
     echo "== $bin bench append --baseline --batch $batch --duration $duration $*" >&2
     "$bin" bench append --baseline --batch "$batch" --duration "$duration" \
@@ -60,7 +68,7 @@ if [ "$only" != relay ]; then
   echo "wrote $out" >&2
 fi
 
-if [ "$only" != append ]; then
+if want relay; then
   # shellcheck disable=SC2086 # BENCH_RELAY_ARGS is a list of flags
   echo "== $bin bench relay --duration $duration ${BENCH_RELAY_ARGS:-}" >&2
   # shellcheck disable=SC2086
@@ -70,6 +78,21 @@ if [ "$only" != append ]; then
     header
     printf '  "relay": '
     sed '2,$s/^/  /' "$tmp/relay.json"
+    printf '}\n'
+  } >"$out"
+  echo "wrote $out" >&2
+fi
+
+if want project; then
+  # shellcheck disable=SC2086 # BENCH_PROJECT_ARGS is a list of flags
+  echo "== $bin bench project --duration $duration ${BENCH_PROJECT_ARGS:-}" >&2
+  # shellcheck disable=SC2086
+  "$bin" bench project --duration "$duration" --json-file "$tmp/project.json" ${BENCH_PROJECT_ARGS:-}
+  out=bench/results/latest-project.json
+  {
+    header
+    printf '  "project": '
+    sed '2,$s/^/  /' "$tmp/project.json"
     printf '}\n'
   } >"$out"
   echo "wrote $out" >&2

@@ -21,6 +21,7 @@ func benchCommands() []command {
 	return []command{
 		{"append", "append load over HTTP (single events or batches), with a pgbench baseline", runBenchAppend},
 		{"relay", "outbox relay: backlog drain rate and commit-to-ack latency at a fixed rate", runBenchRelay},
+		{"project", "projector: catch-up rate vs the guarded script alone, end-to-end latency, memory", runBenchProject},
 		{"etl", "analytics ETL: records/s into the Postgres sink vs a plain batched INSERT of the same rows", runBenchEtl},
 	}
 }
@@ -235,6 +236,114 @@ func checkBenchRelayFlags(cfg bench.RelayConfig, partitions int) error {
 	}{{"events", int64(cfg.Events)}, {"runs", int64(cfg.Runs)}, {"rate", int64(cfg.Rate)},
 		{"duration", int64(cfg.Duration)}, {"appenders", int64(cfg.Appenders)},
 		{"relay-batch", int64(cfg.RelayBatch)}, {"relays", int64(cfg.Relays)}} {
+		if f.v <= 0 {
+			errs = append(errs, fmt.Errorf("--%s must be > 0", f.name))
+		}
+	}
+	if partitions < 1 || partitions > 100000 {
+		errs = append(errs, fmt.Errorf("--partitions must be 1..100000, got %d", partitions))
+	}
+	if err := errors.Join(append(errs, cfg.Validate())...); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+func runBenchProject(ctx context.Context, env *environment, args []string) error {
+	fs := flag.NewFlagSet("bench project", flag.ContinueOnError)
+	var cfg bench.ProjectConfig
+	fs.StringVar(&cfg.RedisURL, "redis-url", defaultRedisURL, "Redis URL of the snapshots (redis://h1:p?addr=h2:p&addr=h3:p for a cluster); the bench deletes the keys it wrote")
+	fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL of the latency phase; it works in a fresh schema bench_<random> (dropped at the end)")
+	partitions := fs.Int("partitions", 12, "partitions of each phase's fresh topic (in-process kfake)")
+	fs.IntVar(&cfg.Batch, "batch", 5000, "the projector's max poll records, and the baseline's pipeline length")
+	catchUp := fs.Bool("catch-up", true, "run the catch-up phase and its baseline (--catch-up=false skips it)")
+	fs.IntVar(&cfg.Events, "events", 1_000_000, "events pre-filled into the catch-up topic")
+	fs.IntVar(&cfg.Runs, "runs", 10000, "runs the catch-up's events are spread over")
+	latency := fs.Bool("latency", true, "run the end-to-end latency phase (--latency=false skips it)")
+	fs.IntVar(&cfg.Rate, "rate", 1000, "offered append rate of the latency phase, events/s")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long the latency phase appends")
+	fs.IntVar(&cfg.Appenders, "appenders", 16, "goroutines appending in the latency phase (and their pool's connections)")
+	fs.IntVar(&cfg.LatencyRuns, "latency-runs", 1000, "runs the latency phase's events are spread over")
+	memory := fs.Bool("memory", true, "run the memory phase (--memory=false skips it)")
+	fs.IntVar(&cfg.MemoryRuns, "memory-runs", 100000, "active runs of the memory phase")
+	fs.IntVar(&cfg.MemoryEvents, "memory-events", 300000, "events of the memory phase's runs")
+	process := fs.Bool("memory-process", true, "in the memory phase, also run this executable's `projector` command as a process of its own and hold its RSS to the target")
+	asJSON := fs.Bool("json", false, "print the report as JSON instead of text")
+	jsonFile := fs.String("json-file", "", "also write the JSON report to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process covering the catch-up window only to this file (go tool pprof)")
+	if err := parseFlags(fs, env, args, "runstream bench project [flags]",
+		"Measures the projector against real Redis and an in-process Kafka-protocol broker, in three\n"+
+			"phases. Memory (first, so the process is fresh): a topic of --memory-events events of\n"+
+			"--memory-runs runs that stay active, caught up by a projector in this process (VmRSS and heap\n"+
+			"before, at the peak and after) and by `runstream projector` as a process of its own (its peak\n"+
+			"RSS). Target: < 300 MB. Catch-up: a fresh topic pre-filled with --events events over --runs\n"+
+			"runs (runs interleaved, runSeq contiguous), timed from the projector's start until its group\n"+
+			"committed every offset; its writes are recorded from their notifications and every snapshot\n"+
+			"is checked. Baseline, same run, same Redis: the same writes (runs, watermarks, snapshot sizes,\n"+
+			"order) by the projector's guarded Lua script alone, pipelined like the projector's batches.\n"+
+			"Target: catch-up >= 50% of the baseline's rate. End to end: store appends at --rate for\n"+
+			"--duration (outbox NOTIFY on), relay and projector in this process; per event, from the\n"+
+			"append's return (commit) until SUBSCRIBE runstream:updates shows the run's lastEventSeq at\n"+
+			"or past its runSeq. Target: p99 < 50ms at 1,000 events/s. Progress goes to stderr every\n"+
+			"second. See bench/README.md."); err != nil {
+		return err
+	}
+	cfg.Partitions = int32(min(*partitions, 1<<20))
+	cfg.DisableCatchUp, cfg.DisableLatency, cfg.DisableMemory = !*catchUp, !*latency, !*memory
+	if *process && *memory {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding this executable for the projector process (--memory-process=false skips it): %w", err)
+		}
+		cfg.ProjectorCommand = []string{exe, "projector"}
+	}
+	if err := checkBenchProjectFlags(cfg, *partitions); err != nil {
+		return err
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.Progress = func(p bench.ProjectProgress) {
+		fmt.Fprintf(env.stderr, "bench: %-11s %4.0fs  %9d/%d  %8.0f/s\n", p.Phase, p.Elapsed.Seconds(), p.Done, p.Total, p.Rate)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("creating the CPU profile file (--cpuprofile): %w", err)
+		}
+		defer f.Close()
+		cfg.CatchUpCPUProfile = f
+	}
+
+	rep, err := bench.RunProject(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if *jsonFile != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonFile, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("writing the JSON report (--json-file): %w", err)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.WriteText(env.stdout)
+}
+
+// checkBenchProjectFlags is checkBenchFlags for bench project.
+func checkBenchProjectFlags(cfg bench.ProjectConfig, partitions int) error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"batch", int64(cfg.Batch)}, {"events", int64(cfg.Events)}, {"runs", int64(cfg.Runs)},
+		{"rate", int64(cfg.Rate)}, {"duration", int64(cfg.Duration)}, {"appenders", int64(cfg.Appenders)},
+		{"latency-runs", int64(cfg.LatencyRuns)}, {"memory-runs", int64(cfg.MemoryRuns)},
+		{"memory-events", int64(cfg.MemoryEvents)}} {
 		if f.v <= 0 {
 			errs = append(errs, fmt.Errorf("--%s must be > 0", f.name))
 		}

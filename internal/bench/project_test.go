@@ -1,0 +1,237 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/projector/reduce"
+	"github.com/runstream/runstream/store"
+)
+
+func projectRedisURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("RUNSTREAM_TEST_REDIS_URL")
+	if u == "" {
+		testenv.Missing(t, "RUNSTREAM_TEST_REDIS_URL")
+	}
+	return u
+}
+
+// buildRunstream builds the runstream command for the memory phase's
+// projector process.
+func buildRunstream(t *testing.T) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to build runstream for the projector process: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "runstream")
+	out, err := exec.Command(gobin, "build", "-o", bin, "github.com/runstream/runstream/cmd/runstream").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building runstream: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestBenchProject_AllPhasesConsistent(t *testing.T) {
+	redisURL, pgURL := projectRedisURL(t), testenv.PostgresURL(t)
+	bin := buildRunstream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	phases := map[string]bool{}
+	rep, err := RunProject(ctx, ProjectConfig{RedisURL: redisURL, PostgresURL: pgURL, Batch: 1000,
+		Events: 20000, Runs: 400, Rate: 200, Duration: 2 * time.Second, Appenders: 4, LatencyRuns: 40,
+		MemoryRuns: 2000, MemoryEvents: 6000, ProjectorCommand: []string{bin, "projector"},
+		Progress: func(p ProjectProgress) { phases[p.Phase] = true }})
+	if err != nil {
+		t.Fatalf("RunProject: %v", err)
+	}
+
+	c := rep.CatchUp
+	if c == nil {
+		t.Fatal("no catch-up in the report")
+	}
+	if !c.Consistent() {
+		t.Errorf("catch-up not consistent: %+v", c)
+	}
+	if c.Committed != 20000 || c.Applied != 20000 || c.Verified != 400 {
+		t.Errorf("catch-up: %d committed, %d applied, %d runs verified; want 20000, 20000, 400", c.Committed, c.Applied, c.Verified)
+	}
+	if c.Duplicates != 0 || c.Conflicts != 0 || c.StoreCalls != 0 || c.Regressions != 0 || c.UnnotifiedRuns != 0 {
+		t.Errorf("catch-up: %d duplicates, %d conflicts, %d store calls, %d regressions, %d runs unnotified; want none",
+			c.Duplicates, c.Conflicts, c.StoreCalls, c.Regressions, c.UnnotifiedRuns)
+	}
+	// A batch writes each of its runs once: at least one write per run,
+	// at most one per event.
+	if c.Writes < 400 || c.Writes > 20000 {
+		t.Errorf("catch-up: %d writes, want 400..20000", c.Writes)
+	}
+	if c.Window <= 0 || c.Batches < 1 || c.BatchTime <= 0 || c.BatchTime > c.Window {
+		t.Errorf("catch-up: window %v, %d batches taking %v; want consistent", c.Window, c.Batches, c.BatchTime)
+	}
+	if c.RecordBytes < 400 || c.RecordBytes > 1500 {
+		t.Errorf("record value = %v bytes, want a realistic 400..1500", c.RecordBytes)
+	}
+	bl := c.Baseline
+	if bl == nil || bl.Writes != c.Writes || bl.Events != 20000 || bl.Lost != 0 || bl.Window <= 0 ||
+		bl.Pipeline != int(math.Round(float64(c.Writes)/float64(c.Batches))) {
+		t.Fatalf("baseline = %+v; want the projector's %d writes in pipelines of its %d batches, none lost", bl, c.Writes, c.Batches)
+	}
+	// 50 events per run: the mean snapshot is a few kilobytes.
+	if bl.SnapshotBytes < 1000 {
+		t.Errorf("baseline snapshot = %v bytes, want the projector's size (> 1000)", bl.SnapshotBytes)
+	}
+	if c.Ratio <= 0 || c.Ratio != c.EventsPerSec()/bl.EventsPerSec() {
+		t.Errorf("ratio = %v, want the rates' ratio %v", c.Ratio, c.EventsPerSec()/bl.EventsPerSec())
+	}
+
+	e := rep.EndToEnd
+	if e == nil {
+		t.Fatal("no latency in the report")
+	}
+	if e.Offered != 400 || e.Appended != 400 || e.Errors != 0 {
+		t.Errorf("latency: %d offered, %d appended, %d errors; want 400, 400, 0", e.Offered, e.Appended, e.Errors)
+	}
+	if e.Visible != e.Appended || e.Missing != 0 || e.Wrong != 0 || e.Verified < 1 || e.BadUpdates != 0 {
+		t.Errorf("latency: %d visible of %d, %d missing, %d wrong, %d verified, %d bad updates (%s)",
+			e.Visible, e.Appended, e.Missing, e.Wrong, e.Verified, e.BadUpdates, e.FirstProblem)
+	}
+	if l := e.CommitToVisible; !(0 <= l.P50 && l.P50 <= l.P95 && l.P95 <= l.P99 && l.P99 <= l.Max && l.Max > 0) {
+		t.Errorf("commit-to-visible = %+v, want ordered percentiles", l)
+	}
+	// The plain consumer read the records: the relay's part is measured.
+	if l := e.CommitToTopic; !(0 <= l.P50 && l.P50 <= l.P99 && l.P99 <= l.Max && l.Max > 0) {
+		t.Errorf("commit-to-topic = %+v, want ordered percentiles", l)
+	}
+	if e.Window < 1900*time.Millisecond {
+		t.Errorf("latency window = %v, want about the 2s duration", e.Window)
+	}
+
+	m := rep.Memory
+	if m == nil {
+		t.Fatal("no memory in the report")
+	}
+	if m.Verified != 2000 || m.Wrong != 0 || m.Missing != 0 || m.StoreCalls != 0 {
+		t.Errorf("memory: %d verified, %d wrong, %d missing, %d store calls (%s); want 2000 right", m.Verified, m.Wrong, m.Missing, m.StoreCalls, m.FirstProblem)
+	}
+	if m.RSSBefore == 0 || m.RSSPeak < m.RSSBefore || m.HeapBefore == 0 || m.HeapLive == 0 {
+		t.Errorf("memory readings = %+v, want RSS and heap read (Linux)", m)
+	}
+	if s := m.Standalone; s == nil || s.Verified != 2000 || s.Wrong != 0 || s.Missing != 0 {
+		t.Errorf("standalone projector = %+v; want every snapshot right", s)
+	} else if s.RSSPeak < s.RSSAfter || s.RSSAfter == 0 || s.HeapInuse == 0 || m.ProjectorRSS() != s.RSSPeak {
+		t.Errorf("standalone projector memory = %+v; want peak >= after > 0, a heap, and its peak as the projector's RSS", s)
+	}
+
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"catch-up: 20000 events over 400 runs", "target 50%", "target p99 < 50.00ms at 1000 events/s",
+		"memory: 2000 active runs", "runstream projector: peak RSS"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		CatchUp struct {
+			EventsPerSec float64 `json:"eventsPerSec"`
+			Consistent   *bool   `json:"consistent"`
+			Baseline     struct {
+				WritesPerSec float64 `json:"writesPerSec"`
+			} `json:"baseline"`
+		} `json:"catchUp"`
+		EndToEnd struct {
+			P99 struct {
+				P99 *float64 `json:"p99"`
+			} `json:"commitToVisibleMs"`
+			Met *bool `json:"met"`
+		} `json:"endToEnd"`
+		Memory struct {
+			ProjectorRSS *uint64 `json:"projectorRssBytes"`
+		} `json:"memory"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("decoding the JSON report: %v\n%s", err, b)
+	}
+	if got.CatchUp.EventsPerSec <= 0 || got.CatchUp.Baseline.WritesPerSec <= 0 || got.CatchUp.Consistent == nil ||
+		!*got.CatchUp.Consistent || got.EndToEnd.P99.P99 == nil || got.EndToEnd.Met == nil || got.Memory.ProjectorRSS == nil {
+		t.Errorf("JSON report lacks rates or verdicts: %s", b)
+	}
+	for p := range phases {
+		if !strings.Contains(",memory fill,memory,standalone,fill,catch-up,verify,baseline,warmup,latency,visible,", ","+p+",") {
+			t.Errorf("progress reported phase %q", p)
+		}
+	}
+	t.Logf("report:\n%s", text.String())
+}
+
+// TestBenchProject_Plans checks the generator against the store's
+// validation and the reducer: every write is valid, runSeq is contiguous,
+// and a complete run reduces to COMPLETED with no causal violation.
+func TestBenchProject_Plans(t *testing.T) {
+	plans := newProjPlans("tenant_bench", 3, 300, true, time.Now())
+	for _, p := range plans {
+		var cur store.RunSnapshot
+		for seq := int64(1); seq <= int64(p.events); seq++ {
+			rec := p.nextRecord()
+			if rec.RunSeq != seq {
+				t.Fatalf("run %s: runSeq %d, want %d", p.id.RunID, rec.RunSeq, seq)
+			}
+			if err := store.ValidateWrite(&rec.RunEventWrite); err != nil {
+				t.Fatalf("run %s seq %d (%s): invalid write: %v", p.id.RunID, seq, rec.EventType, err)
+			}
+			var res reduce.Result
+			cur, res = reduce.Apply(cur, rec)
+			if res.CausalViolation {
+				t.Fatalf("run %s seq %d (%s): causal violation %s", p.id.RunID, seq, rec.EventType, res.Reason)
+			}
+		}
+		if cur.Status != store.RunCompleted || cur.LastEventSeq != int64(p.events) || len(cur.Steps) < 30 {
+			t.Errorf("run %s: status %s, watermark %d, %d steps; want COMPLETED at %d with 30+ steps",
+				p.id.RunID, cur.Status, cur.LastEventSeq, len(cur.Steps), p.events)
+		}
+	}
+	if got := newProjPlans("t", 3, 10, false, time.Now()); got[0].events != 4 || got[1].events != 3 || got[2].events != 3 {
+		t.Errorf("10 events over 3 runs = %d, %d, %d; want 4, 3, 3", got[0].events, got[1].events, got[2].events)
+	}
+}
+
+func TestBenchProject_Validate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  ProjectConfig
+		want string // substring of the error; empty means valid
+	}{
+		{"defaults", ProjectConfig{RedisURL: "redis://x", PostgresURL: "postgres://x"}, ""},
+		{"no redis", ProjectConfig{PostgresURL: "postgres://x"}, "--redis-url"},
+		{"no postgres for latency", ProjectConfig{RedisURL: "redis://x"}, "--postgres-url"},
+		{"no postgres without latency", ProjectConfig{RedisURL: "redis://x", DisableLatency: true}, ""},
+		{"no phase", ProjectConfig{RedisURL: "redis://x", DisableCatchUp: true, DisableLatency: true, DisableMemory: true}, "nothing to measure"},
+		{"negative events", ProjectConfig{RedisURL: "redis://x", DisableLatency: true, Events: -1}, "--events"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Validate() = %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("Validate() = %v, want an error mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
