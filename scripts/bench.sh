@@ -20,7 +20,7 @@
 #                           e.g. "--events 200000 --brokers 127.0.0.1:9092"
 #   BENCH_PROJECT_ARGS="..." extra flags of `runstream bench project`,
 #                           e.g. "--events 200000 --memory=false"
-#   BENCH_ONLY=append|relay|project  run one of them
+#   BENCH_ONLY=append|relay|project|etl|read  run one of them
 #   extra arguments go to both `runstream bench append` runs, e.g.
 #   scripts/bench.sh --clients 32
 #  etl. measure the analytics ETL (`runstream bench etl`): records/s of a
@@ -108,6 +108,19 @@ if [ -z "$only" ] || [ "$only" = etl ]; then
     header
     printf '  "etl": '
     sed '2,$s/^/  /' "$tmp/etl.json"
+    printf '}\n'
+  } >"$out"
+  echo "wrote $out" >&2
+fi
+
+if want read; then
+  echo "== $bin bench read --duration $duration" >&2
+  "$bin" bench read --duration "$duration" --json >"$tmp/read.json"
+  out=bench/results/latest-read.json
+  {
+    header
+    printf '  "read": '
+    sed '2,$s/^/  /' "$tmp/read.json"
     printf '}\n'
   } >"$out"
   echo "wrote $out" >&2

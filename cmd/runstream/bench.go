@@ -23,6 +23,7 @@ func benchCommands() []command {
 		{"relay", "outbox relay: backlog drain rate and commit-to-ack latency at a fixed rate", runBenchRelay},
 		{"project", "projector: catch-up rate vs the guarded script alone, end-to-end latency, memory", runBenchProject},
 		{"etl", "analytics ETL: records/s into the Postgres sink vs a plain batched INSERT of the same rows", runBenchEtl},
+		{"read", "read side: snapshot GETs/s vs redis-benchmark, snapshot change -> SSE watcher latency", runBenchRead},
 	}
 }
 

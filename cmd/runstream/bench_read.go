@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/runstream/runstream/internal/bench"
+)
+
+func runBenchRead(ctx context.Context, env *environment, args []string) error {
+	fs := flag.NewFlagSet("bench read", flag.ContinueOnError)
+	var cfg bench.ReadConfig
+	fs.StringVar(&cfg.RedisURL, "redis-url", defaultRedisURL, "Redis the in-process API reads (bench keys runstream:run:{bench-...} are written and deleted)")
+	fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "Postgres (readiness only)")
+	fs.IntVar(&cfg.Clients, "clients", 64, "concurrent snapshot GET clients (and redis-benchmark clients)")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "GET phase length")
+	fs.IntVar(&cfg.Runs, "runs", 1000, "runs with a snapshot, read at random")
+	fs.IntVar(&cfg.Watchers, "watchers", 1000, "SSE watchers of one run")
+	fs.IntVar(&cfg.Changes, "changes", 200, "snapshot changes published to the watchers")
+	fs.DurationVar(&cfg.ChangeEvery, "change-every", 100*time.Millisecond, "pause between changes")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := parseFlags(fs, env, args, "runstream bench read [flags]",
+		"Read side: snapshot GETs per second through the API with N clients, against redis-benchmark's\nGET of the same keys in the same run (target: at least 50%), then the time from a snapshot\nchange in Redis to SSE watchers receiving it (target: p99 under 10 ms with 1,000 watchers)."); err != nil {
+		return err
+	}
+	if cfg.Clients < 1 || cfg.Runs < 1 || cfg.Watchers < 1 || cfg.Changes < 1 || cfg.Duration <= 0 {
+		return usageError{fmt.Errorf("--clients, --runs, --watchers, --changes and --duration must be positive")}
+	}
+	cfg.Progress = env.stderr
+	rep, err := bench.RunRead(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.WriteText(env.stdout)
+}

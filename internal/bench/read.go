@@ -1,0 +1,425 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/runstream/runstream/internal/httpapi"
+	"github.com/runstream/runstream/internal/workload"
+	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/projector/reduce"
+	"github.com/runstream/runstream/store"
+	"github.com/runstream/runstream/store/postgres"
+)
+
+// ReadConfig configures [RunRead].
+type ReadConfig struct {
+	// RedisURL and PostgresURL of the servers the in-process API reads
+	// (Postgres only answers readiness here).
+	RedisURL, PostgresURL string
+	// Clients issuing snapshot GETs; 0 means 64.
+	Clients int
+	// Duration of the GET phase; 0 means 10s.
+	Duration time.Duration
+	// Runs with a snapshot; 0 means 1000.
+	Runs int
+	// Watchers of one run for the SSE phase; 0 means 1000.
+	Watchers int
+	// Changes published during the SSE phase; 0 means 200.
+	Changes int
+	// ChangeEvery paces the changes; 0 means 100ms.
+	ChangeEvery time.Duration
+	// RedisBenchmark is the redis-benchmark binary; empty means from PATH.
+	RedisBenchmark string
+	// Progress receives one line per second; nil means none.
+	Progress io.Writer
+}
+
+// ReadReport is the outcome of [RunRead].
+type ReadReport struct {
+	Clients    int     `json:"clients"`
+	Runs       int     `json:"runs"`
+	Gets       int64   `json:"gets"`
+	Errors     int64   `json:"errors"`
+	GetsPerSec float64 `json:"getsPerSec"`
+	GetLatency Latency `json:"getLatencyMs"`
+	// RedisBenchmarkGetsPerSec is redis-benchmark's GET rate on the same
+	// keys with the same client count, in the same run.
+	RedisBenchmarkGetsPerSec float64 `json:"redisBenchmarkGetsPerSec"`
+	Ratio                    float64 `json:"ratio"`
+	TargetRatio              float64 `json:"targetRatio"`
+	Watchers                 int     `json:"watchers"`
+	Changes                  int     `json:"changes"`
+	ChangeEveryMs            float64 `json:"changeEveryMs"`
+	Deliveries               int64   `json:"deliveries"`
+	// SSELatency is from the snapshot change in Redis (SET + PUBLISH) to
+	// a watcher reading the event, over every watcher and change.
+	SSELatency   Latency `json:"sseLatencyMs"`
+	SSETargetP99 float64 `json:"sseTargetP99Ms"`
+}
+
+// WriteText renders the report.
+func (r *ReadReport) WriteText(w io.Writer) error {
+	met := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "MISSED"
+	}
+	_, err := fmt.Fprintf(w, `bench read
+  snapshot GETs     %d clients over %d runs: %.0f GETs/s  (p50 %.2f ms, p99 %.2f ms, max %.2f ms), %d errors
+  redis-benchmark   GET of the same keys, %d clients: %.0f GETs/s
+  ratio             %.0f%% (target >= %.0f%%: %s)
+  SSE               %d watchers of one run, %d changes (one every %.0f ms), %d deliveries
+  change -> client  p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms (target p99 < %.0f ms: %s)
+`, r.Clients, r.Runs, r.GetsPerSec, msOf(r.GetLatency.P50), msOf(r.GetLatency.P99), msOf(r.GetLatency.Max), r.Errors,
+		r.Clients, r.RedisBenchmarkGetsPerSec, r.Ratio*100, r.TargetRatio*100, met(r.Ratio >= r.TargetRatio),
+		r.Watchers, r.Changes, r.ChangeEveryMs, r.Deliveries,
+		msOf(r.SSELatency.P50), msOf(r.SSELatency.P95), msOf(r.SSELatency.P99), msOf(r.SSELatency.Max), r.SSETargetP99,
+		met(msOf(r.SSELatency.P99) < r.SSETargetP99))
+	return err
+}
+
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// readRunID names bench runs so redis-benchmark's __rand_int__ (12 digits)
+// hits the same keys: runstream:run:{bench-000000000042}.
+func readRunID(i int) string { return fmt.Sprintf("bench-%012d", i) }
+
+const readTenant = "tenant_bench_read"
+
+// RunRead measures the read side: snapshot GETs through the API against
+// redis-benchmark GETs of the same keys, then the latency from a snapshot
+// change to SSE watchers.
+func RunRead(ctx context.Context, cfg ReadConfig) (*ReadReport, error) {
+	if cfg.Clients == 0 {
+		cfg.Clients = 64
+	}
+	if cfg.Duration == 0 {
+		cfg.Duration = 10 * time.Second
+	}
+	if cfg.Runs == 0 {
+		cfg.Runs = 1000
+	}
+	if cfg.Watchers == 0 {
+		cfg.Watchers = 1000
+	}
+	if cfg.Changes == 0 {
+		cfg.Changes = 200
+	}
+	if cfg.ChangeEvery == 0 {
+		cfg.ChangeEvery = 100 * time.Millisecond
+	}
+	opts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the Redis URL: %w", err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	if err := writeReadSnapshots(ctx, rdb, cfg.Runs); err != nil {
+		return nil, err
+	}
+	defer cleanReadSnapshots(context.WithoutCancel(ctx), rdb, cfg.Runs)
+
+	pool, err := pgxpool.New(ctx, cfg.PostgresURL)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	st, err := postgres.New(pool, postgres.Config{})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := httpapi.New(httpapi.Config{}, st, rdb)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(sctx, ln, nil) }()
+	defer func() { stop(); <-served }()
+	base := "http://" + ln.Addr().String()
+
+	rep := &ReadReport{Clients: cfg.Clients, Runs: cfg.Runs, Watchers: cfg.Watchers, Changes: cfg.Changes, ChangeEveryMs: msOf(cfg.ChangeEvery),
+		TargetRatio: 0.5, SSETargetP99: 10}
+	if err := readGets(ctx, cfg, base, rep); err != nil {
+		return nil, err
+	}
+	rate, err := redisBenchmark(ctx, cfg, opts.Addr)
+	if err != nil {
+		return nil, err
+	}
+	rep.RedisBenchmarkGetsPerSec = rate
+	rep.Ratio = Ratio(rep.GetsPerSec, rate)
+	if err := readSSE(ctx, cfg, base, rdb, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// writeReadSnapshots stores realistic snapshots (the reducer's output for
+// generated runs) under the bench run IDs.
+func writeReadSnapshots(ctx context.Context, rdb *redis.Client, n int) error {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pipe := rdb.Pipeline()
+	for i := range n {
+		id := workload.NewIdentity(readTenant)
+		id.RunID = readRunID(i)
+		var recs []store.RunEventRecord
+		for j, w := range workload.RunFor(rng, id, workload.Options{}) {
+			recs = append(recs, store.RunEventRecord{RunEventWrite: w, RunSeq: int64(j + 1), PersistedAt: w.EmittedAt})
+		}
+		snap, _ := reduce.Project(store.RunSnapshot{}, recs)
+		b, err := json.Marshal(snap)
+		if err != nil {
+			return err
+		}
+		pipe.Set(ctx, projector.SnapshotKey(id.RunID), b, time.Hour)
+		if pipe.Len() >= 500 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				return fmt.Errorf("writing bench snapshots: %w", err)
+			}
+		}
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+func cleanReadSnapshots(ctx context.Context, rdb *redis.Client, n int) {
+	keys := make([]string, 0, n)
+	for i := range n {
+		keys = append(keys, projector.SnapshotKey(readRunID(i)))
+	}
+	for len(keys) > 0 {
+		k := min(len(keys), 500)
+		rdb.Del(ctx, keys[:k]...)
+		keys = keys[k:]
+	}
+}
+
+func readGets(ctx context.Context, cfg ReadConfig, base string, rep *ReadReport) error {
+	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Clients, MaxIdleConns: cfg.Clients}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	var gets, errs atomic.Int64
+	lats := make([][]time.Duration, cfg.Clients)
+	deadline := time.Now().Add(cfg.Duration)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := range cfg.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(c), 7))
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				url := base + "/v1/runs/" + readRunID(rng.IntN(cfg.Runs)) + "/snapshot"
+				t0 := time.Now()
+				resp, err := client.Get(url)
+				if err != nil {
+					errs.Add(1)
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					errs.Add(1)
+					continue
+				}
+				lats[c] = append(lats[c], time.Since(t0))
+				gets.Add(1)
+			}
+		}()
+	}
+	stopProgress := readProgress(cfg.Progress, "GET", start, &gets)
+	wg.Wait()
+	stopProgress()
+	window := time.Since(start)
+	var all []time.Duration
+	for _, l := range lats {
+		all = append(all, l...)
+	}
+	rep.Gets, rep.Errors = gets.Load(), errs.Load()
+	rep.GetsPerSec = float64(rep.Gets) / window.Seconds()
+	rep.GetLatency = Summarize(all)
+	return ctx.Err()
+}
+
+func readProgress(w io.Writer, what string, start time.Time, n *atomic.Int64) func() {
+	if w == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(w, "bench read: %s %d in %.0fs (%.0f/s)\n", what, n.Load(), time.Since(start).Seconds(),
+					float64(n.Load())/time.Since(start).Seconds())
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+var rpsRE = regexp.MustCompile(`([0-9.]+) requests per second`)
+
+// redisBenchmark runs redis-benchmark's GET over the same keys with the same
+// client count and returns its rate.
+func redisBenchmark(ctx context.Context, cfg ReadConfig, addr string) (float64, error) {
+	bin := cfg.RedisBenchmark
+	if bin == "" {
+		p, err := exec.LookPath("redis-benchmark")
+		if err != nil {
+			return 0, errors.New("redis-benchmark not found: install Debian's redis-tools (apt-get install redis-tools)")
+		}
+		bin = p
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, err
+	}
+	n := 200000
+	out, err := exec.CommandContext(ctx, bin, "-h", host, "-p", port, "-c", strconv.Itoa(cfg.Clients),
+		"-n", strconv.Itoa(n), "-r", strconv.Itoa(cfg.Runs), "-q",
+		"GET", "runstream:run:{bench-__rand_int__}").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("redis-benchmark: %w: %s", err, out)
+	}
+	// -q prints progress lines separated by \r; the last one is the result.
+	last := string(out)
+	if i := strings.LastIndex(last, "\r"); i >= 0 {
+		last = last[i+1:]
+	}
+	m := rpsRE.FindStringSubmatch(last)
+	if m == nil {
+		return 0, fmt.Errorf("cannot read redis-benchmark's rate from %q", out)
+	}
+	return strconv.ParseFloat(m[1], 64)
+}
+
+// readSSE opens cfg.Watchers watch streams on one run, publishes changes,
+// and measures change -> delivery per watcher.
+func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client, rep *ReadReport) error {
+	run := readRunID(0)
+	key := projector.SnapshotKey(run)
+	body, err := rdb.Get(ctx, key).Bytes()
+	if err != nil {
+		return fmt.Errorf("reading the watched snapshot: %w", err)
+	}
+	var snap store.RunSnapshot
+	if err := json.Unmarshal(body, &snap); err != nil {
+		return err
+	}
+	firstSeq := snap.LastEventSeq
+	sent := make([]atomic.Int64, cfg.Changes+1) // unix nanos of change k's SET+PUBLISH
+	var deliveries atomic.Int64
+	lats := make([][]time.Duration, cfg.Watchers)
+	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Watchers, MaxConnsPerHost: 0}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var ready, wg sync.WaitGroup
+	for w := range cfg.Watchers {
+		ready.Add(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(wctx, http.MethodGet, base+"/v1/runs/"+run+"/watch", nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				ready.Done()
+				return
+			}
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			first := true
+			for sc.Scan() {
+				line := sc.Text()
+				if !strings.HasPrefix(line, "id: ") {
+					continue
+				}
+				seq, err := strconv.ParseInt(line[4:], 10, 64)
+				if err != nil {
+					continue
+				}
+				if first {
+					first = false
+					ready.Done()
+					continue
+				}
+				k := seq - firstSeq
+				if k >= 1 && int(k) <= cfg.Changes {
+					if t := sent[k].Load(); t > 0 {
+						lats[w] = append(lats[w], time.Duration(time.Now().UnixNano()-t))
+						deliveries.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	ready.Wait()
+	for k := 1; k <= cfg.Changes && ctx.Err() == nil; k++ {
+		snap.LastEventSeq = firstSeq + int64(k)
+		b, _ := json.Marshal(snap)
+		note, _ := json.Marshal(map[string]any{"runId": run, "tenantId": snap.TenantID, "lastEventSeq": snap.LastEventSeq, "status": snap.Status})
+		sent[k].Store(time.Now().UnixNano())
+		pipe := rdb.TxPipeline()
+		pipe.Set(ctx, key, b, time.Hour)
+		pipe.Publish(ctx, projector.UpdatesChannel, note)
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("publishing change %d: %w", k, err)
+		}
+		// Pace the changes so each is a separate delivery, as a projector
+		// writing one run would produce them.
+		t := time.NewTimer(cfg.ChangeEvery)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+	// Let the last deliveries arrive, then hang up.
+	t := time.NewTimer(500 * time.Millisecond)
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	cancel()
+	wg.Wait()
+	var all []time.Duration
+	for _, l := range lats {
+		all = append(all, l...)
+	}
+	rep.Deliveries = deliveries.Load()
+	rep.SSELatency = Summarize(all)
+	return ctx.Err()
+}
