@@ -3,17 +3,14 @@ package etl
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
-	"io/fs"
 	"regexp"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/runstream/runstream/store/postgres"
 )
 
 // DefaultSchema is the schema of the ETL's tables when none is given.
@@ -21,36 +18,6 @@ const DefaultSchema = "runstream_etl"
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
-
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order. A badly
-// named file is a programmer error caught by every test, so it panics.
-func migrations() []migration {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		panic(err)
-	}
-	var out []migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			panic(fmt.Sprintf("etl migration %q: name must start with a number and '_'", e.Name()))
-		}
-		b, err := migrationFS.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			panic(err)
-		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	return out
-}
 
 // schemaName is what CheckSchema accepts: a plain lowercase identifier, so
 // it needs no quoting in SQL, in search_path or in psql.
@@ -95,57 +62,15 @@ func Connect(ctx context.Context, url, schema string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// migrateLockKey serialises concurrent migrators of one schema (several
-// ETL processes starting at once): the key is hashed with the schema name.
-const migrateLockKey = "runstream-etl-migrate"
-
 // Migrate applies the embedded migrations not yet recorded in
-// etl_schema_migrations, in the pool's search_path schema, each in its own
-// transaction under an advisory lock. It is idempotent and safe to run
-// from several processes at once, and returns the versions it applied.
+// etl_schema_migrations, in the pool's search_path schema (open the pool
+// with [Connect]), with store/postgres's migration runner: each in its own
+// transaction under an advisory lock per schema, idempotent and safe to run
+// from several processes at once. It returns the versions it applied.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
-	var applied []int
-	for _, m := range migrations() {
-		done := false
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			var schema *string
-			if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
-				return err
-			}
-			if schema == nil {
-				return errors.New("the connection's search_path names no existing schema (open the pool with etl.Connect)")
-			}
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || '|' || $2, 0))`, migrateLockKey, *schema); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS etl_schema_migrations (
-				version    integer PRIMARY KEY,
-				name       text NOT NULL,
-				applied_at timestamptz NOT NULL DEFAULT clock_timestamp())`); err != nil {
-				return err
-			}
-			var exists bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM etl_schema_migrations WHERE version = $1)`, m.version).Scan(&exists); err != nil {
-				return err
-			}
-			if exists {
-				return nil
-			}
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO etl_schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-				return err
-			}
-			done = true
-			return nil
-		})
-		if err != nil {
-			return applied, fmt.Errorf("applying ETL migration %s: %w", m.name, err)
-		}
-		if done {
-			applied = append(applied, m.version)
-		}
+	applied, err := postgres.MigrateFS(ctx, pool, migrationFS, "migrations", "etl_schema_migrations")
+	if err != nil {
+		return applied, fmt.Errorf("migrating the ETL schema: %w", err)
 	}
 	return applied, nil
 }
