@@ -321,7 +321,7 @@ func (p *Projector) reduceRun(ctx context.Context, re *runEvents, prev store.Run
 		// the watermark (ExecutionSemantics v1 1.5.1); after an undecodable
 		// record the store's answer is the truth even when it adds nothing.
 		mustAdvance := gap || (exists && prev.Stale) || re.resync
-		next, ok := p.resync(ctx, re.id, cur, usable, mustAdvance)
+		next, ok := p.resync(ctx, re.id, cur, usable, mustAdvance, re.resync)
 		if ok {
 			return next, next.LastEventSeq != prev.LastEventSeq || prev.Stale || !exists || broken, false
 		}
@@ -349,7 +349,14 @@ func (p *Projector) count(runID string, ev *store.RunEventRecord, res reduce.Res
 // (the store's projectSnapshot). It succeeds only when the watermark
 // advanced past cur's when mustAdvance (ExecutionSemantics v1 1.5.1); the
 // result is then not stale.
-func (p *Projector) resync(ctx context.Context, runID string, cur store.RunSnapshot, usable, mustAdvance bool) (store.RunSnapshot, bool) {
+// retry marks a background retry of a run already known to be stale: its
+// failures are logged at debug level (the first one was a warning), so a
+// run that stays stale does not flood the log.
+func (p *Projector) resync(ctx context.Context, runID string, cur store.RunSnapshot, usable, mustAdvance, retry bool) (store.RunSnapshot, bool) {
+	warn := p.log.Warn
+	if retry {
+		warn = p.log.Debug
+	}
 	pre := cur.LastEventSeq
 	mode := "full"
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -381,12 +388,12 @@ func (p *Projector) resync(ctx context.Context, runID string, cur store.RunSnaps
 	}
 	if err != nil {
 		p.m.resyncs.WithLabelValues(mode, "error").Inc()
-		p.log.Warn("resync failed; the run stays stale and is retried", "runId", runID, "mode", mode, "err", err)
+		warn("resync failed; the run stays stale and is retried", "runId", runID, "mode", mode, "err", err)
 		return cur, false
 	}
 	if next.LastEventSeq <= pre && (mustAdvance || next.LastEventSeq == 0) {
 		p.m.resyncs.WithLabelValues(mode, "no_advance").Inc()
-		p.log.Warn("resync did not advance the watermark; the run stays stale", "runId", runID, "mode", mode, "watermark", pre)
+		warn("resync did not advance the watermark; the run stays stale", "runId", runID, "mode", mode, "watermark", pre)
 		return cur, false
 	}
 	p.m.resyncs.WithLabelValues(mode, "ok").Inc()
