@@ -184,7 +184,7 @@ func runBenchRelay(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg.Progress = func(p bench.RelayProgress) {
+	cfg.Progress = func(p bench.PhaseProgress) {
 		line := fmt.Sprintf("bench: %-8s %4.0fs  %9d/%d", p.Phase, p.Elapsed.Seconds(), p.Done, p.Total)
 		if p.Phase == "drain" {
 			line += fmt.Sprintf("  %9d rows left", max(p.Total-p.Done, 0))
@@ -302,7 +302,7 @@ func runBenchProject(ctx context.Context, env *environment, args []string) error
 		return err
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg.Progress = func(p bench.ProjectProgress) {
+	cfg.Progress = func(p bench.PhaseProgress) {
 		fmt.Fprintf(env.stderr, "bench: %-11s %4.0fs  %9d/%d  %8.0f/s\n", p.Phase, p.Elapsed.Seconds(), p.Done, p.Total, p.Rate)
 	}
 	if *cpuProfile != "" {
@@ -405,7 +405,7 @@ func runBenchEtl(ctx context.Context, env *environment, args []string) error {
 		return usageError{err}
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg.Progress = func(p bench.ETLProgress) {
+	cfg.Progress = func(p bench.PhaseProgress) {
 		fmt.Fprintf(env.stderr, "bench: %-8s %4.0fs  %9d/%d  %8.0f/s\n", p.Phase, p.Elapsed.Seconds(), p.Done, p.Total, p.Rate)
 	}
 	if *cpuProfile != "" {

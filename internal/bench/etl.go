@@ -81,22 +81,9 @@ type ETLConfig struct {
 	// broker and bench) covering the sink's window only.
 	CPUProfile io.Writer
 	// Progress, when set, is called about once a second.
-	Progress func(ETLProgress)
+	Progress func(PhaseProgress)
 	// Logger receives the ETL's logs; nil means discard.
 	Logger *slog.Logger
-}
-
-// ETLProgress is a running total of one phase of [RunETL].
-type ETLProgress struct {
-	// Phase is "fill", "sink" or "baseline".
-	Phase string
-	// Elapsed is the phase's time so far.
-	Elapsed time.Duration
-	// Done of Total: records produced (fill), offsets committed (sink),
-	// rows inserted (baseline).
-	Done, Total int64
-	// Rate is Done's growth per second over the last interval.
-	Rate float64
 }
 
 // Validate reports a configuration error naming the setting to change.
@@ -951,34 +938,9 @@ func (b *etlBench) baseline(ctx context.Context, sink *pgxpool.Pool) (*ETLBaseli
 	return bl, nil
 }
 
-// progress calls cfg.Progress about once a second until stop is called.
+// progress reports a phase through cfg.Progress (see [phaseReporter]).
 func (b *etlBench) progress(phase string, total int64, done func() int64) (stop func()) {
-	if b.cfg.Progress == nil {
-		return func() {}
-	}
-	start := time.Now()
-	quit := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		last, lastAt := int64(0), start
-		for {
-			select {
-			case <-quit:
-				return
-			case now := <-t.C:
-				n := done()
-				b.cfg.Progress(ETLProgress{Phase: phase, Elapsed: now.Sub(start), Done: n, Total: total,
-					Rate: float64(n-last) / now.Sub(lastAt).Seconds()})
-				last, lastAt = n, now
-			}
-		}
-	}()
-	var once sync.Once
-	return func() { once.Do(func() { close(quit); wg.Wait() }) }
+	return phaseReporter(b.cfg.Progress, phase, total, done)
 }
 
 func etlDiv(a, b float64) float64 {

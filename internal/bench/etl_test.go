@@ -18,7 +18,7 @@ func TestBenchETL_ConsistentWithBaseline(t *testing.T) {
 	defer cancel()
 	phases := map[string]bool{}
 	rep, err := RunETL(ctx, ETLConfig{PostgresURL: pgURL, Partitions: 4, Events: 6000, ActiveRuns: 200, Batch: 2000,
-		InsertBatch: 500, Progress: func(p ETLProgress) { phases[p.Phase] = true }})
+		InsertBatch: 500, Progress: func(p PhaseProgress) { phases[p.Phase] = true }})
 	if err != nil {
 		t.Fatalf("RunETL: %v", err)
 	}

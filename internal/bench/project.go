@@ -141,25 +141,10 @@ type ProjectConfig struct {
 	CatchUpCPUProfile io.Writer
 	// Progress, when set, is called about once a second with running
 	// totals, from one goroutine at a time.
-	Progress func(ProjectProgress)
+	Progress func(PhaseProgress)
 	// Logger receives the projector's, relay's and store's logs; nil means
 	// discard.
 	Logger *slog.Logger
-}
-
-// ProjectProgress is a running total of one phase of [RunProject].
-type ProjectProgress struct {
-	// Phase is "memory fill", "memory", "fill", "catch-up", "verify",
-	// "baseline", "warmup", "latency" or "visible".
-	Phase string
-	// Elapsed is the phase's time so far.
-	Elapsed time.Duration
-	// Done of Total: records produced (fills), offsets committed
-	// (catch-ups), snapshots checked (verify), writes (baseline), events
-	// appended (latency) or made visible (visible).
-	Done, Total int64
-	// Rate is Done's growth per second over the last interval.
-	Rate float64
 }
 
 // Validate reports a configuration error naming the setting to change.
@@ -350,34 +335,9 @@ func (b *projBench) unlink(ctx context.Context) error {
 	return nil
 }
 
-// progress calls cfg.Progress every second with done() of total and the
-// rate since the last call, until stop is called; stop waits for it.
+// progress reports a phase through cfg.Progress (see [phaseReporter]).
 func (b *projBench) progress(phase string, total int64, done func() int64) (stop func()) {
-	if b.cfg.Progress == nil {
-		return func() {}
-	}
-	quit := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		start := time.Now()
-		last, lastAt := done(), start
-		for {
-			select {
-			case <-quit:
-				return
-			case now := <-t.C:
-				n := done()
-				b.cfg.Progress(ProjectProgress{Phase: phase, Elapsed: now.Sub(start), Done: n, Total: total,
-					Rate: float64(n-last) / now.Sub(lastAt).Seconds()})
-				last, lastAt = n, now
-			}
-		}
-	}()
-	return func() { close(quit); wg.Wait() }
+	return phaseReporter(b.cfg.Progress, phase, total, done)
 }
 
 // projWait waits d or until ctx is done; false means ctx is done.

@@ -51,7 +51,7 @@ func TestBenchProject_AllPhasesConsistent(t *testing.T) {
 	rep, err := RunProject(ctx, ProjectConfig{RedisURL: redisURL, PostgresURL: pgURL, Batch: 1000,
 		Events: 20000, Runs: 400, Rate: 200, Duration: 2 * time.Second, Appenders: 4, LatencyRuns: 40,
 		MemoryRuns: 2000, MemoryEvents: 6000, ProjectorCommand: []string{bin, "projector"},
-		Progress: func(p ProjectProgress) { phases[p.Phase] = true }})
+		Progress: func(p PhaseProgress) { phases[p.Phase] = true }})
 	if err != nil {
 		t.Fatalf("RunProject: %v", err)
 	}

@@ -109,27 +109,13 @@ type RelayConfig struct {
 	LatencyCPUProfile io.Writer
 	// Progress, when set, is called about once a second with running
 	// totals, from one goroutine at a time.
-	Progress func(RelayProgress)
+	Progress func(PhaseProgress)
 	// Logger receives the relay's and the store's logs; nil means discard.
 	Logger *slog.Logger
 
 	// fillChunk overrides the events per fill transaction (tests use small
 	// chunks to run the parallel fill); 0 means fillChunk.
 	fillChunk int64
-}
-
-// RelayProgress is a running total of one phase of [RunRelay].
-type RelayProgress struct {
-	// Phase is "fill", "drain", "verify" or "latency".
-	Phase string
-	// Elapsed is the phase's time so far.
-	Elapsed time.Duration
-	// Done of Total: events inserted (fill), records acknowledged by the
-	// broker (drain; Total-Done is the outbox rows left), records read back
-	// (verify) or events appended (latency).
-	Done, Total int64
-	// Rate is Done's growth per second over the last interval.
-	Rate float64
 }
 
 // Validate reports a configuration error naming the setting to change.
@@ -571,20 +557,9 @@ func everyInterval(interval time.Duration, fn func()) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
-// progress returns a reporter of phase that calls cfg.Progress every
-// second with done() of total, and the rate since the last call.
+// progress reports a phase through cfg.Progress (see [phaseReporter]).
 func (b *relayBench) progress(phase string, total int64, done func() int64) (stop func()) {
-	if b.cfg.Progress == nil {
-		return func() {}
-	}
-	start := time.Now()
-	last, lastAt := done(), start
-	return everyInterval(time.Second, func() {
-		now, n := time.Now(), done()
-		b.cfg.Progress(RelayProgress{Phase: phase, Elapsed: now.Sub(start), Done: n, Total: total,
-			Rate: float64(n-last) / now.Sub(lastAt).Seconds()})
-		last, lastAt = n, now
-	})
+	return phaseReporter(b.cfg.Progress, phase, total, done)
 }
 
 // sleepCtx waits d or until ctx is done; false means ctx is done.

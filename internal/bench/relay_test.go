@@ -31,7 +31,7 @@ func TestBenchRelay_BothPhases(t *testing.T) {
 	rep, err := RunRelay(ctx, RelayConfig{PostgresURL: pgURL, Events: 20000, Runs: 300,
 		Rate: 200, Duration: time.Second, Appenders: 4, Relays: 2,
 		fillChunk: 3000, // 7 chunks, filled in parallel
-		Progress:  func(p RelayProgress) { phases = append(phases, p.Phase) }})
+		Progress:  func(p PhaseProgress) { phases = append(phases, p.Phase) }})
 	if err != nil {
 		t.Fatalf("RunRelay: %v", err)
 	}

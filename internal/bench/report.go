@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -340,4 +341,38 @@ func cpuSince(start, end cpuSample) CPU {
 	}
 	cores := func(ticks int64) float64 { return round(float64(ticks)/userHZ/wall, 2) }
 	return CPU{Process: cores(end.process - start.process), Machine: cores(end.machine - start.machine)}
+}
+
+// PhaseProgress is a running total of one phase of the relay, project and
+// etl benchmarks, reported about once a second.
+type PhaseProgress struct {
+	// Phase names what is being done: "fill", "drain", "catch-up",
+	// "verify", "baseline", "latency", ...
+	Phase string
+	// Elapsed is the phase's time so far.
+	Elapsed time.Duration
+	// Done of Total: the phase's unit of work (records produced, offsets
+	// committed, rows inserted, events appended, ...).
+	Done, Total int64
+	// Rate is Done's growth per second over the last interval.
+	Rate float64
+}
+
+// phaseReporter calls report every second with done() of total and the
+// rate since the last call, until stop is called; stop waits for it and
+// may be called more than once. A nil report reports nothing.
+func phaseReporter(report func(PhaseProgress), phase string, total int64, done func() int64) (stop func()) {
+	if report == nil {
+		return func() {}
+	}
+	start := time.Now()
+	last, lastAt := done(), start
+	halt := everyInterval(time.Second, func() {
+		now, n := time.Now(), done()
+		report(PhaseProgress{Phase: phase, Elapsed: now.Sub(start), Done: n, Total: total,
+			Rate: float64(n-last) / now.Sub(lastAt).Seconds()})
+		last, lastAt = n, now
+	})
+	var once sync.Once
+	return func() { once.Do(halt) }
 }
