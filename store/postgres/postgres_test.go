@@ -585,6 +585,12 @@ func TestAppendBatch_KilledConnectionWritesNothing(t *testing.T) {
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE`, id.RunID); err != nil {
 		t.Fatal(err)
 	}
+	// Other tests in this package run in parallel and also have backends
+	// waiting on locks: the victim is the one blocked by this transaction.
+	var holder int32
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
 	other := workload.NewIdentity("tenant_a")
 	batch := []store.RunEventWrite{
 		workload.Event(other, store.EventRunStarted, "", 1, 1, time.Now(), nil),
@@ -594,7 +600,7 @@ func TestAppendBatch_KilledConnectionWritesNothing(t *testing.T) {
 	go func() { done <- s.AppendBatch(ctx, batch) }()
 	var victim int32
 	testenv.WaitFor(t, 10*time.Second, "the batch to block on the counter lock", func() bool {
-		err := pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%runstream_append%' LIMIT 1`).Scan(&victim)
+		err := pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) LIMIT 1`, holder).Scan(&victim)
 		return err == nil
 	})
 	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, victim); err != nil {
@@ -607,13 +613,17 @@ func TestAppendBatch_KilledConnectionWritesNothing(t *testing.T) {
 		}
 	}
 	_ = tx.Rollback(ctx)
-	for _, rid := range []string{other.RunID} {
-		recs, _ := s.FetchEvents(ctx, rid, store.FetchOptions{})
-		if len(recs) != 0 {
-			t.Fatalf("run %s has %d events from a killed batch; nothing may be half-written", rid, len(recs))
-		}
+	recs, err := s.FetchEvents(ctx, other.RunID, store.FetchOptions{})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("fetching run %s: %v", other.RunID, err)
 	}
-	recs, _ := s.FetchEvents(ctx, id.RunID, store.FetchOptions{})
+	if len(recs) != 0 {
+		t.Fatalf("run %s has %d events from a killed batch; nothing may be half-written", other.RunID, len(recs))
+	}
+	recs, err = s.FetchEvents(ctx, id.RunID, store.FetchOptions{})
+	if err != nil {
+		t.Fatalf("fetching run %s: %v", id.RunID, err)
+	}
 	if len(recs) != 1 {
 		t.Fatalf("run %s has %d events, want only the first", id.RunID, len(recs))
 	}
