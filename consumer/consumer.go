@@ -68,6 +68,9 @@ type Hooks struct {
 	// Delivered is called after a handler succeeded (fromStore: a gap fill).
 	Delivered func(ev *Event)
 	// Duplicate is called for a record at or below its run's checkpoint.
+	// Such a record is skipped on its key and runSeq header when it has
+	// them (see [Config.DecodeDuplicates]), without decoding its value:
+	// then only ev's RunID, RunSeq, Raw and location are set.
 	Duplicate func(ev *Event)
 	// Gap is called when a record's runSeq jumps past the checkpoint.
 	Gap func(runID string, afterSeq, beforeSeq int64)
@@ -107,6 +110,15 @@ type Config struct {
 	StopOnPoison bool
 	// MaxPollRecords bounds one batch; 0 means 1000.
 	MaxPollRecords int
+	// DecodeDuplicates makes the consumer decode every record before
+	// deciding whether it is a duplicate. By default a record with a key
+	// (the runId, as the relay keys records) and a "runSeq" header (which
+	// the relay sets) is compared with its run's checkpoint on those alone,
+	// and decoded only when it is past it; a decoded record whose value
+	// disagrees with its key or header is poison. Records without them are
+	// always decoded first. Set it for a topic whose producer keys records
+	// otherwise.
+	DecodeDuplicates bool
 	// Hooks for metrics.
 	Hooks Hooks
 	// Logger; nil means discard.
@@ -266,24 +278,28 @@ type item struct {
 	ev     Event
 	poison string // why the record is poison ("" when it is not)
 	rec    *kgo.Record
+	// decoded is false while ev holds only what the record's key and
+	// headers say (RunID, RunSeq) and Raw: a record at or below its run's
+	// checkpoint is skipped without ever being decoded.
+	decoded bool
 }
 
 // partition handles one partition's records in order. It tries the whole
 // batch in one checkpoint transaction (fast); if a handler fails it falls
 // back to one event per transaction, with retries, to isolate the failure.
 func (c *Consumer) partition(ctx context.Context, recs []*kgo.Record) error {
-	items := make([]item, 0, len(recs))
-	for _, r := range recs {
-		var rec store.RunEventRecord
-		err := json.Unmarshal(r.Value, &rec)
-		if err == nil && (rec.RunID == "" || rec.RunSeq < 1) {
-			err = fmt.Errorf("runId %q or runSeq %d missing", rec.RunID, rec.RunSeq)
+	items := make([]item, len(recs))
+	for i, r := range recs {
+		it := &items[i]
+		it.rec = r
+		it.ev = Event{Raw: r.Value, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+		if !c.cfg.DecodeDuplicates {
+			if id, seq, ok := headerIDs(r); ok {
+				it.ev.RunID, it.ev.RunSeq = id, seq
+				continue
+			}
 		}
-		if err != nil {
-			items = append(items, item{poison: "undecodable: " + err.Error(), rec: r})
-			continue
-		}
-		items = append(items, item{ev: Event{RunEventRecord: rec, Raw: r.Value, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, rec: r})
+		c.decode(it)
 	}
 	if err := c.batch(ctx, items); err == nil {
 		return nil
@@ -291,11 +307,36 @@ func (c *Consumer) partition(ctx context.Context, recs []*kgo.Record) error {
 		return err
 	}
 	for i := range items {
-		if err := c.one(ctx, &items[i]); err != nil {
+		if err := c.one(ctx, items[i:i+1]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// decode decodes it's record, or marks it poison. A record whose key and
+// runSeq header were read first must agree with them: they decided
+// whether it was a duplicate.
+func (c *Consumer) decode(it *item) {
+	if it.decoded || it.poison != "" {
+		return
+	}
+	id, seq := it.ev.RunID, it.ev.RunSeq
+	err := decodeRecord(it.rec.Value, &it.ev.RunEventRecord)
+	rec := &it.ev.RunEventRecord
+	switch {
+	case err != nil:
+	case rec.RunID == "" || rec.RunSeq < 1:
+		err = fmt.Errorf("runId %q or runSeq %d missing", rec.RunID, rec.RunSeq)
+	case id != "" && (rec.RunID != id || rec.RunSeq != seq):
+		err = fmt.Errorf("the record's key and runSeq header (%q, %d) disagree with its value (%q, %d)", id, seq, rec.RunID, rec.RunSeq)
+	}
+	if err != nil {
+		it.poison = "undecodable: " + err.Error()
+		it.ev.RunEventRecord = store.RunEventRecord{}
+		return
+	}
+	it.decoded = true
 }
 
 // errHandler marks a handler failure inside a batch.
@@ -303,27 +344,54 @@ type errHandler struct{ err error }
 
 func (e errHandler) Error() string { return e.err.Error() }
 
+// errPoisonInBatch fails a batch holding a poison record; the partition
+// then goes one record at a time, and the poison one is dead-lettered.
+var errPoisonInBatch = errors.New("poison in batch")
+
 // batch handles items in one transaction when none is poison and every
-// handler succeeds on the first try.
+// handler succeeds on the first try. Records not yet decoded are decoded
+// only when they are past their run's checkpoint.
 func (c *Consumer) batch(ctx context.Context, items []item) error {
 	ids := make([]string, 0, len(items))
-	for _, it := range items {
-		if it.poison != "" {
-			return errors.New("poison in batch")
+	for i := range items {
+		if items[i].poison != "" {
+			return errPoisonInBatch
 		}
-		ids = append(ids, it.ev.RunID)
+		ids = append(ids, items[i].ev.RunID)
 	}
 	var delivered []*Event
+	var dup []bool
 	err := c.cfg.Checkpoints.Transact(ctx, c.cfg.Group, func(ctx context.Context, tx CheckpointTx) error {
 		delivered = delivered[:0]
 		cps, err := tx.Get(ctx, uniq(ids))
 		if err != nil {
 			return err
 		}
+		// First which records are past their checkpoint, decoding those
+		// (and only those), so that poison fails the batch before any
+		// handler ran.
+		dup = dup[:0]
+		last := make(map[string]int64, len(cps))
+		for i := range items {
+			it := &items[i]
+			prev, ok := last[it.ev.RunID]
+			if !ok {
+				prev = cps[it.ev.RunID]
+			}
+			isDup := it.ev.RunSeq <= prev
+			dup = append(dup, isDup)
+			if isDup {
+				continue
+			}
+			last[it.ev.RunID] = it.ev.RunSeq
+			if c.decode(it); it.poison != "" {
+				return errPoisonInBatch
+			}
+		}
 		for i := range items {
 			ev := &items[i].ev
 			cp := cps[ev.RunID]
-			if ev.RunSeq <= cp {
+			if dup[i] {
 				if c.cfg.Hooks.Duplicate != nil {
 					c.cfg.Hooks.Duplicate(ev)
 				}
@@ -395,20 +463,26 @@ func (c *Consumer) gap(ctx context.Context, runID string, cp, before int64) ([]E
 	}
 }
 
-// one handles a single item in its own transaction, retrying a failing
-// handler with backoff, then dead-lettering it.
-func (c *Consumer) one(ctx context.Context, it *item) error {
+// one handles a single item (items holds exactly one) in its own
+// transaction, retrying a failing handler with backoff, then
+// dead-lettering it.
+func (c *Consumer) one(ctx context.Context, items []item) error {
+	it := &items[0]
 	if it.poison != "" {
 		return c.deadLetter(ctx, it, it.poison, 0)
 	}
 	var lastErr error
 	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
-		err := c.batch(ctx, []item{*it})
+		err := c.batch(ctx, items)
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if it.poison != "" {
+			// Found undecodable once past its checkpoint.
+			return c.deadLetter(ctx, it, it.poison, 0)
 		}
 		lastErr = err
 		if c.cfg.Hooks.HandlerError != nil {

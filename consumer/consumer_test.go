@@ -312,3 +312,125 @@ func TestConfig_Validate(t *testing.T) {
 		}
 	}
 }
+
+// TestConsumer_HeadersSkipDuplicatesWithoutDecoding: a record at or below
+// its run's checkpoint is skipped on its key and runSeq header alone (a
+// duplicate whose value is garbage is counted as a duplicate, not
+// dead-lettered); records without headers are decoded and work as before;
+// a record past its checkpoint that is undecodable, or whose value
+// disagrees with its headers, is dead-lettered.
+func TestConsumer_HeadersSkipDuplicatesWithoutDecoding(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	run := f.runs(t, 1)[0]
+	id := run[0].RunID
+	produce := func(rs ...*kgo.Record) {
+		t.Helper()
+		for _, r := range rs {
+			r.Topic = topic
+		}
+		if err := f.prod.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withSeq := func(seq string, value []byte) *kgo.Record {
+		return &kgo.Record{Key: []byte(id), Value: value, Headers: []kgo.RecordHeader{{Key: "runSeq", Value: []byte(seq)}}}
+	}
+	bare := func(rec store.RunEventRecord) *kgo.Record {
+		kr, err := relay.Record(topic, &rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kr.Headers = nil
+		return kr
+	}
+	f.publish(t, run[0], run[1], run[2])
+	produce(
+		withSeq("2", []byte(`{garbage`)), // a duplicate: never decoded
+		bare(run[3]),                     // no headers: decoded
+		bare(run[3]),                     // a duplicate found by decoding
+		withSeq("5", []byte(`{garbage`)), // past the checkpoint: poison
+	)
+	wrong, _ := relay.Record(topic, &run[4])
+	wrong.Headers = []kgo.RecordHeader{{Key: "runSeq", Value: []byte("6")}} // the value says 5
+	produce(wrong)
+	f.publish(t, run[4])
+
+	rec := &recorder{}
+	var mu sync.Mutex
+	var dups []string
+	var dead int
+	cfg := consumer.Config{Brokers: f.brokers, Topic: topic, Group: "g-" + testenv.RandomID(3), Fetcher: f.store,
+		Hooks: consumer.Hooks{
+			Duplicate: func(ev *consumer.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				dups = append(dups, fmt.Sprintf("%d:%s", ev.RunSeq, ev.EventType))
+			},
+			DeadLettered: func(string, int32, int64, string) {
+				mu.Lock()
+				defer mu.Unlock()
+				dead++
+			},
+		}}
+	start(t, cfg, rec)
+	testenv.WaitFor(t, 30*time.Second, "the whole run", func() bool { return len(rec.get(id)) == 5 })
+	if got := fmt.Sprint(rec.get(id)); got != "[1 2 3 4 5]" {
+		t.Fatalf("handler saw %s, want [1 2 3 4 5]", got)
+	}
+	mu.Lock()
+	if got := fmt.Sprint(dups); got != "[2: 4:"+run[3].EventType+"]" {
+		t.Errorf("duplicates %s, want [2: 4:%s] (the first skipped undecoded, the second decoded)", got, run[3].EventType)
+	}
+	mu.Unlock()
+
+	dlq, err := kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.ConsumeTopics(topic+".dlq"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dlq.Close()
+	var got []string
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for len(got) < 2 && ctx.Err() == nil {
+		dlq.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			for _, h := range r.Headers {
+				if h.Key == "dlq-reason" {
+					got = append(got, string(h.Value))
+				}
+			}
+		})
+	}
+	if len(got) != 2 || !strings.Contains(got[0], "undecodable") || !strings.Contains(got[1], "disagree") {
+		t.Fatalf("dead letters %q, want the garbage at runSeq 5 and the record whose header disagrees", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dead != 2 {
+		t.Fatalf("DeadLettered hook called %d times, want 2", dead)
+	}
+}
+
+// TestConsumer_DecodeDuplicates: with DecodeDuplicates, a duplicate's value
+// is decoded first, so a garbage one is poison.
+func TestConsumer_DecodeDuplicates(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	run := f.runs(t, 1)[0]
+	f.publish(t, run[0], run[1])
+	garbage := &kgo.Record{Topic: topic, Key: []byte(run[0].RunID), Value: []byte(`{garbage`),
+		Headers: []kgo.RecordHeader{{Key: "runSeq", Value: []byte("1")}}}
+	if err := f.prod.ProduceSync(context.Background(), garbage).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := consumer.New(consumer.Config{Brokers: f.brokers, Topic: topic, Group: "g-" + testenv.RandomID(3),
+		Fetcher: f.store, StopOnPoison: true, DecodeDuplicates: true}, &recorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Run(ctx); !errors.Is(err, consumer.ErrPoison) {
+		t.Fatalf("Run = %v, want ErrPoison", err)
+	}
+}
