@@ -26,6 +26,11 @@ type Config struct {
 	// LagHighThreshold raises PROJECTOR_LAG_HIGH; 0 means 5s (the
 	// contract's threshold).
 	LagHighThreshold time.Duration
+	// SnapshotCacheBytes bounds the cache of the snapshots this projector
+	// wrote (decoded, by an estimate of their heap bytes), which spares a
+	// run's next batch reading and decoding its snapshot from Redis; 0
+	// means 64 MiB, < 0 disables the cache.
+	SnapshotCacheBytes int64
 	// SessionTimeout of the group membership; 0 means franz-go's default.
 	SessionTimeout time.Duration
 	// Registerer receives the projector's metrics; nil means none.
@@ -49,6 +54,9 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// DefaultSnapshotCacheBytes is the default of Config.SnapshotCacheBytes.
+const DefaultSnapshotCacheBytes = 64 << 20
+
 func (c *Config) setDefaults() {
 	if c.Topic == "" {
 		c.Topic = "run-events"
@@ -58,6 +66,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxPollRecords == 0 {
 		c.MaxPollRecords = 5000
+	}
+	if c.SnapshotCacheBytes == 0 {
+		c.SnapshotCacheBytes = DefaultSnapshotCacheBytes
 	}
 	if c.ResyncBackoffBase == 0 {
 		c.ResyncBackoffBase = 200 * time.Millisecond

@@ -1,9 +1,18 @@
 package projector
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/runstream/runstream/projector/reduce"
+)
 
 type metrics struct {
 	events         *prometheus.CounterVec
+	applied        prometheus.Counter // events{result="applied"}, and so on
+	duplicates     prometheus.Counter
+	unknownType    prometheus.Counter
+	cacheHits      prometheus.Counter
+	cacheMisses    prometheus.Counter
 	nonContiguous  prometheus.Counter
 	causal         prometheus.Counter
 	undecodable    prometheus.Counter
@@ -40,9 +49,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		redisFailures:  c("runstream_projector_redis_failures_total", "Batches whose Redis reads or writes failed; they are retried, not committed."),
 		lagHighAlerted: c("runstream_projector_lag_high_total", "Times a partition's lag crossed the PROJECTOR_LAG_HIGH threshold."),
 	}
+	m.applied = m.events.WithLabelValues(string(reduce.Applied))
+	m.duplicates = m.events.WithLabelValues(string(reduce.Duplicate))
+	m.unknownType = m.events.WithLabelValues(string(reduce.UnknownType))
+	m.cacheHits = c("runstream_projector_snapshot_cache_hits_total", "Runs of a batch whose snapshot came from the projector's cache (no Redis read).")
+	m.cacheMisses = c("runstream_projector_snapshot_cache_misses_total", "Runs of a batch whose snapshot was read from Redis although the cache is on.")
 	if reg != nil {
 		for _, col := range []prometheus.Collector{m.events, m.nonContiguous, m.causal, m.undecodable, m.resyncs,
-			m.staleRuns, m.conflicts, m.batchTime, m.lagRecords, m.lagSeconds, m.redisFailures, m.lagHighAlerted} {
+			m.staleRuns, m.conflicts, m.batchTime, m.lagRecords, m.lagSeconds, m.redisFailures, m.lagHighAlerted,
+			m.cacheHits, m.cacheMisses} {
 			if err := reg.Register(col); err != nil {
 				return nil, err
 			}

@@ -28,12 +28,13 @@ type eventSource interface {
 // Projector consumes the run-event topic into Redis. Create it with [New]
 // and call [Projector.Run]; run as many as the topic has partitions.
 type Projector struct {
-	cfg Config
-	rdb redis.UniversalClient
-	src eventSource
-	log *slog.Logger
-	m   *metrics
-	opt []kgo.Opt
+	cfg   Config
+	rdb   redis.UniversalClient
+	src   eventSource
+	log   *slog.Logger
+	m     *metrics
+	opt   []kgo.Opt
+	cache *snapCache // nil when disabled
 
 	lagMu sync.Mutex
 	lag   map[int32]*partitionLag
@@ -65,7 +66,8 @@ func New(cfg Config, rdb redis.UniversalClient, src eventSource, extra ...kgo.Op
 		return nil, err
 	}
 	return &Projector{cfg: cfg, rdb: rdb, src: src, log: cfg.Logger.With("component", "projector"), m: m,
-		opt: extra, lag: map[int32]*partitionLag{}, retryAt: map[string]retryState{}}, nil
+		opt: extra, cache: newSnapCache(cfg.SnapshotCacheBytes),
+		lag: map[int32]*partitionLag{}, retryAt: map[string]retryState{}}, nil
 }
 
 // Run consumes until ctx is done, then commits what it finished, leaves
@@ -171,6 +173,17 @@ type runEvents struct {
 	undecoded  bool // a record of this run could not be decoded
 	resync     bool // resync from the store whatever the snapshot says (retries of stale runs)
 	lastRecord *kgo.Record
+
+	// cached: prev is the snapshot taken from the cache for this attempt
+	// (not read from Redis).
+	cached bool
+	prev   store.RunSnapshot
+}
+
+// cacheable reports whether re may use the snapshot cache: it came from a
+// record (so its partition is known) and needs no resync.
+func (re *runEvents) cacheable() bool {
+	return re.lastRecord != nil && !re.resync && !re.undecoded
 }
 
 // decode groups records by run. A record that cannot be decoded is never
@@ -231,20 +244,39 @@ func (p *Projector) process(ctx context.Context, recs []*kgo.Record) error {
 
 // processRuns reduces runs against their current snapshots and writes
 // them; it returns the runs whose guarded write lost to another writer.
+// A run's snapshot comes from the cache when it holds it, else from Redis;
+// either way the write is guarded on that snapshot's watermark, so a
+// cached snapshot that another writer has since replaced loses its guard
+// and the run is reloaded from Redis on the next attempt (take removed its
+// entry).
 func (p *Projector) processRuns(ctx context.Context, runs []*runEvents) ([]*runEvents, error) {
-	ids := make([]string, len(runs))
-	for i, re := range runs {
-		ids[i] = re.id
+	ids := make([]string, 0, len(runs))
+	for _, re := range runs {
+		re.cached, re.prev = false, store.RunSnapshot{}
+		if re.cacheable() {
+			if s, ok := p.cache.take(re.id); ok {
+				re.cached, re.prev = true, s
+				continue
+			}
+		}
+		ids = append(ids, re.id)
+	}
+	if p.cache != nil {
+		p.m.cacheHits.Add(float64(len(runs) - len(ids)))
+		p.m.cacheMisses.Add(float64(len(ids)))
 	}
 	snaps, broken, err := loadSnapshots(ctx, p.rdb, ids)
 	if err != nil {
 		return nil, fmt.Errorf("reading snapshots: %w", err)
 	}
 	var writes []snapshotWrite
-	var written []*runEvents
+	var written, unchanged []*runEvents
 	var resolved, unresolved []string
 	for _, re := range runs {
-		prev, exists := snaps[re.id]
+		prev, exists := re.prev, re.cached
+		if !re.cached {
+			prev, exists = snaps[re.id]
+		}
 		expected := int64(-1)
 		if exists {
 			expected = prev.LastEventSeq
@@ -257,6 +289,10 @@ func (p *Projector) processRuns(ctx context.Context, runs []*runEvents) ([]*runE
 			resolved = append(resolved, re.id)
 		}
 		if !changed {
+			if exists && !broken[re.id] && re.cacheable() {
+				unchanged = append(unchanged, re)
+				re.prev = prev
+			}
 			continue
 		}
 		writes = append(writes, snapshotWrite{snap: next, expected: expected, max: broken[re.id]})
@@ -268,12 +304,23 @@ func (p *Projector) processRuns(ctx context.Context, runs []*runEvents) ([]*runE
 	}
 	var conflicted []*runEvents
 	for i, r := range results {
+		re := written[i]
 		if !r.written {
 			p.m.conflicts.Inc()
 			p.log.Debug("guarded write lost; reloading", "runId", writes[i].snap.RunID,
 				"expected", writes[i].expected, "stored", r.stored)
-			conflicted = append(conflicted, written[i])
+			conflicted = append(conflicted, re)
+			continue
 		}
+		if re.lastRecord == nil {
+			p.cache.drop(re.id) // a retry of a stale run moved it
+			continue
+		}
+		p.cache.put(re.lastRecord.Partition, writes[i].snap, re.cached)
+	}
+	for _, re := range unchanged {
+		p.cache.put(re.lastRecord.Partition, re.prev, re.cached)
+		re.prev = store.RunSnapshot{}
 	}
 	if err := p.markStale(ctx, unresolved, resolved); err != nil {
 		return nil, err
@@ -295,24 +342,30 @@ func (p *Projector) reduceRun(ctx context.Context, re *runEvents, prev store.Run
 	needResync := broken || re.undecoded || re.resync || (exists && prev.Stale)
 	gap := false
 	if !needResync {
+		// The events up to the first gap are applied in one go; Project
+		// skips the duplicates (runSeq <= watermark) the same way.
+		w, n := cur.LastEventSeq, len(re.events)
 		for i := range re.events {
 			ev := &re.events[i]
-			if ev.RunSeq <= cur.LastEventSeq {
-				p.m.events.WithLabelValues("duplicate").Inc()
+			if ev.RunSeq <= w {
 				continue
 			}
-			if ev.RunSeq != cur.LastEventSeq+1 {
+			if ev.RunSeq != w+1 {
+				n = i
 				p.m.events.WithLabelValues("gap").Inc()
 				p.m.nonContiguous.Inc()
 				p.log.Warn("non-contiguous runSeq; marking the run stale and resyncing from the store",
 					"alert", "PROJECTOR_NON_CONTIGUOUS_FETCH_DETECTED", "runId", re.id,
-					"watermark", cur.LastEventSeq, "runSeq", ev.RunSeq)
+					"watermark", w, "runSeq", ev.RunSeq)
 				gap, needResync = true, true
 				break
 			}
-			var res reduce.Result
-			cur, res = reduce.Apply(cur, *ev)
-			p.count(re.id, ev, res)
+			w = ev.RunSeq
+		}
+		if n > 0 {
+			var sum reduce.Summary
+			cur, sum = reduce.Project(cur, re.events[:n])
+			p.count(re.id, &sum)
 		}
 	}
 	if needResync {
@@ -335,12 +388,22 @@ func (p *Projector) reduceRun(ctx context.Context, re *runEvents, prev store.Run
 	return cur, changed, false
 }
 
-func (p *Projector) count(runID string, ev *store.RunEventRecord, res reduce.Result) {
-	p.m.events.WithLabelValues(string(res.Outcome)).Inc()
-	if res.CausalViolation {
-		p.m.causal.Inc()
-		p.log.Debug("causal violation applied", "alert", "PROJECTOR_CAUSAL_VIOLATION", "runId", runID,
-			"runSeq", ev.RunSeq, "eventType", ev.EventType, "reason", res.Reason)
+func (p *Projector) count(runID string, sum *reduce.Summary) {
+	if sum.Applied > 0 {
+		p.m.applied.Add(float64(sum.Applied))
+	}
+	if sum.Duplicate > 0 {
+		p.m.duplicates.Add(float64(sum.Duplicate))
+	}
+	if sum.UnknownType > 0 {
+		p.m.unknownType.Add(float64(sum.UnknownType))
+	}
+	if sum.CausalViolations > 0 {
+		p.m.causal.Add(float64(sum.CausalViolations))
+		for _, v := range sum.Violations {
+			p.log.Debug("causal violation applied", "alert", "PROJECTOR_CAUSAL_VIOLATION", "runId", runID,
+				"runSeq", v.RunSeq, "eventType", v.EventType, "reason", v.Reason)
+		}
 	}
 }
 
@@ -536,10 +599,14 @@ func (p *Projector) reportLag(ctx context.Context) {
 	}
 }
 
-// forget drops the lag state of partitions this projector no longer owns.
+// forget drops the lag state and the cached snapshots of partitions this
+// projector no longer owns.
 // Nothing is in flight: with BlockRebalanceOnPoll a revocation waits for
 // the batch to be written and committed.
 func (p *Projector) forget(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	for _, parts := range lost {
+		p.cache.dropPartitions(parts)
+	}
 	p.lagMu.Lock()
 	defer p.lagMu.Unlock()
 	for _, parts := range lost {

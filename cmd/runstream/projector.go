@@ -22,12 +22,15 @@ type projectorFlags struct {
 	group     string
 	maxPoll   int
 	lagHighMs int
+	cacheMB   int
 }
 
 func (f *projectorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.group, "group", "runstream-projector", "Kafka consumer group of the projectors")
 	fs.IntVar(&f.maxPoll, "max-poll-records", 5000, "most records reduced per batch")
 	fs.IntVar(&f.lagHighMs, "lag-high-ms", 5000, "projection lag that raises PROJECTOR_LAG_HIGH")
+	fs.IntVar(&f.cacheMB, "snapshot-cache-mb", projector.DefaultSnapshotCacheBytes>>20,
+		"MiB of decoded snapshots the projector keeps to skip reading them back from Redis (0 disables the cache)")
 }
 
 func (f *projectorFlags) config(brokers []string, topic string, log *slog.Logger, reg prometheus.Registerer) (projector.Config, error) {
@@ -37,8 +40,16 @@ func (f *projectorFlags) config(brokers []string, topic string, log *slog.Logger
 	if f.maxPoll < 1 || f.lagHighMs < 1 {
 		return projector.Config{}, usageError{fmt.Errorf("--max-poll-records and --lag-high-ms must be >= 1")}
 	}
+	if f.cacheMB < 0 {
+		return projector.Config{}, usageError{fmt.Errorf("--snapshot-cache-mb must be >= 0 (0 disables the cache)")}
+	}
+	cacheBytes := int64(f.cacheMB) << 20
+	if f.cacheMB == 0 {
+		cacheBytes = -1
+	}
 	cfg := projector.Config{Brokers: brokers, Topic: topic, Group: f.group, MaxPollRecords: f.maxPoll,
-		LagHighThreshold: time.Duration(f.lagHighMs) * time.Millisecond, Registerer: reg, Logger: log}
+		LagHighThreshold: time.Duration(f.lagHighMs) * time.Millisecond, SnapshotCacheBytes: cacheBytes,
+		Registerer: reg, Logger: log}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{err}
 	}

@@ -1,0 +1,88 @@
+package projector_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/internal/workload"
+	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/projector/reduce"
+	"github.com/runstream/runstream/store"
+)
+
+// TestProjector_StaleCacheEntryLosesItsGuard: the projector holds a run's
+// snapshot at watermark 3 in its cache when another writer (another
+// projector after a rebalance) moves the run to 6 in Redis. The projector's
+// next batch (events 4-9) starts from its cached snapshot at 3, so its
+// guarded write must lose; it then reloads the other writer's snapshot and
+// applies only 7-9 on top. The other writer's snapshot carries a marker (a
+// projectId of its own) that survives only if the projector really built
+// on it: the final snapshot is exactly the other writer's plus events 7-9,
+// with no event applied twice.
+func TestProjector_StaleCacheEntryLosesItsGuard(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	id := workload.NewIdentity("tenant_a")
+	now := time.Now()
+	evs := []store.RunEventWrite{
+		workload.Event(id, store.EventRunStarted, "", 1, 1, now, nil),
+		workload.Event(id, store.EventStepStarted, "a", 1, 1, now, nil),
+		workload.Event(id, store.EventStepFailed, "a", 1, 1, now, map[string]any{"errorCode": "X"}),
+		workload.Event(id, store.EventStepStarted, "a", 2, 2, now, nil), // 4
+		workload.Event(id, store.EventStepCompleted, "a", 2, 2, now, nil),
+		workload.Event(id, store.EventStepStarted, "b", 1, 1, now, nil), // 6: the other writer's watermark
+		workload.Event(id, store.EventStepFailed, "b", 1, 1, now, map[string]any{"errorCode": "Y"}),
+		workload.Event(id, store.EventStepStarted, "c", 1, 1, now, nil),
+		workload.Event(id, store.EventStepCompleted, "c", 1, 1, now, nil), // 9
+	}
+	for _, r := range f.store.AppendBatch(ctx, evs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	recs, err := f.store.FetchEvents(ctx, id.RunID, store.FetchOptions{})
+	if err != nil || len(recs) != 9 {
+		t.Fatalf("fetched %d events, %v", len(recs), err)
+	}
+	f.publish(t, recs[:3])
+	run := startProjector(t, f.brokers, "g-"+testenv.RandomID(4), f.rdb, f.store)
+	testenv.WaitFor(t, 30*time.Second, "events 1-3 projected", func() bool {
+		s, ok := redisSnapshot(t, f.rdb, id.RunID)
+		return ok && s.LastEventSeq == 3
+	})
+
+	other, _ := reduce.Project(store.RunSnapshot{}, recs[:6])
+	other.ProjectID = "proj_other_writer"
+	body, err := json.Marshal(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rdb.Set(ctx, projector.SnapshotKey(id.RunID), body, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	f.publish(t, recs[3:])
+	want, _ := reduce.Project(other, recs[6:])
+	testenv.WaitUntil(t, 30*time.Second, func() error {
+		got, _ := redisSnapshot(t, f.rdb, id.RunID)
+		if d := cmp.Diff(want, got); d != "" {
+			return &diffErr{d}
+		}
+		return nil
+	})
+	if got := counter(t, run.reg, "runstream_projector_snapshot_cache_hits_total", ""); got < 1 {
+		t.Fatalf("cache hits = %v; the second batch should have started from the cached snapshot", got)
+	}
+	if got := counter(t, run.reg, "runstream_projector_write_conflicts_total", ""); got < 1 {
+		t.Fatalf("write conflicts = %v; the write from the stale cached snapshot must have lost its guard", got)
+	}
+}
+
+type diffErr struct{ d string }
+
+func (e *diffErr) Error() string { return "snapshot differs (-want +got):\n" + e.d }
