@@ -21,23 +21,45 @@ type Store struct {
 
 var _ consumer.Checkpoints = (*Store)(nil)
 
-// New creates the checkpoint table when absent.
+// checkpointFillfactor leaves room in each page of the checkpoint table:
+// a run's checkpoint is rewritten by every transaction that handles its
+// events, and with room the new version goes into the same page without
+// touching the primary key index (a HOT update: no indexed column
+// changes).
+const checkpointFillfactor = 70
+
+// New creates the checkpoint table when absent (and gives an existing one
+// the fillfactor it is created with now; pages written from then on
+// follow it).
 func New(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
-	_, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS runstream_consumer_checkpoints (
+	_, err := pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS runstream_consumer_checkpoints (
 		group_id   text        NOT NULL,
 		run_id     text        NOT NULL,
 		run_seq    bigint      NOT NULL,
 		updated_at timestamptz NOT NULL DEFAULT clock_timestamp(),
-		PRIMARY KEY (group_id, run_id))`)
+		PRIMARY KEY (group_id, run_id)) WITH (fillfactor = %d)`, checkpointFillfactor))
 	if err != nil {
 		return nil, fmt.Errorf("creating runstream_consumer_checkpoints: %w", err)
+	}
+	var set bool
+	if err := pool.QueryRow(ctx, `SELECT coalesce($1 = ANY(reloptions), false) FROM pg_class
+		WHERE oid = 'runstream_consumer_checkpoints'::regclass`, fmt.Sprintf("fillfactor=%d", checkpointFillfactor)).Scan(&set); err != nil {
+		return nil, fmt.Errorf("reading runstream_consumer_checkpoints' options: %w", err)
+	}
+	if !set {
+		if _, err := pool.Exec(ctx, fmt.Sprintf(`ALTER TABLE runstream_consumer_checkpoints SET (fillfactor = %d)`, checkpointFillfactor)); err != nil {
+			return nil, fmt.Errorf("setting runstream_consumer_checkpoints' fillfactor: %w", err)
+		}
 	}
 	return &Store{pool: pool}, nil
 }
 
 type ctxKey int
 
-const txKey ctxKey = 0
+const (
+	txKey ctxKey = iota
+	batchKey
+)
 
 // Tx returns the transaction of the current Transact, for the handler's
 // writes; nil outside one.
@@ -46,24 +68,50 @@ func Tx(ctx context.Context) pgx.Tx {
 	return tx
 }
 
+// Batch returns a batch of statements that the current Transact sends
+// when its function returned, in one round trip with the checkpoints'
+// upsert, in the same transaction; nil outside one. A handler (or a sink
+// that writes a transaction's rows at its end) queues its writes there
+// instead of sending them itself, to save a round trip. An error of any
+// queued statement fails the transaction, as the checkpoint store's own
+// errors do (the consumer retries it without counting it against the
+// records).
+func Batch(ctx context.Context) *pgx.Batch {
+	b, _ := ctx.Value(batchKey).(*pgx.Batch)
+	return b
+}
+
 type pgTx struct {
 	tx    pgx.Tx
 	group string
 	sets  map[string]int64
 }
 
+// Serialise on each (group, run) with transaction-scoped advisory locks,
+// taken in one order so two transactions cannot deadlock. A row lock alone
+// would not cover a run's first checkpoint (no row yet): two members
+// racing during a rebalance could both handle it.
+const lockCheckpoints = `SELECT pg_advisory_xact_lock(hashtextextended($1 || '|' || id, 0))
+	FROM (SELECT DISTINCT unnest($2::text[]) AS id ORDER BY 1) ids`
+
+// The read is a second statement of the same pipeline, not a join with the
+// lock: a statement's snapshot is taken when it starts, so one statement
+// could not see a checkpoint committed while it waited for a lock. The
+// second one starts once the first holds them all.
+const readCheckpoints = `SELECT run_id, run_seq FROM runstream_consumer_checkpoints
+	WHERE group_id = $1 AND run_id = ANY($2)`
+
 func (t *pgTx) Get(ctx context.Context, ids []string) (map[string]int64, error) {
 	out := make(map[string]int64, len(ids))
-	// Serialise on each (group, run) with transaction-scoped advisory
-	// locks, taken in one order so two transactions cannot deadlock. A row
-	// lock alone would not cover a run's first checkpoint (no row yet): two
-	// members racing during a rebalance could both handle it.
-	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || '|' || id, 0))
-		FROM (SELECT DISTINCT unnest($2::text[]) AS id ORDER BY 1) ids`, t.group, ids); err != nil {
+	b := &pgx.Batch{}
+	b.Queue(lockCheckpoints, t.group, ids)
+	b.Queue(readCheckpoints, t.group, ids)
+	br := t.tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
 		return nil, fmt.Errorf("locking checkpoints: %w", err)
 	}
-	rows, err := t.tx.Query(ctx, `SELECT run_id, run_seq FROM runstream_consumer_checkpoints
-		WHERE group_id = $1 AND run_id = ANY($2)`, t.group, ids)
+	rows, err := br.Query()
 	if err != nil {
 		return nil, fmt.Errorf("reading checkpoints: %w", err)
 	}
@@ -72,11 +120,14 @@ func (t *pgTx) Get(ctx context.Context, ids []string) (map[string]int64, error) 
 		var id string
 		var seq int64
 		if err := rows.Scan(&id, &seq); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("reading checkpoints: %w", err)
 		}
 		out[id] = seq
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading checkpoints: %w", err)
+	}
+	return out, nil
 }
 
 func (t *pgTx) Set(id string, seq int64) {
@@ -85,30 +136,44 @@ func (t *pgTx) Set(id string, seq int64) {
 	}
 }
 
-// Transact runs fn in a transaction; the handler's writes (through Tx) and
-// the checkpoints commit together or not at all.
+const upsertCheckpoints = `INSERT INTO runstream_consumer_checkpoints AS c (group_id, run_id, run_seq)
+	SELECT $1, u.run_id, u.run_seq FROM unnest($2::text[], $3::bigint[]) AS u(run_id, run_seq)
+	ON CONFLICT (group_id, run_id) DO UPDATE
+	SET run_seq = GREATEST(c.run_seq, EXCLUDED.run_seq), updated_at = clock_timestamp()`
+
+// Transact runs fn in a transaction; the handler's writes (through Tx and
+// Batch) and the checkpoints commit together or not at all.
 func (s *Store) Transact(ctx context.Context, group string, fn func(context.Context, consumer.CheckpointTx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		t := &pgTx{tx: tx, group: group, sets: map[string]int64{}}
-		if err := fn(context.WithValue(ctx, txKey, tx), t); err != nil {
+		b := &pgx.Batch{}
+		fctx := context.WithValue(context.WithValue(ctx, txKey, tx), batchKey, b)
+		if err := fn(fctx, t); err != nil {
 			return err
 		}
-		if len(t.sets) == 0 {
+		queued := b.Len()
+		if len(t.sets) > 0 {
+			ids := make([]string, 0, len(t.sets))
+			seqs := make([]int64, 0, len(t.sets))
+			for id, seq := range t.sets {
+				ids = append(ids, id)
+				seqs = append(seqs, seq)
+			}
+			b.Queue(upsertCheckpoints, group, ids, seqs)
+		}
+		if b.Len() == 0 {
 			return nil
 		}
-		ids := make([]string, 0, len(t.sets))
-		seqs := make([]int64, 0, len(t.sets))
-		for id, seq := range t.sets {
-			ids = append(ids, id)
-			seqs = append(seqs, seq)
+		br := tx.SendBatch(ctx, b)
+		for i := range b.Len() {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				if i >= queued {
+					return fmt.Errorf("writing checkpoints: %w", err)
+				}
+				return fmt.Errorf("writing the handler's batch (statement %d of %d): %w", i+1, queued, err)
+			}
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO runstream_consumer_checkpoints AS c (group_id, run_id, run_seq)
-			SELECT $1, u.run_id, u.run_seq FROM unnest($2::text[], $3::bigint[]) AS u(run_id, run_seq)
-			ON CONFLICT (group_id, run_id) DO UPDATE
-			SET run_seq = GREATEST(c.run_seq, EXCLUDED.run_seq), updated_at = clock_timestamp()`, group, ids, seqs)
-		if err != nil {
-			return fmt.Errorf("writing checkpoints: %w", err)
-		}
-		return nil
+		return br.Close()
 	})
 }

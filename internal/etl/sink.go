@@ -125,7 +125,7 @@ func (s *sink) Handle(ctx context.Context, ev consumer.Event) error {
 	}
 	var p pending
 	p.add(&ev.RunEventRecord)
-	return s.flush(ctx, tx, &p)
+	return s.flush(ctx, tx, &p, nil)
 }
 
 // batcher wraps the checkpoint store so that the sink writes a whole
@@ -142,8 +142,9 @@ type batcher struct {
 // the transaction committed.
 func (b *batcher) Transact(ctx context.Context, group string, fn func(context.Context, consumer.CheckpointTx) error) error {
 	var p *pending
+	var flushed time.Time
 	err := b.inner.Transact(ctx, group, func(ctx context.Context, ctp consumer.CheckpointTx) error {
-		p = &pending{}
+		p, flushed = &pending{}, time.Time{}
 		if err := fn(context.WithValue(ctx, pendingKey, p), ctp); err != nil {
 			return err
 		}
@@ -154,18 +155,30 @@ func (b *batcher) Transact(ctx context.Context, group string, fn func(context.Co
 		if tx == nil {
 			return ErrNoTransaction
 		}
-		return b.sink.flush(ctx, tx, p)
+		// The upserts go in the checkpoint store's batch: one round trip
+		// with the checkpoints.
+		flushed = time.Now()
+		return b.sink.flush(ctx, tx, p, pgcheckpoint.Batch(ctx))
 	})
+	if err == nil && !flushed.IsZero() {
+		// From the read-back to the commit, the upserts' round trip
+		// included.
+		b.sink.flushTime.Observe(time.Since(flushed).Seconds())
+	}
 	if err == nil && p != nil && b.sink.cache != nil {
 		b.sink.cache.commit(p)
 	}
 	return err
 }
 
-// flush folds p's events into their runs' rows and writes them in tx.
-func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending) error {
-	start := time.Now()
-	defer func() { s.flushTime.Observe(time.Since(start).Seconds()) }()
+// flush folds p's events into their runs' rows and writes them in tx, or,
+// when into is not nil, queues the writes there (for the checkpoint store
+// to send with the checkpoints, at the end of the transaction).
+func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch) error {
+	if into == nil {
+		start := time.Now()
+		defer func() { s.flushTime.Observe(time.Since(start).Seconds()) }()
+	}
 	var load []string
 	var cached map[string]store.RunSnapshot
 	for _, r := range p.order {
@@ -209,7 +222,7 @@ func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending) error {
 			}
 		}
 	}
-	return out.write(ctx, tx)
+	return out.write(ctx, tx, into)
 }
 
 // findAttempt returns the attempt k of the snapshot, nil when the run never
@@ -417,9 +430,13 @@ const (
 			artifacts_count = EXCLUDED.artifacts_count`
 )
 
-// write sends both upserts in one pipelined round trip.
-func (o *rows) write(ctx context.Context, tx pgx.Tx) error {
-	b := &pgx.Batch{}
+// write sends both upserts in one pipelined round trip, or queues them
+// into b when it is not nil.
+func (o *rows) write(ctx context.Context, tx pgx.Tx, into *pgx.Batch) error {
+	b := into
+	if b == nil {
+		b = &pgx.Batch{}
+	}
 	if r := &o.run; len(r.id) > 0 {
 		b.Queue(upsertRuns, r.id, r.tenant, r.project, r.env, r.plan, r.version, r.status,
 			r.started, r.completed, r.duration, r.steps, r.failed, r.attempts, r.seq, r.updated)
@@ -428,7 +445,7 @@ func (o *rows) write(ctx context.Context, tx pgx.Tx) error {
 		b.Queue(upsertAttempts, a.run, a.step, a.logical, a.engine, a.status,
 			a.started, a.completed, a.duration, a.code, a.message, a.category, a.artifacts)
 	}
-	if b.Len() == 0 {
+	if into != nil || b.Len() == 0 {
 		return nil
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -570,7 +587,8 @@ func microseconds(ev *store.RunEventRecord) {
 		ev.EmittedAt = t
 	}
 	p := ev.Payload
-	if len(p) == 0 || (!bytes.Contains(p, []byte(`"sourceOccurredAt"`)) && !bytes.Contains(p, []byte(`"startedAt"`))) {
+	if len(p) == 0 || (!bytes.Contains(p, []byte(`"sourceOccurredAt"`)) && !bytes.Contains(p, []byte(`"startedAt"`))) ||
+		!mayHaveLongFraction(p) {
 		return
 	}
 	var fields map[string]json.RawMessage
@@ -591,6 +609,31 @@ func microseconds(ev *store.RunEventRecord) {
 	if changed {
 		if b, err := json.Marshal(fields); err == nil {
 			ev.Payload = b
+		}
+	}
+}
+
+// mayHaveLongFraction reports whether raw JSON might hold a time with more
+// than six fractional digits: a '.' followed by seven digits or more, or an
+// escape (which could spell one). Without either, microseconds need not
+// parse the payload.
+func mayHaveLongFraction(p []byte) bool {
+	if bytes.IndexByte(p, '\\') >= 0 {
+		return true
+	}
+	for i := 0; ; {
+		j := bytes.IndexByte(p[i:], '.')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		n := 0
+		for i < len(p) && p[i] >= '0' && p[i] <= '9' {
+			n++
+			i++
+		}
+		if n > 6 {
+			return true
 		}
 	}
 }

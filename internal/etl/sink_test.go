@@ -50,3 +50,22 @@ func TestMicroseconds_RewritesOnlyTheTimes(t *testing.T) {
 		t.Errorf("a payload with microsecond times was rewritten: %s", ev.Payload)
 	}
 }
+
+func TestMayHaveLongFraction(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want bool
+	}{
+		{`{"startedAt":"2026-01-02T03:04:04.123456Z"}`, false},
+		{`{"startedAt":"2026-01-02T03:04:04.1234567Z"}`, true},
+		{`{"x":1.5,"startedAt":"2026-01-02T03:04:04Z"}`, false},
+		{`{"x":0.12345678}`, true},
+		{`{"startedAt":"2026-01-02T03:04:04.\u0031234567Z"}`, true},
+		{`{"a":"b."}`, false},
+		{``, false},
+	} {
+		if got := mayHaveLongFraction([]byte(c.in)); got != c.want {
+			t.Errorf("mayHaveLongFraction(%s) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
