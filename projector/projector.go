@@ -203,7 +203,7 @@ func (p *Projector) decode(recs []*kgo.Record) []*runEvents {
 	}
 	for _, r := range recs {
 		var ev store.RunEventRecord
-		err := json.Unmarshal(r.Value, &ev)
+		err := decodeRecord(r.Value, &ev)
 		if err == nil && (ev.RunID == "" || ev.RunSeq < 1 || (len(r.Key) > 0 && string(r.Key) != ev.RunID)) {
 			err = fmt.Errorf("runId %q / runSeq %d missing or not matching the key %q", ev.RunID, ev.RunSeq, r.Key)
 		}
@@ -242,6 +242,13 @@ func (p *Projector) process(ctx context.Context, recs []*kgo.Record) error {
 	return nil
 }
 
+// A batch's writes go out in pipelines of writeChunkSize, at most
+// writesInFlight at a time, while the batch's next runs are reduced.
+const (
+	writeChunkSize = 64
+	writesInFlight = 2
+)
+
 // processRuns reduces runs against their current snapshots and writes
 // them; it returns the runs whose guarded write lost to another writer.
 // A run's snapshot comes from the cache when it holds it, else from Redis;
@@ -269,7 +276,7 @@ func (p *Projector) processRuns(ctx context.Context, runs []*runEvents) ([]*runE
 	if err != nil {
 		return nil, fmt.Errorf("reading snapshots: %w", err)
 	}
-	var writes []snapshotWrite
+	bw := newBatchWriter(ctx, p.rdb, writeChunkSize, writesInFlight)
 	var written, unchanged []*runEvents
 	var resolved, unresolved []string
 	for _, re := range runs {
@@ -295,10 +302,10 @@ func (p *Projector) processRuns(ctx context.Context, runs []*runEvents) ([]*runE
 			}
 			continue
 		}
-		writes = append(writes, snapshotWrite{snap: next, expected: expected, max: broken[re.id]})
+		bw.add(snapshotWrite{snap: next, expected: expected, max: broken[re.id]})
 		written = append(written, re)
 	}
-	results, err := writeSnapshots(ctx, p.rdb, writes)
+	writes, results, err := bw.wait()
 	if err != nil {
 		return nil, fmt.Errorf("writing %d snapshots: %w", len(writes), err)
 	}

@@ -90,16 +90,31 @@ func writeSnapshots(ctx context.Context, rdb redis.UniversalClient, ws []snapsho
 	return res, err
 }
 
+// Encoding buffers: a new one of encodeChunk bytes when less than
+// encodeReserve is left.
+const (
+	encodeChunk   = 1 << 20
+	encodeReserve = 64 << 10
+)
+
 func runWrites(ctx context.Context, rdb redis.UniversalClient, ws []snapshotWrite) ([]writeResult, error) {
 	pipe := rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(ws))
+	// The snapshots and notifications are encoded into large buffers, each
+	// argument a slice of one, never overwritten before Exec sent it: a
+	// buffer that grows moves to a new array and leaves the old one be.
+	var buf []byte
 	for i := range ws {
 		w := &ws[i]
-		body, err := json.Marshal(w.snap)
-		if err != nil {
-			return nil, fmt.Errorf("encoding the snapshot of run %q: %w", w.snap.RunID, err)
+		if cap(buf)-len(buf) < encodeReserve {
+			buf = make([]byte, 0, encodeChunk)
 		}
-		note, _ := json.Marshal(update{RunID: w.snap.RunID, TenantID: w.snap.TenantID, LastEventSeq: w.snap.LastEventSeq, Status: w.snap.Status})
+		start := len(buf)
+		buf = appendSnapshot(buf, &w.snap)
+		body := buf[start:len(buf):len(buf)]
+		start = len(buf)
+		buf = appendUpdate(buf, &w.snap)
+		note := buf[start:len(buf):len(buf)]
 		mode := "cas"
 		switch {
 		case w.max && w.force:

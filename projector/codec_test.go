@@ -1,0 +1,210 @@
+package projector
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/runstream/runstream/internal/workload"
+	"github.com/runstream/runstream/projector/reduce"
+	"github.com/runstream/runstream/store"
+)
+
+// strs are strings encoding/json escapes in every way it has (quotes,
+// backslashes, control characters, HTML characters, invalid UTF-8, U+2028)
+// and plain ones.
+var strs = []string{"", "plain", "run_7f3a", "2026-01-01T00:00:00.000000Z", `quo"te`, `back\slash`,
+	"tab\tnew\nline\r", "\x00\x01\x1f\x7f", "<b>&amp;</b>", "caf\u00e9 \u2603 \U0001F600", "\xff\xfe bad utf-8",
+	"line\u2028sep\u2029", "\b\f", "s3://bucket/a/b/run_results.json"}
+
+// fill sets every field reachable from v (strings, integers, booleans,
+// pointers, slices of one to three elements) from rng, zero or empty with
+// some probability, so omitempty and nil are covered too.
+func fill(rng *rand.Rand, v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(strs[rng.IntN(len(strs))])
+	case reflect.Int, reflect.Int64:
+		if rng.IntN(4) > 0 {
+			v.SetInt(rng.Int64N(1<<40) - 1<<20)
+		}
+	case reflect.Bool:
+		v.SetBool(rng.IntN(2) == 0)
+	case reflect.Pointer:
+		if rng.IntN(3) > 0 {
+			v.Set(reflect.New(v.Type().Elem()))
+			fill(rng, v.Elem())
+		}
+	case reflect.Slice:
+		switch rng.IntN(5) {
+		case 0: // nil
+		case 1:
+			v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+		default:
+			n := 1 + rng.IntN(3)
+			v.Set(reflect.MakeSlice(v.Type(), n, n))
+			for i := range n {
+				fill(rng, v.Index(i))
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			fill(rng, v.Field(i))
+		}
+	default:
+		panic("fill: unhandled kind " + v.Kind().String() + " (a new field type in the snapshot? teach appendSnapshot and fill)")
+	}
+}
+
+func checkEncoding(t *testing.T, s *store.RunSnapshot) {
+	t.Helper()
+	want, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := appendSnapshot(nil, s); !bytes.Equal(got, want) {
+		t.Fatalf("appendSnapshot differs from json.Marshal:\n got %s\nwant %s", got, want)
+	}
+	want, _ = json.Marshal(update{RunID: s.RunID, TenantID: s.TenantID, LastEventSeq: s.LastEventSeq, Status: s.Status})
+	if got := appendUpdate(nil, s); !bytes.Equal(got, want) {
+		t.Fatalf("appendUpdate differs from json.Marshal:\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestAppendSnapshot_EqualsEncodingJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
+	checkEncoding(t, &store.RunSnapshot{})
+	for range 3000 {
+		var s store.RunSnapshot
+		fill(rng, reflect.ValueOf(&s).Elem())
+		checkEncoding(t, &s)
+	}
+	// Every field set: none may be missing from appendSnapshot.
+	var full store.RunSnapshot
+	setAll(reflect.ValueOf(&full).Elem())
+	checkEncoding(t, &full)
+	// Real snapshots, as the reducer makes them.
+	for range 50 {
+		evs := workload.Run(rng, "tenant_a", workload.Options{})
+		recs := make([]store.RunEventRecord, len(evs))
+		for i, w := range evs {
+			recs[i] = store.RunEventRecord{RunEventWrite: w, RunSeq: int64(i + 1), PersistedAt: store.FormatPersistedAt(time.Now())}
+		}
+		s, _ := reduce.Project(store.RunSnapshot{}, recs)
+		checkEncoding(t, &s)
+	}
+}
+
+// setAll sets every field reachable from v to a non-zero value.
+func setAll(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString("x<y")
+	case reflect.Int, reflect.Int64:
+		v.SetInt(42)
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		setAll(v.Elem())
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
+		setAll(v.Index(0))
+		setAll(v.Index(1))
+	case reflect.Struct:
+		for i := range v.NumField() {
+			setAll(v.Field(i))
+		}
+	default:
+		panic("setAll: unhandled kind " + v.Kind().String())
+	}
+}
+
+func BenchmarkEncodeSnapshot(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	evs := workload.Run(rng, "tenant_a", workload.Options{})
+	recs := make([]store.RunEventRecord, len(evs))
+	for i, w := range evs {
+		recs[i] = store.RunEventRecord{RunEventWrite: w, RunSeq: int64(i + 1), PersistedAt: store.FormatPersistedAt(time.Now())}
+	}
+	s, _ := reduce.Project(store.RunSnapshot{}, recs)
+	b.Run("encoding/json", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = json.Marshal(&s)
+		}
+	})
+	b.Run("appendSnapshot", func(b *testing.B) {
+		var buf []byte
+		for b.Loop() {
+			buf = appendSnapshot(buf[:0], &s)
+		}
+	})
+}
+
+// recordVariants are record values encoding/json and jsonv2 could read
+// differently: names in another case or with another delimiter, repeated
+// names, a null or absent or odd payload, escapes, invalid UTF-8, numbers
+// that do not fit, unknown fields, and plain errors.
+var recordVariants = []string{
+	`{"eventId":"e1","eventType":"StepStarted","runId":"r1","runSeq":3,"stepId":"a","payload":{"x":[1,2,{"y":null}]},"persistedAt":"2026-01-01T00:00:00.000000Z"}`,
+	`{"EVENTID":"e1","RunId":"r1","runseq":3,"PAYLOAD":{"a":1}}`,
+	`{"run_id":"r1","runId":"r2","runSeq":1}`,
+	`{"runId":"r1","runId":"r2","runSeq":1,"runSeq":2}`,
+	`{"runId":"r1","runSeq":1,"payload":null}`,
+	`{"runId":"r1","runSeq":1,"payload":  { "spaced" : true }  }`,
+	`{"runId":"r1","runSeq":1,"payload":"a string"}`,
+	`{"runId":"r\u00e9\n\"1\"","runSeq":1,"tenantId":"\ud83d\ude00"}`,
+	"{\"runId\":\"bad \xff utf-8\",\"runSeq\":1}",
+	`{"runId":"r1","runSeq":1.0}`,
+	`{"runId":"r1","runSeq":1e3}`,
+	`{"runId":"r1","runSeq":99999999999999999999}`,
+	`{"runId":"r1","runSeq":"1"}`,
+	`{"runId":"r1","runSeq":null,"stepId":null}`,
+	`{"runId":1,"runSeq":1}`,
+	`{"runId":"r1","runSeq":1,"unknown":{"deep":[[[]]]},"future":"x"}`,
+	`{"runId":"r1","runSeq":1,"engineAttemptId":-2,"logicalAttemptId":0}`,
+	`{"runId":"r1","runSeq":1`,
+	`[]`,
+	`null`,
+	``,
+	`{"runId":"r1","runSeq":1} trailing`,
+}
+
+func checkDecode(t *testing.T, value []byte) {
+	t.Helper()
+	var want, got store.RunEventRecord
+	errWant := json.Unmarshal(value, &want)
+	errGot := decodeRecord(value, &got)
+	if (errWant == nil) != (errGot == nil) {
+		t.Fatalf("%q: encoding/json says %v, decodeRecord %v", value, errWant, errGot)
+	}
+	if errWant == nil && !reflect.DeepEqual(want, got) {
+		t.Fatalf("%q:\nencoding/json %+v\ndecodeRecord  %+v", value, want, got)
+	}
+}
+
+func TestDecodeRecord_EqualsEncodingJSON(t *testing.T) {
+	for _, v := range recordVariants {
+		checkDecode(t, []byte(v))
+	}
+	rng := rand.New(rand.NewPCG(3, uint64(time.Now().UnixNano())))
+	for range 50 {
+		for i, w := range workload.Run(rng, "tenant_a", workload.Options{}) {
+			raw, err := json.Marshal(store.RunEventRecord{RunEventWrite: w, RunSeq: int64(i + 1), PersistedAt: store.FormatPersistedAt(time.Now())})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkDecode(t, raw)
+		}
+	}
+}
+
+func FuzzDecodeRecord(f *testing.F) {
+	for _, v := range recordVariants {
+		f.Add([]byte(v))
+	}
+	f.Fuzz(func(t *testing.T, value []byte) { checkDecode(t, value) })
+}
