@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/runstream/runstream/internal/bench"
@@ -22,6 +23,8 @@ func runBenchRead(ctx context.Context, env *environment, args []string) error {
 	fs.IntVar(&cfg.Changes, "changes", 200, "snapshot changes published to the watchers")
 	fs.DurationVar(&cfg.ChangeEvery, "change-every", 100*time.Millisecond, "pause between changes")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	sseProfile := fs.String("sse-cpuprofile", "", "write a CPU profile of this process (API, hub and SSE watchers), covering the SSE changes only, to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (API and GET clients), covering the GET window only, to this file (go tool pprof)")
 	if err := parseFlags(fs, env, args, "runstream bench read [flags]",
 		"Read side: snapshot GETs per second through the API with N clients, against redis-benchmark's\nGET of the same keys in the same run (target: at least 50%), then the time from a snapshot\nchange in Redis to SSE watchers receiving it (target: p99 under 10 ms with 1,000 watchers)."); err != nil {
 		return err
@@ -30,6 +33,22 @@ func runBenchRead(ctx context.Context, env *environment, args []string) error {
 		return usageError{fmt.Errorf("--clients, --runs, --watchers, --changes and --duration must be positive")}
 	}
 	cfg.Progress = env.stderr
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("creating the CPU profile file (--cpuprofile): %w", err)
+		}
+		defer f.Close()
+		cfg.CPUProfile = f
+	}
+	if *sseProfile != "" {
+		f, err := os.Create(*sseProfile)
+		if err != nil {
+			return fmt.Errorf("creating the CPU profile file (--sse-cpuprofile): %w", err)
+		}
+		defer f.Close()
+		cfg.SSECPUProfile = f
+	}
 	rep, err := bench.RunRead(ctx, cfg)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"os/exec"
 	"regexp"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +52,12 @@ type ReadConfig struct {
 	RedisBenchmark string
 	// Progress receives one line per second; nil means none.
 	Progress io.Writer
+	// CPUProfile, when set, receives a CPU profile of this process (API
+	// and clients) covering the GET window only.
+	CPUProfile io.Writer
+	// SSECPUProfile, when set, receives a CPU profile of this process (API,
+	// hub and watchers) covering the SSE changes only.
+	SSECPUProfile io.Writer
 }
 
 // ReadReport is the outcome of [RunRead].
@@ -219,9 +227,7 @@ func cleanReadSnapshots(ctx context.Context, rdb *redis.Client, n int) {
 }
 
 func readGets(ctx context.Context, cfg ReadConfig, base string, rep *ReadReport) error {
-	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Clients, MaxIdleConns: cfg.Clients}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	addr := strings.TrimPrefix(base, "http://")
 	var gets, errs atomic.Int64
 	lats := make([][]time.Duration, cfg.Clients)
 	deadline := time.Now().Add(cfg.Duration)
@@ -232,17 +238,31 @@ func readGets(ctx context.Context, cfg ReadConfig, base string, rep *ReadReport)
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(c), 7))
+			var cl *getClient
+			defer func() {
+				if cl != nil {
+					cl.close()
+				}
+			}()
 			for time.Now().Before(deadline) && ctx.Err() == nil {
-				url := base + "/v1/runs/" + readRunID(rng.IntN(cfg.Runs)) + "/snapshot"
+				if cl == nil {
+					var err error
+					if cl, err = dialGetClient(addr); err != nil {
+						errs.Add(1)
+						time.Sleep(10 * time.Millisecond)
+						continue
+					}
+				}
+				path := "/v1/runs/" + readRunID(rng.IntN(cfg.Runs)) + "/snapshot"
 				t0 := time.Now()
-				resp, err := client.Get(url)
+				status, err := cl.get(path)
 				if err != nil {
 					errs.Add(1)
+					cl.close()
+					cl = nil
 					continue
 				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
+				if status != http.StatusOK {
 					errs.Add(1)
 					continue
 				}
@@ -252,7 +272,15 @@ func readGets(ctx context.Context, cfg ReadConfig, base string, rep *ReadReport)
 		}()
 	}
 	stopProgress := readProgress(cfg.Progress, "GET", start, &gets)
+	if cfg.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
+			return fmt.Errorf("starting the CPU profile: %w", err)
+		}
+	}
 	wg.Wait()
+	if cfg.CPUProfile != nil {
+		pprof.StopCPUProfile()
+	}
 	stopProgress()
 	window := time.Since(start)
 	var all []time.Duration
@@ -263,6 +291,74 @@ func readGets(ctx context.Context, cfg ReadConfig, base string, rep *ReadReport)
 	rep.GetsPerSec = float64(rep.Gets) / window.Seconds()
 	rep.GetLatency = Summarize(all)
 	return ctx.Err()
+}
+
+// getClient is the GET phase's HTTP/1.1 client: one keep-alive connection,
+// a request written in one call, the response's status and Content-Length
+// parsed and its body read into a buffer that holds it whole. redis-benchmark,
+// the baseline, is a lean C client; net/http's client costs more CPU per
+// request than the API's handler (two goroutines per connection, a header
+// map per response), and on two cores that CPU is taken from the API being
+// measured.
+type getClient struct {
+	conn net.Conn
+	r    *bufio.Reader
+	req  []byte
+}
+
+func dialGetClient(addr string) (*getClient, error) {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &getClient{conn: conn, r: bufio.NewReaderSize(conn, 64<<10)}, nil
+}
+
+func (c *getClient) close() { _ = c.conn.Close() }
+
+// get sends GET path and reads the whole response; it needs a
+// Content-Length (the API sets one on snapshots and errors are small).
+func (c *getClient) get(path string) (int, error) {
+	c.req = append(c.req[:0], "GET "...)
+	c.req = append(c.req, path...)
+	c.req = append(c.req, " HTTP/1.1\r\nHost: bench\r\n\r\n"...)
+	if _, err := c.conn.Write(c.req); err != nil {
+		return 0, err
+	}
+	line, err := c.r.ReadSlice('\n')
+	if err != nil {
+		return 0, err
+	}
+	if len(line) < 12 || !strings.HasPrefix(string(line[:5]), "HTTP/") {
+		return 0, fmt.Errorf("malformed status line %q", line)
+	}
+	status, err := strconv.Atoi(string(line[9:12]))
+	if err != nil {
+		return 0, fmt.Errorf("malformed status line %q", line)
+	}
+	length := -1
+	for {
+		line, err := c.r.ReadSlice('\n')
+		if err != nil {
+			return 0, err
+		}
+		h := strings.TrimRight(string(line), "\r\n")
+		if h == "" {
+			break
+		}
+		if k, v, ok := strings.Cut(h, ":"); ok && strings.EqualFold(k, "Content-Length") {
+			if length, err = strconv.Atoi(strings.TrimSpace(v)); err != nil {
+				return 0, fmt.Errorf("malformed Content-Length %q", v)
+			}
+		}
+	}
+	if length < 0 {
+		return 0, errors.New("response without Content-Length")
+	}
+	if _, err := c.r.Discard(length); err != nil {
+		return 0, err
+	}
+	return status, nil
 }
 
 func readProgress(w io.Writer, what string, start time.Time, n *atomic.Int64) func() {
@@ -342,7 +438,9 @@ func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client
 	sent := make([]atomic.Int64, cfg.Changes+1) // unix nanos of change k's SET+PUBLISH
 	var deliveries atomic.Int64
 	lats := make([][]time.Duration, cfg.Watchers)
-	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Watchers, MaxConnsPerHost: 0}
+	// A read buffer that holds a whole event: one read per event instead of
+	// three with the default 4 KB.
+	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Watchers, MaxConnsPerHost: 0, ReadBufferSize: 64 << 10}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	wctx, cancel := context.WithCancel(ctx)
@@ -361,14 +459,16 @@ func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client
 			}
 			defer resp.Body.Close()
 			sc := bufio.NewScanner(resp.Body)
-			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			// A small buffer that grows only for a bigger event: one that stays in
+			// cache, rather than 1 MB per watcher touched afresh by every event.
+			sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 			first := true
 			for sc.Scan() {
-				line := sc.Text()
-				if !strings.HasPrefix(line, "id: ") {
+				line := sc.Bytes() // no copy of the data lines
+				if !bytes.HasPrefix(line, []byte("id: ")) {
 					continue
 				}
-				seq, err := strconv.ParseInt(line[4:], 10, 64)
+				seq, err := strconv.ParseInt(string(line[4:]), 10, 64)
 				if err != nil {
 					continue
 				}
@@ -388,6 +488,12 @@ func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client
 		}()
 	}
 	ready.Wait()
+	if cfg.SSECPUProfile != nil {
+		if err := pprof.StartCPUProfile(cfg.SSECPUProfile); err != nil {
+			return fmt.Errorf("starting the CPU profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	for k := 1; k <= cfg.Changes && ctx.Err() == nil; k++ {
 		snap.LastEventSeq = firstSeq + int64(k)
 		b, _ := json.Marshal(snap)

@@ -207,13 +207,6 @@ func (s *Server) fetchEvents(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// snapshotHead is the part of a stored snapshot the API looks at.
-type snapshotHead struct {
-	TenantID     string `json:"tenantId"`
-	LastEventSeq int64  `json:"lastEventSeq"`
-	Stale        bool   `json:"stale"`
-}
-
 func etag(h snapshotHead) string {
 	if h.Stale {
 		return fmt.Sprintf(`"%d-stale"`, h.LastEventSeq)
@@ -248,14 +241,14 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 		if s.redis == nil {
 			return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL); use ?consistent=true"}
 		}
-		body, err = s.redis.Get(r.Context(), projector.SnapshotKey(id)).Bytes()
+		body, err = s.snapshots.get(r.Context(), projector.SnapshotKey(id))
 		if errors.Is(err, redis.Nil) {
 			return notFound(id)
 		}
 		if err != nil {
 			return &store.Error{Code: store.CodeUnavailable, Message: "the snapshot cache (Redis) is unavailable; retry or use ?consistent=true", Err: err}
 		}
-		if err := json.Unmarshal(body, &head); err != nil {
+		if head, err = parseSnapshotHead(body); err != nil {
 			return fmt.Errorf("decoding the Redis snapshot of run %q: %w", id, err)
 		}
 	default:
@@ -272,6 +265,8 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	w.Header().Set("Content-Type", "application/json")
+	// A known length: one plain body instead of chunks.
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 	return nil

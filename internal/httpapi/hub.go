@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -34,9 +35,21 @@ type hub struct {
 	ready   chan struct{} // closed once the subscription is confirmed
 }
 
-// runWatcher receives the latest snapshot bytes of one run.
+// runWatcher receives the latest change of one run.
 type runWatcher struct {
-	latest chan []byte // capacity 1: latest wins
+	latest chan *runChange // capacity 1: latest wins
+}
+
+// runChange is a changed snapshot, prepared once for all of its run's
+// watchers: its head parsed and its SSE event framed, so a thousand watchers
+// cost a thousand writes of the same bytes and nothing else.
+type runChange struct {
+	head  snapshotHead
+	frame []byte
+}
+
+func newRunChange(head snapshotHead, body []byte) *runChange {
+	return &runChange{head: head, frame: sseFrame("snapshot", strconv.FormatInt(head.LastEventSeq, 10), body)}
 }
 
 // tenantWatcher receives update notifications of one tenant.
@@ -154,20 +167,26 @@ func (h *hub) dispatch(payload []byte) {
 		}
 		return
 	}
+	head, err := parseSnapshotHead(body)
+	if err != nil {
+		h.log.Warn("a changed snapshot is not valid JSON; its watchers keep the previous state", "runId", n.RunID, "err", err)
+		return
+	}
+	c := newRunChange(head, body)
 	h.mu.Lock()
 	for w := range h.runs[n.RunID] {
 		select {
 		case <-w.latest: // drop the older state
 		default:
 		}
-		w.latest <- body
+		w.latest <- c
 	}
 	h.mu.Unlock()
 }
 
 func (h *hub) watchRun(runID string) (*runWatcher, func()) {
 	h.start()
-	w := &runWatcher{latest: make(chan []byte, 1)}
+	w := &runWatcher{latest: make(chan *runChange, 1)}
 	h.mu.Lock()
 	if h.runs[runID] == nil {
 		h.runs[runID] = map[*runWatcher]struct{}{}

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -21,6 +20,8 @@ import (
 // heartbeatEvery is the SSE comment heartbeat, so proxies keep the stream
 // open and clients notice a dead one.
 const heartbeatEvery = 15 * time.Second
+
+var heartbeatFrame = []byte(": heartbeat\n\n")
 
 // listTenant is the tenant a list or tenant-wide watch reads: the caller's
 // (with credentials), else ?tenantId=, else Config.DefaultTenant.
@@ -227,38 +228,6 @@ func (s *Server) statusCounts(ctx context.Context, key string) (map[string]int, 
 	return counts, nil
 }
 
-// sse prepares a Server-Sent Events response.
-func sse(w http.ResponseWriter) (*http.ResponseController, error) {
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	return rc, rc.Flush()
-}
-
-func writeEvent(w http.ResponseWriter, rc *http.ResponseController, event, id string, data []byte) error {
-	var b bytes.Buffer
-	b.WriteString("event: ")
-	b.WriteString(event)
-	b.WriteByte('\n')
-	if id != "" {
-		b.WriteString("id: ")
-		b.WriteString(id)
-		b.WriteByte('\n')
-	}
-	// data must not contain newlines: our JSON never does.
-	b.WriteString("data: ")
-	b.Write(data)
-	b.WriteString("\n\n")
-	if _, err := w.Write(b.Bytes()); err != nil {
-		return err
-	}
-	return rc.Flush()
-}
-
 // watchRun: GET /v1/runs/{runId}/watch. The current snapshot, then each
 // change; `stale` and `recovered` events when the stale flag flips
 // (ExecutionSemantics v1 1.1 UI rule); heartbeats; Last-Event-ID (a
@@ -283,8 +252,8 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return s.redisErr(err)
 	}
-	var head snapshotHead
-	if err := json.Unmarshal(body, &head); err != nil {
+	head, err := parseSnapshotHead(body)
+	if err != nil {
 		return fmt.Errorf("decoding the Redis snapshot of run %q: %w", id, err)
 	}
 	if t := tenantOf(r.Context()); t != "" && head.TenantID != t {
@@ -296,21 +265,23 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 			lastSeq = n
 		}
 	}
-	rc, err := sse(w)
+	st, err := openSSE(w, r)
 	if err != nil {
 		return nil // client gone
 	}
+	defer st.close()
 	s.metrics.watchers.Inc()
 	defer s.metrics.watchers.Dec()
 	lastStale := false
-	send := func(body []byte, h snapshotHead) error {
+	send := func(c *runChange) error {
+		h := c.head
 		if h.Stale != lastStale {
 			ev := "recovered"
 			if h.Stale {
 				ev = "stale"
 			}
 			note, _ := json.Marshal(map[string]any{"runId": id, "lastEventSeq": h.LastEventSeq})
-			if err := writeEvent(w, rc, ev, "", note); err != nil {
+			if err := st.event(ev, "", note); err != nil {
 				return err
 			}
 			lastStale = h.Stale
@@ -318,29 +289,25 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 		lastSeq = h.LastEventSeq
-		return writeEvent(w, rc, "snapshot", strconv.FormatInt(h.LastEventSeq, 10), body)
+		return st.write(c.frame)
 	}
-	if err := send(body, head); err != nil {
+	if err := send(newRunChange(head, body)); err != nil {
 		return nil
 	}
 	hb := time.NewTicker(heartbeatEvery)
 	defer hb.Stop()
 	for {
 		select {
-		case <-r.Context().Done():
+		case <-st.done:
 			return nil
 		case <-s.closing:
 			return nil
 		case <-hb.C:
-			if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil || rc.Flush() != nil {
+			if st.write(heartbeatFrame) != nil {
 				return nil
 			}
-		case body := <-watcher.latest:
-			var h snapshotHead
-			if json.Unmarshal(body, &h) != nil {
-				continue
-			}
-			if err := send(body, h); err != nil {
+		case c := <-watcher.latest:
+			if err := send(c); err != nil {
 				return nil
 			}
 		}
@@ -361,33 +328,34 @@ func (s *Server) watchTenant(w http.ResponseWriter, r *http.Request) error {
 	watcher, stop := s.hub.watchTenant(tenant)
 	defer stop()
 	s.hub.waitReady(r.Context())
-	rc, err := sse(w)
+	st, err := openSSE(w, r)
 	if err != nil {
 		return nil
 	}
+	defer st.close()
 	s.metrics.watchers.Inc()
 	defer s.metrics.watchers.Dec()
-	if _, err := w.Write([]byte(": watching tenant " + tenant + "\n\n")); err != nil || rc.Flush() != nil {
+	if st.write([]byte(": watching tenant "+tenant+"\n\n")) != nil {
 		return nil
 	}
 	hb := time.NewTicker(heartbeatEvery)
 	defer hb.Stop()
 	for {
 		select {
-		case <-r.Context().Done():
+		case <-st.done:
 			return nil
 		case <-s.closing:
 			return nil
 		case <-hb.C:
-			if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil || rc.Flush() != nil {
+			if st.write(heartbeatFrame) != nil {
 				return nil
 			}
 		case <-watcher.overflow:
-			if writeEvent(w, rc, "reset", "", []byte(`{}`)) != nil {
+			if st.event("reset", "", []byte(`{}`)) != nil {
 				return nil
 			}
 		case u := <-watcher.updates:
-			if writeEvent(w, rc, "update", "", u) != nil {
+			if st.event("update", "", u) != nil {
 				return nil
 			}
 		}

@@ -151,6 +151,12 @@ func openSSE(t *testing.T, url, token, lastEventID string) (*sseClient, int) {
 		resp.Body.Close()
 		return nil, resp.StatusCode
 	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("watch stream Content-Type %q, want text/event-stream", ct)
+	}
+	if resp.Header.Get("X-Request-Id") == "" || resp.Header.Get("Cache-Control") != "no-cache" {
+		t.Fatalf("watch stream headers %v: want X-Request-Id and Cache-Control: no-cache", resp.Header)
+	}
 	c := &sseClient{resp: resp, events: make(chan [2]string, 100)}
 	go func() {
 		defer close(c.events)

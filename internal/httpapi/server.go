@@ -100,8 +100,10 @@ type Server struct {
 	handler http.Handler
 	ready   atomic.Bool
 	hub     *hub
-	closing chan struct{} // closed when shutdown starts: SSE streams end
-	close   sync.Once
+	// snapshots batches the snapshot GETs of concurrent requests.
+	snapshots *snapshotGetter
+	closing   chan struct{} // closed when shutdown starts: SSE streams end
+	close     sync.Once
 }
 
 // New builds the API on st (required) and rdb (snapshot reads; may be nil,
@@ -141,6 +143,7 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 		tokens: map[[32]byte]string{}, closing: make(chan struct{})}
 	if rdb != nil {
 		s.hub = newHub(rdb, s.log)
+		s.snapshots = newSnapshotGetter(rdb)
 	}
 	for tok, tenant := range cfg.AuthTokens {
 		s.tokens[sha256.Sum256([]byte(tok))] = tenant
@@ -233,6 +236,7 @@ func (s *Server) Close() {
 		close(s.closing)
 		if s.hub != nil {
 			s.hub.close()
+			s.snapshots.close()
 		}
 	})
 }

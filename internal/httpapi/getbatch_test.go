@@ -1,0 +1,70 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/runstream/runstream/internal/testenv"
+)
+
+// TestSnapshotGetter_ConcurrentReadsGetTheirOwnKeys: many goroutines read
+// at once, so the getter batches them into pipelines; each must get its own
+// key's value (or redis.Nil for a missing key), never a neighbour's.
+func TestSnapshotGetter_ConcurrentReadsGetTheirOwnKeys(t *testing.T) {
+	t.Parallel()
+	rdb := testenv.Redis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	prefix := "getbatch-" + testenv.RandomID(6) + "-"
+	const keys = 200
+	for i := range keys {
+		if err := rdb.Set(ctx, fmt.Sprint(prefix, i), fmt.Sprint("value-", i), time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := newSnapshotGetter(rdb)
+	defer g.close()
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for c := range 64 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(seed, uint64(c)))
+			for range 200 {
+				i := rng.IntN(keys + 20) // some keys do not exist
+				body, err := g.get(ctx, fmt.Sprint(prefix, i))
+				switch {
+				case i >= keys && !errors.Is(err, redis.Nil):
+					errs <- fmt.Errorf("missing key %d: %q, %v; want redis.Nil", i, body, err)
+					return
+				case i < keys && (err != nil || string(body) != fmt.Sprint("value-", i)):
+					errs <- fmt.Errorf("key %d: %q, %v", i, body, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// A caller whose context ends stops waiting; the getter still serves
+	// the next one.
+	done, stop := context.WithCancel(ctx)
+	stop()
+	if _, err := g.get(done, prefix+"0"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled caller: %v, want context.Canceled", err)
+	}
+	if b, err := g.get(ctx, prefix+"1"); err != nil || string(b) != "value-1" {
+		t.Fatalf("after a cancelled caller: %q, %v", b, err)
+	}
+}
