@@ -171,6 +171,20 @@ var recordVariants = []string{
 	`null`,
 	``,
 	`{"runId":"r1","runSeq":1} trailing`,
+	`{"runId":"r1","runSeq":-0,"engineAttemptId":007}`,
+	`{"runId":"r1","runSeq":123456789012345678901}`,
+	`{"runId":"r1","runSeq":1,"payload":{"s":"\u00e9\ud800\"\\","n":[-0.5e+3,0,1E2]}}`,
+	`{"runId":"r1","runSeq":1,"payload":{"bad":"\x"}}`,
+	`{"runId":"r1","runSeq":1,"payload":{"n":01}}`,
+	`{"runId":"r1","runSeq":1,"payload":{"a":[1,]}}`,
+	`{"runId":"r1","runSeq":1,"payload":[1,2],"payload":{"b":true}}`,
+	`{"runid":"r1","RUNSEQ":1}`,
+	`{"runſeq":4,"runId":"r1"}`,
+	`{"runId":"r1","runSeq":1,"x-y":2,"run_seq":3}`,
+	"{\"runId\":\"tab\tinside\",\"runSeq\":1}",
+	` { "runId" : "r1" , "runSeq" : 1 } `,
+	`{}`,
+	`{"runId":"r1",}`,
 }
 
 func checkDecode(t *testing.T, value []byte) {
@@ -183,6 +197,26 @@ func checkDecode(t *testing.T, value []byte) {
 	}
 	if errWant == nil && !reflect.DeepEqual(want, got) {
 		t.Fatalf("%q:\nencoding/json %+v\ndecodeRecord  %+v", value, want, got)
+	}
+	var fast store.RunEventRecord
+	if fastRecord(value, &fast) && (errWant != nil || !reflect.DeepEqual(want, fast)) {
+		t.Fatalf("%q: fastRecord read %+v, encoding/json %+v (%v)", value, fast, want, errWant)
+	}
+}
+
+// TestFastRecord_ReadsRelayRecords: the fast path is the one taken for
+// the records the relay writes, not a fallback.
+func TestFastRecord_ReadsRelayRecords(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i, w := range workload.Run(rng, "tenant_a", workload.Options{}) {
+		raw, err := json.Marshal(store.RunEventRecord{RunEventWrite: w, RunSeq: int64(i + 1), PersistedAt: store.FormatPersistedAt(time.Now())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev store.RunEventRecord
+		if !fastRecord(raw, &ev) {
+			t.Fatalf("fastRecord gave up on %s", raw)
+		}
 	}
 }
 

@@ -707,6 +707,7 @@ func (s *projNoStore) ProjectSnapshot(_ context.Context, runID string) (store.Ru
 type projMetrics struct {
 	events                                               map[string]int64 // by result
 	conflicts, resyncs, undecodable, gaps, redisFailures int64
+	cacheHits, cacheMisses                               int64
 	batches                                              int64
 	batchTime                                            time.Duration
 }
@@ -737,6 +738,10 @@ func readProjMetrics(reg *prometheus.Registry) (projMetrics, error) {
 				m.gaps += v
 			case "runstream_projector_redis_failures_total":
 				m.redisFailures += v
+			case "runstream_projector_snapshot_cache_hits_total":
+				m.cacheHits += v
+			case "runstream_projector_snapshot_cache_misses_total":
+				m.cacheMisses += v
 			case "runstream_projector_batch_seconds":
 				m.batches += int64(met.GetHistogram().GetSampleCount())
 				m.batchTime += time.Duration(met.GetHistogram().GetSampleSum() * float64(time.Second))
@@ -983,6 +988,7 @@ func (b *projBench) catchUp(ctx context.Context) (_ *CatchUpReport, err error) {
 	}
 	rep.Applied, rep.Duplicates, rep.Gaps = m.events["applied"]+m.events["unknown_type"], m.events["duplicate"], m.events["gap"]
 	rep.Conflicts, rep.Resyncs, rep.Undecodable = m.conflicts, m.resyncs, m.undecodable
+	rep.CacheHits, rep.CacheMisses = m.cacheHits, m.cacheMisses
 	rep.Batches, rep.BatchTime = m.batches, m.batchTime
 	rep.StoreCalls = src.calls.Load()
 	if rep.Committed, err = pb.committedSum(ctx, group); err != nil {
@@ -1744,6 +1750,10 @@ type CatchUpReport struct {
 	Conflicts   int64 `json:"conflicts"`
 	Resyncs     int64 `json:"resyncs"`
 	Undecodable int64 `json:"undecodable"`
+	// CacheHits and CacheMisses count the runs of the projector's batches
+	// whose snapshot came from its snapshot cache, or was read from Redis.
+	CacheHits   int64 `json:"cacheHits"`
+	CacheMisses int64 `json:"cacheMisses"`
 	// StoreCalls counts the projector's calls to the store, which must be 0:
 	// the topic has no gaps.
 	StoreCalls int64 `json:"storeCalls"`
@@ -2075,6 +2085,8 @@ func (r *ProjectReport) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  projector  %d applied, %d duplicates, %d gaps, %d conflicts, %d undecodable; %d batches (%.0f events each), %s reducing and writing (%.0f%% of the window)\n",
 			c.Applied, c.Duplicates, c.Gaps, c.Conflicts, c.Undecodable, c.Batches, projDiv(float64(c.Events), float64(c.Batches)),
 			c.BatchTime.Round(time.Millisecond), 100*projDiv(c.BatchTime.Seconds(), c.Window.Seconds()))
+		fmt.Fprintf(&b, "  cache      %d snapshots from the projector's cache, %d read from Redis (%.0f%% hits)\n",
+			c.CacheHits, c.CacheMisses, 100*projDiv(float64(c.CacheHits), float64(c.CacheHits+c.CacheMisses)))
 		if c.CPU.Machine > 0 {
 			fmt.Fprintf(&b, "  cpu        bench process (projector, broker) %.2f cores, machine %.2f cores", c.CPU.Process, c.CPU.Machine)
 			if bl := c.Baseline; bl != nil && bl.CPU.Machine > 0 {
