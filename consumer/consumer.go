@@ -9,10 +9,10 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/runstream/runstream/store"
 )
@@ -221,7 +221,18 @@ func FetchGap(f Fetcher) GapFunc {
 
 // Run consumes until ctx is done (returning nil) or a poison record stops
 // it (with StopOnPoison).
+//
+// Each partition has a goroutine of its own, fed by the poll loop: it
+// handles its partition's share of each poll in order, one transaction
+// each, and commits its offsets as soon as that transaction committed, so
+// a partition never waits for a slower one and the next poll is fetched
+// while the previous one is handled. A revoked (or lost) partition's
+// goroutine finishes the transaction in flight and stops before the
+// rebalance goes on.
 func (c *Consumer) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ws := &workers{c: c, ctx: ctx, cancel: cancel, m: map[topicPartition]*worker{}}
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(c.cfg.Brokers...),
 		kgo.ConsumerGroup(c.cfg.Group),
@@ -231,6 +242,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 		kgo.BlockRebalanceOnPoll(),
 		kgo.FetchMaxWait(200 * time.Millisecond),
 		kgo.AllowAutoTopicCreation(), // the dead-letter topic
+		kgo.OnPartitionsRevoked(ws.stopPartitions),
+		kgo.OnPartitionsLost(ws.stopPartitions),
 	}, c.cfg.ClientOptions...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -238,39 +251,144 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	c.cl = cl
 	defer cl.Close()
+	defer ws.stopAll()
 	for {
 		fs := cl.PollRecords(ctx, c.cfg.MaxPollRecords)
 		if fs.IsClientClosed() || ctx.Err() != nil {
 			cl.AllowRebalance()
-			return nil
+			return ws.err()
 		}
 		fs.EachError(func(t string, p int32, err error) {
 			c.log.Warn("fetch error", "topic", t, "partition", p, "err", err)
 		})
-		var parts [][]*kgo.Record
-		fs.EachPartition(func(p kgo.FetchTopicPartition) {
-			if len(p.Records) > 0 {
-				parts = append(parts, p.Records)
-			}
-		})
 		// Partitions in parallel; a run lives on one partition, so each
 		// run's events stay in order.
-		g, gctx := errgroup.WithContext(ctx)
-		for _, recs := range parts {
-			g.Go(func() error { return c.partition(gctx, recs) })
-		}
-		if err := g.Wait(); err != nil {
-			cl.AllowRebalance()
-			if ctx.Err() != nil {
-				return nil
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) > 0 {
+				ws.dispatch(topicPartition{p.Topic, p.Partition}, p.Records)
 			}
-			return err
-		}
-		if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
-			c.log.Warn("committing offsets failed; records will be redelivered and skipped as duplicates", "err", err)
-		}
+		})
 		cl.AllowRebalance()
 	}
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// workers are the partitions' goroutines.
+type workers struct {
+	c      *Consumer
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	m      map[topicPartition]*worker
+	failed error // the first partition's error; it stopped Run
+}
+
+// fail stops Run with err.
+func (ws *workers) fail(err error) {
+	ws.mu.Lock()
+	if ws.failed == nil {
+		ws.failed = err
+	}
+	ws.mu.Unlock()
+	ws.cancel()
+}
+
+type worker struct {
+	recs chan []*kgo.Record
+	quit chan struct{}
+	done chan struct{}
+}
+
+// dispatch hands a partition's records to its goroutine, starting it if
+// needed; it waits while the goroutine has a poll's records queued
+// already.
+func (ws *workers) dispatch(tp topicPartition, recs []*kgo.Record) {
+	ws.mu.Lock()
+	w := ws.m[tp]
+	if w == nil {
+		w = &worker{recs: make(chan []*kgo.Record, 1), quit: make(chan struct{}), done: make(chan struct{})}
+		ws.m[tp] = w
+		go ws.run(w)
+	}
+	ws.mu.Unlock()
+	select {
+	case w.recs <- recs:
+	case <-w.done:
+	case <-ws.ctx.Done():
+	}
+}
+
+func (ws *workers) run(w *worker) {
+	defer close(w.done)
+	c := ws.c
+	for {
+		select {
+		case <-w.quit:
+			return
+		case <-ws.ctx.Done():
+			return
+		case recs := <-w.recs:
+			if err := c.partition(ws.ctx, recs); err != nil {
+				if ws.ctx.Err() == nil {
+					ws.fail(err)
+				}
+				return
+			}
+			if err := c.cl.CommitRecords(ws.ctx, recs[len(recs)-1]); err != nil && ws.ctx.Err() == nil {
+				c.log.Warn("committing offsets failed; records will be redelivered and skipped as duplicates", "err", err)
+			}
+		}
+	}
+}
+
+// stopPartitions stops the goroutines of revoked or lost partitions and
+// waits for them: the transaction in flight finishes (or, when it fails,
+// rolls back), records still queued are left for the partitions' next
+// owner.
+func (ws *workers) stopPartitions(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	var stopped []*worker
+	ws.mu.Lock()
+	for t, ps := range lost {
+		for _, p := range ps {
+			tp := topicPartition{t, p}
+			if w := ws.m[tp]; w != nil {
+				close(w.quit)
+				stopped = append(stopped, w)
+				delete(ws.m, tp)
+			}
+		}
+	}
+	ws.mu.Unlock()
+	for _, w := range stopped {
+		<-w.done
+	}
+}
+
+// stopAll stops every goroutine and waits for them.
+func (ws *workers) stopAll() {
+	ws.mu.Lock()
+	all := ws.m
+	ws.m = map[topicPartition]*worker{}
+	ws.mu.Unlock()
+	for _, w := range all {
+		close(w.quit)
+	}
+	for _, w := range all {
+		<-w.done
+	}
+}
+
+// err is what Run returns once its context is done: what a partition
+// failed with, or nil when the caller stopped it.
+func (ws *workers) err() error {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.failed
 }
 
 // item is one event to hand to the handler, or a poison record.
