@@ -22,6 +22,9 @@ func parsePayload(raw json.RawMessage) payload {
 	if len(raw) == 0 {
 		return nil
 	}
+	if p, ok := fastObject(raw); ok {
+		return p
+	}
 	var p payload
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil
@@ -35,6 +38,9 @@ func (p payload) str(key string) (string, bool) {
 	raw, ok := p[key]
 	if !ok {
 		return "", false
+	}
+	if s, ok := fastString(raw); ok {
+		return s, s != ""
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil || s == "" {
@@ -113,15 +119,19 @@ func (p payload) artifacts() (refs []store.ArtifactRef, ok bool) {
 	if !present {
 		return nil, false
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil || items == nil {
-		return nil, false
+	items, fast := fastArray(raw)
+	if !fast {
+		if err := json.Unmarshal(raw, &items); err != nil || items == nil {
+			return nil, false
+		}
 	}
 	refs = make([]store.ArtifactRef, 0, len(items))
 	for _, item := range items {
-		var f payload
-		if err := json.Unmarshal(item, &f); err != nil {
-			continue
+		f, fast := fastObject(item)
+		if !fast {
+			if err := json.Unmarshal(item, &f); err != nil {
+				continue
+			}
 		}
 		uri, ok := f.str("uri")
 		if !ok {

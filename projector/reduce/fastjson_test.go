@@ -1,0 +1,79 @@
+package reduce
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+var fastJSONSeeds = []string{
+	``, `{}`, ` { } `, `null`, `[]`, ` [ ] `, `"x"`, `""`, `"é"`, "\"\xff\"", `"a\"b"`, `"a\u0041"`, "\"a\tb\"", `1`, `-0.5e+3`,
+	`{"a":1,"a":2}`, `{"a":"x","b":[1,2,{"c":null}],"d":true,"e":false}`, `{"\u0061":1}`, "{\"\xff\":1}", `{"é":1}`,
+	`{"a":01}`, `{"a":1.}`, `{"a":"\x"}`, `{"a":"\u12"}`, `[1,]`, `{"a":1,}`, `{"a" 1}`, `{"a":1} x`, `[1] [2]`, `{"a":tru}`,
+	`[{"uri":"s3://a","kind":"k","sizeBytes":3},{"uri":""},null,{"uri":1}]`,
+	`{"durationMs":12,"artifacts":[{"uri":"s3://x","kind":"k","sizeBytes":3}],"sourceOccurredAt":"2026-02-16T10:00:00Z"}`,
+	`{"errorCode":"E","errorMessage":"it broke: \"quoted\"","retryable":true,"failureCategory":"USER"}`,
+	`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`,
+}
+
+// FuzzFastJSON: whenever a fast reader does not give up, it agrees with
+// encoding/json (which then succeeds too).
+func FuzzFastJSON(f *testing.F) {
+	for _, s := range fastJSONSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if got, ok := fastObject(raw); ok {
+			var want payload
+			if err := json.Unmarshal(raw, &want); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("fastObject(%q) = %v, encoding/json %v (%v)", raw, got, want, err)
+			}
+		}
+		if got, ok := fastArray(raw); ok {
+			var want []json.RawMessage
+			if err := json.Unmarshal(raw, &want); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("fastArray(%q) = %v, encoding/json %v (%v)", raw, got, want, err)
+			}
+		}
+		if got, ok := fastString(raw); ok {
+			var want string
+			if err := json.Unmarshal(raw, &want); err != nil || got != want {
+				t.Fatalf("fastString(%q) = %q, encoding/json %q (%v)", raw, got, want, err)
+			}
+		}
+	})
+}
+
+func TestFastJSON_AgreesWithEncodingJSON(t *testing.T) {
+	for _, s := range fastJSONSeeds {
+		raw := []byte(s)
+		if got, ok := fastObject(raw); ok {
+			var want payload
+			if err := json.Unmarshal(raw, &want); err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("fastObject(%q) = %v, encoding/json %v (%v)", raw, got, want, err)
+			}
+		}
+		if got, ok := fastArray(raw); ok {
+			var want []json.RawMessage
+			if err := json.Unmarshal(raw, &want); err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("fastArray(%q) = %v, encoding/json %v (%v)", raw, got, want, err)
+			}
+		}
+		if got, ok := fastString(raw); ok {
+			var want string
+			if err := json.Unmarshal(raw, &want); err != nil || got != want {
+				t.Errorf("fastString(%q) = %q, encoding/json %q (%v)", raw, got, want, err)
+			}
+		}
+	}
+	// The common payloads take the fast paths.
+	if _, ok := fastObject([]byte(fastJSONSeeds[len(fastJSONSeeds)-3])); !ok {
+		t.Error("fastObject gave up on a plain payload")
+	}
+	if _, ok := fastArray([]byte(`[{"uri":"s3://a"},{"uri":"s3://b"}]`)); !ok {
+		t.Error("fastArray gave up on a plain artifacts list")
+	}
+	if _, ok := fastString([]byte(`"2026-02-16T10:00:00Z"`)); !ok {
+		t.Error("fastString gave up on a plain string")
+	}
+}
