@@ -156,6 +156,17 @@ func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) error {
 	}()
 	var nextRebalance time.Time
 	outages, dbErrors := 0, 0
+	var pending *pendingDelete
+	defer func() {
+		// Stopping: let the last background delete finish, so a clean stop
+		// leaves no acknowledged row to be published again.
+		if pending != nil {
+			<-pending.done
+			if pending.err != nil {
+				r.log.Warn("deleting acknowledged outbox rows at shutdown failed; they will be published again", "rows", len(pending.ids), "err", pending.err)
+			}
+		}
+	}()
 	for ctx.Err() == nil {
 		if o == nil {
 			var err error
@@ -183,7 +194,7 @@ func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) error {
 			r.metrics.ownedShards.Set(float64(len(o.owned)))
 			nextRebalance = now.Add(r.cfg.RebalanceInterval)
 		}
-		res, err := r.round(ctx, o.shards())
+		res, err := r.round(ctx, o.shards(), &pending)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -248,8 +259,8 @@ FROM head h CROSS JOIN LATERAL (
 	SELECT * FROM run_events e WHERE e.run_id = h.run_id AND e.run_seq = h.run_seq) e
 ORDER BY h.id`
 
-func (r *Relay) read(ctx context.Context, shards []int32) ([]outboxRow, error) {
-	rows, err := r.pool.Query(ctx, readSQL, shards, r.cfg.BatchSize)
+func (r *Relay) read(ctx context.Context, shards []int32, limit int) ([]outboxRow, error) {
+	rows, err := r.pool.Query(ctx, readSQL, shards, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -317,14 +328,45 @@ func isOutage(err error) bool {
 // k holds the k-th row of every run in the batch, and a run whose row
 // failed takes no part in later waves, so a run's later event never
 // overtakes an earlier one.
-func (r *Relay) round(ctx context.Context, shards []int32) (roundResult, error) {
+//
+// The acknowledged rows are deleted after the waves: a few (asyncDeleteMax)
+// in the background while the next round reads and publishes, so a small
+// round's latency does not include a DELETE; a backlog's synchronously. A
+// round reads past the rows still being deleted and skips them (by id, not
+// by a cursor), and waits for the previous delete before starting its own.
+func (r *Relay) round(ctx context.Context, shards []int32, pending **pendingDelete) (roundResult, error) {
 	var res roundResult
 	if len(shards) == 0 {
 		return res, nil
 	}
-	rows, err := r.read(ctx, shards)
+	if p := *pending; p != nil {
+		select {
+		case <-p.done:
+			*pending = nil
+			if p.err != nil {
+				// Its rows are no longer skipped: the next round publishes
+				// them again (at least once) and deletes them then.
+				return res, p.err
+			}
+		default:
+		}
+	}
+	limit := r.cfg.BatchSize
+	if p := *pending; p != nil {
+		limit += len(p.ids)
+	}
+	rows, err := r.read(ctx, shards, limit)
 	if err != nil {
 		return res, fmt.Errorf("reading the outbox: %w", err)
+	}
+	if p := *pending; p != nil {
+		kept := rows[:0]
+		for _, row := range rows {
+			if _, gone := p.ids[row.id]; !gone {
+				kept = append(kept, row)
+			}
+		}
+		rows = kept
 	}
 	res.read = len(rows)
 	if len(rows) == 0 {
@@ -390,23 +432,30 @@ func (r *Relay) round(ctx context.Context, shards []int32) (roundResult, error) 
 	if len(acked) > 0 {
 		r.metrics.published.Add(float64(len(acked)))
 		r.metrics.batches.Inc()
-		// Deleting uses a fresh context: the records are acknowledged, and
-		// not deleting them only means duplicates after a restart.
-		// Without waiting for the WAL flush: a delete lost in a crash only
-		// means those records are published again (at least once allows it),
-		// and not waiting keeps the next round from queueing behind fsync.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		err := pgx.BeginFunc(dctx, r.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(dctx, `SET LOCAL synchronous_commit = off`); err != nil {
-				return err
-			}
-			_, err := tx.Exec(dctx, `DELETE FROM outbox WHERE id = ANY($1)`, acked)
-			return err
-		})
-		cancel()
-		if err != nil {
-			return res, fmt.Errorf("deleting %d acknowledged outbox rows (they will be published again): %w", len(acked), err)
+	}
+	// One delete at a time: the previous round's first.
+	if p := *pending; p != nil {
+		<-p.done
+		*pending = nil
+		if p.err != nil {
+			// As above; this round's rows are deleted with the next try.
+			return res, p.err
 		}
+	}
+	if len(acked) > asyncDeleteMax {
+		if err := r.deleteAcked(ctx, acked); err != nil {
+			return res, err
+		}
+	} else if len(acked) > 0 {
+		p := &pendingDelete{list: acked, ids: make(map[int64]struct{}, len(acked)), done: make(chan struct{})}
+		for _, id := range acked {
+			p.ids[id] = struct{}{}
+		}
+		*pending = p
+		go func() {
+			defer close(p.done)
+			p.err = r.deleteAcked(ctx, p.list)
+		}()
 	}
 	for _, f := range refused {
 		due, err := r.refuse(ctx, f.row, f.err)
@@ -418,6 +467,36 @@ func (r *Relay) round(ctx context.Context, shards []int32) (roundResult, error) 
 		}
 	}
 	return res, nil
+}
+
+// asyncDeleteMax is the most acknowledged rows a round deletes in the
+// background; the next round reads that many rows more to skip them.
+const asyncDeleteMax = 512
+
+// pendingDelete is a background DELETE of acknowledged outbox rows.
+type pendingDelete struct {
+	list []int64
+	ids  map[int64]struct{}
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+// deleteAcked deletes acknowledged outbox rows in one round trip: one
+// pipelined batch is one transaction, in which set_config(..., true) turns
+// off waiting for the WAL flush. A delete lost in a crash only means those
+// records are published again (at least once allows it). It uses a fresh
+// context: the records are acknowledged, and not deleting them only means
+// duplicates.
+func (r *Relay) deleteAcked(ctx context.Context, ids []int64) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	b := &pgx.Batch{}
+	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	b.Queue(`DELETE FROM outbox WHERE id = ANY($1)`, ids)
+	if err := r.pool.SendBatch(dctx, b).Close(); err != nil {
+		return fmt.Errorf("deleting %d acknowledged outbox rows (they will be published again): %w", len(ids), err)
+	}
+	return nil
 }
 
 // produce hands recs to the client and waits until the broker answered
