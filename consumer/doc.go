@@ -4,14 +4,16 @@
 // makes correct consumption the easy path:
 //
 //   - Order: a handler sees each run's events in runSeq order. Partitions
-//     (and so runs) are processed in parallel; offsets are committed only
+//     (and so runs) are processed in parallel, each by a goroutine of its
+//     own that never waits for the others; offsets are committed only
 //     after the handler returned nil for everything before them.
 //   - Idempotency by (runId, runSeq): a [Checkpoints] store remembers the
 //     last runSeq handled per run and group. With [pgcheckpoint.Store] the
 //     handler's own writes and the checkpoints commit in one Postgres
 //     transaction (an effectively-once sink): redelivered and duplicated
 //     records never reach the handler twice. [MemoryCheckpoints] is for
-//     tests.
+//     tests. A duplicate is recognised on its key and runSeq header,
+//     without decoding its value (see [Config.DecodeDuplicates]).
 //   - Gaps: a record whose runSeq jumps past the checkpoint is never
 //     skipped silently. The [Config.OnGap] callback supplies the missing
 //     events (by default they are fetched through [Config.Fetcher]: a
