@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/runstream/runstream/internal/jsonenc"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -287,7 +287,7 @@ func (r *Relay) read(ctx context.Context, shards []int32, limit int) ([]outboxRo
 // Record builds the Kafka record of an event (DESIGN.md section 2): key
 // runId, value the RunEventRecord JSON, and the documented headers.
 func Record(topic string, rec *store.RunEventRecord) (*kgo.Record, error) {
-	value, err := json.Marshal(rec)
+	value, err := AppendValue(make([]byte, 0, 512+len(rec.Payload)), rec)
 	if err != nil {
 		return nil, fmt.Errorf("encoding event %s of run %q: %w", rec.EventID, rec.RunID, err)
 	}
@@ -304,6 +304,55 @@ func Record(topic string, rec *store.RunEventRecord) (*kgo.Record, error) {
 			{Key: "schema-version", Value: []byte(SchemaVersion)},
 		},
 	}, nil
+}
+
+// AppendValue appends a record's Kafka value, byte for byte what
+// json.Marshal(rec) writes (field order, omitempty, escaping, the payload
+// compacted), without reflection: encoding/json spent most of its time
+// re-scanning each payload, and encoding was a quarter of the relay's CPU
+// while draining a backlog. TestAppendValue_EqualsEncodingJSON holds the two
+// equal on every field.
+func AppendValue(b []byte, rec *store.RunEventRecord) ([]byte, error) {
+	b = append(b, `{"eventId":`...)
+	b = jsonenc.AppendString(b, rec.EventID)
+	b = append(b, `,"eventType":`...)
+	b = jsonenc.AppendString(b, rec.EventType)
+	b = append(b, `,"emittedAt":`...)
+	b = jsonenc.AppendString(b, rec.EmittedAt)
+	b = append(b, `,"runId":`...)
+	b = jsonenc.AppendString(b, rec.RunID)
+	b = append(b, `,"tenantId":`...)
+	b = jsonenc.AppendString(b, rec.TenantID)
+	b = append(b, `,"projectId":`...)
+	b = jsonenc.AppendString(b, rec.ProjectID)
+	b = append(b, `,"environmentId":`...)
+	b = jsonenc.AppendString(b, rec.EnvironmentID)
+	b = append(b, `,"planId":`...)
+	b = jsonenc.AppendString(b, rec.PlanID)
+	b = append(b, `,"planVersion":`...)
+	b = jsonenc.AppendString(b, rec.PlanVersion)
+	b = append(b, `,"engineAttemptId":`...)
+	b = strconv.AppendInt(b, rec.EngineAttemptID, 10)
+	b = append(b, `,"logicalAttemptId":`...)
+	b = strconv.AppendInt(b, rec.LogicalAttemptID, 10)
+	b = append(b, `,"idempotencyKey":`...)
+	b = jsonenc.AppendString(b, rec.IdempotencyKey)
+	if rec.StepID != "" {
+		b = append(b, `,"stepId":`...)
+		b = jsonenc.AppendString(b, rec.StepID)
+	}
+	if len(rec.Payload) > 0 {
+		b = append(b, `,"payload":`...)
+		var err error
+		if b, err = jsonenc.AppendRaw(b, rec.Payload); err != nil {
+			return b, err
+		}
+	}
+	b = append(b, `,"runSeq":`...)
+	b = strconv.AppendInt(b, rec.RunSeq, 10)
+	b = append(b, `,"persistedAt":`...)
+	b = jsonenc.AppendString(b, rec.PersistedAt)
+	return append(b, '}'), nil
 }
 
 // roundResult says what one round did.
