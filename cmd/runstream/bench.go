@@ -366,7 +366,7 @@ func runBenchEtl(ctx context.Context, env *environment, args []string) error {
 	fs.IntVar(&cfg.Events, "events", 200_000, "records pre-filled into the topic")
 	fs.IntVar(&cfg.ActiveRuns, "active-runs", 2000, "runs in flight at once while the topic is filled (each record belongs to one of them at random)")
 	fs.IntVar(&cfg.Batch, "batch", 20000, "the ETL's max poll records (each partition's share is one transaction)")
-	fs.IntVar(&cfg.PoolConns, "pool-conns", 0, "the sink's Postgres connections; 0: one per partition")
+	fs.IntVar(&cfg.PoolConns, "pool-conns", 0, "the sink's Postgres connections; 0: what runstream etl gets by default (pgxpool's max(4, cores))")
 	perEvent := fs.Bool("per-event", false, "write each event as the handler gets it instead of once per partition batch (for comparison)")
 	fs.IntVar(&cfg.InsertBatch, "insert-batch", 1000, "rows per INSERT of the baseline")
 	fs.IntVar(&cfg.BaselineConns, "baseline-conns", 0, "connections of the baseline, inserting batches in parallel; 0: one per CPU")

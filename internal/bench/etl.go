@@ -65,8 +65,10 @@ type ETLConfig struct {
 	ActiveRuns int
 	// Batch is the ETL's MaxPollRecords; 0 means 20,000 (its default).
 	Batch int
-	// PoolConns is the sink's Postgres pool size; 0 means Partitions (one
-	// transaction per partition batch, all partitions at once).
+	// PoolConns is the sink's Postgres pool size; 0 means what `runstream
+	// etl` gets by default, pgxpool's max(4, GOMAXPROCS): with a goroutine
+	// per partition, more connections than cores only make the partitions'
+	// transactions compete for them.
 	PoolConns int
 	// DisableBatching makes the sink write each event as it comes
 	// (etl.Config.DisableBatching), for comparison.
@@ -117,7 +119,7 @@ func (c ETLConfig) withDefaults() ETLConfig {
 	def(&c.Events, defaultETLEvents)
 	def(&c.ActiveRuns, defaultETLActiveRuns)
 	def(&c.Batch, defaultETLBatch)
-	def(&c.PoolConns, int(c.Partitions))
+	def(&c.PoolConns, max(4, runtime.GOMAXPROCS(0)))
 	def(&c.InsertBatch, defaultETLInsertBatch)
 	def(&c.BaselineConns, runtime.NumCPU())
 	if c.Logger == nil {
