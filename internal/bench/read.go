@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"os/exec"
 	"regexp"
+	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -81,6 +83,11 @@ type ReadReport struct {
 	// a watcher reading the event, over every watcher and change.
 	SSELatency   Latency `json:"sseLatencyMs"`
 	SSETargetP99 float64 `json:"sseTargetP99Ms"`
+	// SSERSSGrowth and SSEHeapGrowth are this process's VmRSS and heap in
+	// use with every watcher connected, less before the first connected:
+	// both ends of every stream (API and clients) live in this process.
+	SSERSSGrowth  int64 `json:"sseRssGrowthBytes"`
+	SSEHeapGrowth int64 `json:"sseHeapGrowthBytes"`
 }
 
 // WriteText renders the report.
@@ -97,11 +104,13 @@ func (r *ReadReport) WriteText(w io.Writer) error {
   ratio             %.0f%% (target >= %.0f%%: %s)
   SSE               %d watchers of one run, %d changes (one every %.0f ms), %d deliveries
   change -> client  p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms (target p99 < %.0f ms: %s)
+  memory            +%.1f MB RSS, +%.1f MB heap with the watchers connected (%.1f KB RSS per watcher, both ends in this process)
 `, r.Clients, r.Runs, r.GetsPerSec, msOf(r.GetLatency.P50), msOf(r.GetLatency.P99), msOf(r.GetLatency.Max), r.Errors,
 		r.Clients, r.RedisBenchmarkGetsPerSec, r.Ratio*100, r.TargetRatio*100, met(r.Ratio >= r.TargetRatio),
 		r.Watchers, r.Changes, r.ChangeEveryMs, r.Deliveries,
 		msOf(r.SSELatency.P50), msOf(r.SSELatency.P95), msOf(r.SSELatency.P99), msOf(r.SSELatency.Max), r.SSETargetP99,
-		met(msOf(r.SSELatency.P99) < r.SSETargetP99))
+		met(msOf(r.SSELatency.P99) < r.SSETargetP99),
+		float64(r.SSERSSGrowth)/(1<<20), float64(r.SSEHeapGrowth)/(1<<20), float64(r.SSERSSGrowth)/1024/float64(max(r.Watchers, 1)))
 	return err
 }
 
@@ -445,6 +454,9 @@ func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client
 	client := &http.Client{Transport: tr}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	debug.FreeOSMemory()
+	rssBefore, _ := procMemory("/proc/self/status")
+	heapBefore := heapInuse()
 	var ready, wg sync.WaitGroup
 	for w := range cfg.Watchers {
 		ready.Add(1)
@@ -459,9 +471,9 @@ func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client
 			}
 			defer resp.Body.Close()
 			sc := bufio.NewScanner(resp.Body)
-			// A small buffer that grows only for a bigger event: one that stays in
-			// cache, rather than 1 MB per watcher touched afresh by every event.
-			sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+			// A small buffer that grows to the largest event and stays there: one
+			// that stays in cache, not 1 MB per watcher touched afresh by every event.
+			sc.Buffer(make([]byte, 0, 4<<10), 1<<20)
 			first := true
 			for sc.Scan() {
 				line := sc.Bytes() // no copy of the data lines
@@ -488,6 +500,9 @@ func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client
 		}()
 	}
 	ready.Wait()
+	runtime.GC()
+	rssAfter, _ := procMemory("/proc/self/status")
+	rep.SSERSSGrowth, rep.SSEHeapGrowth = int64(rssAfter)-int64(rssBefore), int64(heapInuse())-int64(heapBefore)
 	if cfg.SSECPUProfile != nil {
 		if err := pprof.StartCPUProfile(cfg.SSECPUProfile); err != nil {
 			return fmt.Errorf("starting the CPU profile: %w", err)
