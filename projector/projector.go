@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -38,6 +39,9 @@ type Projector struct {
 
 	lagMu sync.Mutex
 	lag   map[int32]*partitionLag
+
+	// rebalanceWaiting: a rebalance waits for AllowRebalance.
+	rebalanceWaiting atomic.Bool
 
 	backoffMu sync.Mutex
 	retryAt   map[string]retryState // runs whose resync failed: when to try again
@@ -86,6 +90,8 @@ func (p *Projector) Run(ctx context.Context) error {
 		kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsRevoked(p.forget),
 		kgo.OnPartitionsLost(p.forget),
+		// A rebalance waits for AllowRebalance: stop polling ahead then.
+		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { p.rebalanceWaiting.Store(true) }),
 		kgo.FetchMaxWait(100 * time.Millisecond),
 	}, p.opt...)
 	if p.cfg.SessionTimeout > 0 {
@@ -107,10 +113,35 @@ func (p *Projector) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); p.reportLag(bctx) }()
 	p.log.Info("projector consuming", "topic", p.cfg.Topic, "group", p.cfg.Group)
 
+	// The loop keeps at most one batch in flight while it polls and
+	// decodes the next: a batch is started (its snapshots reduced and its
+	// writes sent), the next poll takes what is already buffered (without
+	// waiting), and only then is the batch finished (its writes waited
+	// for, lost guards redone) and committed. Rebalances stay blocked from
+	// the first poll until AllowRebalance, which is called only with
+	// nothing in flight: when no records are buffered, or as soon as a
+	// rebalance waits (OnPartitionsCallbackBlocked), or after a failure.
+	// So a partition still never moves with work of it in flight.
 	failures := 0
+	var cur *batchInFlight
+	allow := func() {
+		p.rebalanceWaiting.Store(false)
+		cl.AllowRebalance()
+	}
 	for {
-		fetches := cl.PollRecords(ctx, p.cfg.MaxPollRecords)
+		var fetches kgo.Fetches
+		switch {
+		case cur == nil:
+			fetches = cl.PollRecords(ctx, p.cfg.MaxPollRecords)
+		case p.rebalanceWaiting.Load():
+			// Finish the batch in flight and let the rebalance through.
+		default:
+			fetches = cl.PollRecords(nil, p.cfg.MaxPollRecords) // only what is buffered
+		}
 		if fetches.IsClientClosed() || ctx.Err() != nil {
+			if cur != nil {
+				p.abandon(cur)
+			}
 			cl.AllowRebalance()
 			return nil
 		}
@@ -119,12 +150,42 @@ func (p *Projector) Run(ctx context.Context) error {
 		})
 		recs := fetches.Records()
 		p.noteLag(fetches)
+		var runs []*runEvents
+		if len(recs) > 0 {
+			runs = p.decode(recs)
+		}
+		if cur != nil {
+			done := cur
+			cur = nil
+			if err := p.finishBatch(ctx, done); err != nil {
+				if ctx.Err() != nil {
+					cl.AllowRebalance()
+					return nil
+				}
+				failures++
+				p.m.redisFailures.Inc()
+				d := backoff(p.cfg.ResyncBackoffBase, p.cfg.ResyncBackoffMax, failures)
+				p.log.Warn("writing snapshots failed; not committing, retrying the batch", "err", err,
+					"records", len(done.recs)+len(recs), "in", d)
+				rewind(cl, append(done.recs, recs...))
+				allow()
+				sleep(ctx, d)
+				continue
+			}
+			failures = 0
+			p.m.batchTime.Observe(time.Since(done.start).Seconds())
+			if err := cl.CommitRecords(ctx, done.recs...); err != nil && ctx.Err() == nil {
+				// The writes landed; reprocessing the records after a
+				// rebalance is a run of duplicates.
+				p.log.Warn("committing offsets failed; the records will be seen again as duplicates", "err", err)
+			}
+		}
 		if len(recs) == 0 {
-			cl.AllowRebalance()
+			allow()
 			continue
 		}
-		start := time.Now()
-		if err := p.process(ctx, recs); err != nil {
+		next, err := p.startBatch(ctx, recs, runs)
+		if err != nil {
 			if ctx.Err() != nil {
 				cl.AllowRebalance()
 				return nil
@@ -132,20 +193,13 @@ func (p *Projector) Run(ctx context.Context) error {
 			failures++
 			p.m.redisFailures.Inc()
 			d := backoff(p.cfg.ResyncBackoffBase, p.cfg.ResyncBackoffMax, failures)
-			p.log.Warn("writing snapshots failed; not committing, retrying the batch", "err", err, "records", len(recs), "in", d)
+			p.log.Warn("reading snapshots failed; not committing, retrying the batch", "err", err, "records", len(recs), "in", d)
 			rewind(cl, recs)
-			cl.AllowRebalance()
+			allow()
 			sleep(ctx, d)
 			continue
 		}
-		failures = 0
-		p.m.batchTime.Observe(time.Since(start).Seconds())
-		if err := cl.CommitRecords(ctx, recs...); err != nil && ctx.Err() == nil {
-			// The writes landed; reprocessing the records after a
-			// rebalance is a run of duplicates.
-			p.log.Warn("committing offsets failed; the records will be seen again as duplicates", "err", err)
-		}
-		cl.AllowRebalance()
+		cur = next
 	}
 }
 
@@ -225,21 +279,45 @@ func (p *Projector) decode(recs []*kgo.Record) []*runEvents {
 	return order
 }
 
-// process reduces and writes one batch. It returns an error only when
-// Redis failed; the caller then retries the batch without committing.
-func (p *Projector) process(ctx context.Context, recs []*kgo.Record) error {
-	runs := p.decode(recs)
-	for attempt := 0; len(runs) > 0; attempt++ {
-		conflicted, err := p.processRuns(ctx, runs)
-		if err != nil {
-			return err
-		}
-		if attempt >= 5 && len(conflicted) > 0 {
-			return fmt.Errorf("%d runs kept losing their guarded writes", len(conflicted))
-		}
-		runs = conflicted
+// batchInFlight is a poll batch whose writes were sent and not yet
+// waited for.
+type batchInFlight struct {
+	recs  []*kgo.Record
+	start time.Time
+	runs  *runsInFlight
+}
+
+// startBatch reads, reduces and sends the writes of a batch's runs. It
+// returns an error only when Redis failed (nothing of the batch was
+// written); the caller then retries the batch without committing.
+func (p *Projector) startBatch(ctx context.Context, recs []*kgo.Record, runs []*runEvents) (*batchInFlight, error) {
+	b := &batchInFlight{recs: recs, start: time.Now()}
+	fl, err := p.startRuns(ctx, runs)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	b.runs = fl
+	return b, nil
+}
+
+// finishBatch waits for a started batch's writes and redoes the runs whose
+// guarded write lost to another writer. An error means Redis failed; the
+// caller retries the batch without committing.
+func (p *Projector) finishBatch(ctx context.Context, b *batchInFlight) error {
+	runs, err := p.finishRuns(ctx, b.runs)
+	for attempt := 1; err == nil && len(runs) > 0; attempt++ {
+		if attempt > 5 {
+			return fmt.Errorf("%d runs kept losing their guarded writes", len(runs))
+		}
+		runs, err = p.processRuns(ctx, runs)
+	}
+	return err
+}
+
+// abandon waits for the writes of a batch that will not be committed (the
+// projector is stopping): its records are seen again, as duplicates.
+func (p *Projector) abandon(b *batchInFlight) {
+	b.runs.bw.wait()
 }
 
 // A batch's writes go out in pipelines of writeChunkSize, at most
@@ -257,6 +335,23 @@ const (
 // and the run is reloaded from Redis on the next attempt (take removed its
 // entry).
 func (p *Projector) processRuns(ctx context.Context, runs []*runEvents) ([]*runEvents, error) {
+	fl, err := p.startRuns(ctx, runs)
+	if err != nil {
+		return nil, err
+	}
+	return p.finishRuns(ctx, fl)
+}
+
+// runsInFlight are runs whose writes were sent by startRuns.
+type runsInFlight struct {
+	bw                   *batchWriter
+	written, unchanged   []*runEvents
+	resolved, unresolved []string
+}
+
+// startRuns reads (or takes from the cache) the snapshots of runs, reduces
+// them and sends their writes; finishRuns waits for them.
+func (p *Projector) startRuns(ctx context.Context, runs []*runEvents) (*runsInFlight, error) {
 	ids := make([]string, 0, len(runs))
 	for _, re := range runs {
 		re.cached, re.prev = false, store.RunSnapshot{}
@@ -276,9 +371,7 @@ func (p *Projector) processRuns(ctx context.Context, runs []*runEvents) ([]*runE
 	if err != nil {
 		return nil, fmt.Errorf("reading snapshots: %w", err)
 	}
-	bw := newBatchWriter(ctx, p.rdb, writeChunkSize, writesInFlight)
-	var written, unchanged []*runEvents
-	var resolved, unresolved []string
+	fl := &runsInFlight{bw: newBatchWriter(ctx, p.rdb, writeChunkSize, writesInFlight)}
 	for _, re := range runs {
 		prev, exists := re.prev, re.cached
 		if !re.cached {
@@ -291,27 +384,35 @@ func (p *Projector) processRuns(ctx context.Context, runs []*runEvents) ([]*runE
 		next, changed, stale := p.reduceRun(ctx, re, prev, exists, broken[re.id])
 		switch {
 		case stale:
-			unresolved = append(unresolved, re.id)
+			fl.unresolved = append(fl.unresolved, re.id)
 		case (exists && prev.Stale) || broken[re.id] || re.resync || re.undecoded:
-			resolved = append(resolved, re.id)
+			fl.resolved = append(fl.resolved, re.id)
 		}
 		if !changed {
 			if exists && !broken[re.id] && re.cacheable() {
-				unchanged = append(unchanged, re)
+				fl.unchanged = append(fl.unchanged, re)
 				re.prev = prev
 			}
 			continue
 		}
-		bw.add(snapshotWrite{snap: next, expected: expected, max: broken[re.id]})
-		written = append(written, re)
+		fl.bw.add(snapshotWrite{snap: next, expected: expected, max: broken[re.id]})
+		fl.written = append(fl.written, re)
 	}
-	writes, results, err := bw.wait()
+	fl.bw.flush()
+	return fl, nil
+}
+
+// finishRuns waits for the writes startRuns sent, caches what landed and
+// updates the resync set; it returns the runs whose guarded write lost to
+// another writer.
+func (p *Projector) finishRuns(ctx context.Context, fl *runsInFlight) ([]*runEvents, error) {
+	writes, results, err := fl.bw.wait()
 	if err != nil {
 		return nil, fmt.Errorf("writing %d snapshots: %w", len(writes), err)
 	}
 	var conflicted []*runEvents
 	for i, r := range results {
-		re := written[i]
+		re := fl.written[i]
 		if !r.written {
 			p.m.conflicts.Inc()
 			p.log.Debug("guarded write lost; reloading", "runId", writes[i].snap.RunID,
@@ -325,11 +426,11 @@ func (p *Projector) processRuns(ctx context.Context, runs []*runEvents) ([]*runE
 		}
 		p.cache.put(re.lastRecord.Partition, writes[i].snap, re.cached)
 	}
-	for _, re := range unchanged {
+	for _, re := range fl.unchanged {
 		p.cache.put(re.lastRecord.Partition, re.prev, re.cached)
 		re.prev = store.RunSnapshot{}
 	}
-	if err := p.markStale(ctx, unresolved, resolved); err != nil {
+	if err := p.markStale(ctx, fl.unresolved, fl.resolved); err != nil {
 		return nil, err
 	}
 	return conflicted, nil
