@@ -242,3 +242,93 @@ func FuzzDecodeRecord(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, value []byte) { checkDecode(t, value) })
 }
+
+func checkSnapshotDecode(t *testing.T, b []byte) {
+	t.Helper()
+	var want, got store.RunSnapshot
+	errWant := json.Unmarshal(b, &want)
+	if !fastSnapshot(b, &got) {
+		return
+	}
+	if errWant != nil {
+		t.Fatalf("%q: fastSnapshot read it, encoding/json says %v", b, errWant)
+	}
+	if !reflect.DeepEqual(want, got) {
+		t.Fatalf("%q:\nencoding/json %+v\nfastSnapshot  %+v", b, want, got)
+	}
+}
+
+// TestFastSnapshot_EqualsEncodingJSON: random snapshots (every field, odd
+// strings, nil and empty lists), real ones, and hand-made oddities decode
+// as encoding/json decodes them, and the ones appendSnapshot writes take
+// the fast path unless a string needs a surrogate escape or is not UTF-8.
+func TestFastSnapshot_EqualsEncodingJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, uint64(time.Now().UnixNano())))
+	fast := 0
+	for range 3000 {
+		var s store.RunSnapshot
+		fill(rng, reflect.ValueOf(&s).Elem())
+		b := appendSnapshot(nil, &s)
+		checkSnapshotDecode(t, b)
+		var got store.RunSnapshot
+		if fastSnapshot(b, &got) {
+			fast++
+		}
+	}
+	if fast < 100 {
+		t.Fatalf("the fast path read only %d of 3000 random snapshots", fast)
+	}
+	var full store.RunSnapshot
+	setAll(reflect.ValueOf(&full).Elem())
+	b := appendSnapshot(nil, &full)
+	var got store.RunSnapshot
+	if !fastSnapshot(b, &got) || !reflect.DeepEqual(got, full) {
+		t.Fatalf("every field set: fast path %v, got %+v", fastSnapshot(b, &got), got)
+	}
+	for range 50 {
+		evs := workload.Run(rng, "tenant_a", workload.Options{})
+		recs := make([]store.RunEventRecord, len(evs))
+		for i, w := range evs {
+			recs[i] = store.RunEventRecord{RunEventWrite: w, RunSeq: int64(i + 1), PersistedAt: store.FormatPersistedAt(time.Now())}
+		}
+		s, _ := reduce.Project(store.RunSnapshot{}, recs)
+		b := appendSnapshot(nil, &s)
+		var got store.RunSnapshot
+		if !fastSnapshot(b, &got) || !reflect.DeepEqual(got, s) {
+			t.Fatalf("a reduced snapshot did not round-trip through the fast path: %s", b)
+		}
+	}
+	for _, v := range snapshotVariants {
+		checkSnapshotDecode(t, []byte(v))
+	}
+}
+
+var snapshotVariants = []string{
+	`{"runId":"r","steps":[{"stepId":"a","status":"RUNNING","artifacts":[],"attempts":[]}],"artifacts":[],"stale":false}`,
+	`{"runId":"r","steps":[{"stepId":"a"}],"steps":[{"status":"X"}]}`,
+	`{"runId":"r","error":{"code":"a"},"error":{"message":"b"}}`,
+	`{"runId":"r","steps":null}`,
+	`{"runId":"r","RUNID":"x"}`,
+	`{"runId":"r","unknown":1}`,
+	`{"runId":"a\u00e9\n\"\\\/\b\f\r\t\u0000x","status":"\ud83d\ude00"}`,
+	`{"runId":"\ud800"}`,
+	"{\"runId\":\"\xff\"}",
+	`{"lastEventSeq":1.5}`,
+	`{"lastEventSeq":-3,"failedSteps":99999999999999999999}`,
+	`{"stale":true,"stale":false}`,
+	`{"stale":1}`,
+	` {"runId" : "r" , "totalDurationMs" : 5 } `,
+	`{"runId":"r"} x`,
+	`{"runId":"r",}`,
+	`{"steps":[{"stepId":"a","attempts":[{"logicalAttemptId":1,"skip":{"reason":"x","reasonCode":"y"},"durationMs":3}]}]}`,
+	`{"steps":[{"stepId":"a","skip":{"reason":"x"},"skip":{"reasonCode":"y"}}]}`,
+	`{"artifacts":[{"uri":"u","sizeBytes":1,"sizeBytes":2}]}`,
+	`[]`, `null`, ``, `{}`,
+}
+
+func FuzzDecodeSnapshot(f *testing.F) {
+	for _, v := range snapshotVariants {
+		f.Add([]byte(v))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkSnapshotDecode(t, b) })
+}

@@ -181,9 +181,12 @@ func loadSnapshots(ctx context.Context, rdb redis.UniversalClient, runIDs []stri
 			return nil, nil, err
 		}
 		var s store.RunSnapshot
-		if err := json.Unmarshal(b, &s); err != nil {
-			broken[runIDs[i]] = true
-			continue
+		if !fastSnapshot(b, &s) {
+			s = store.RunSnapshot{}
+			if err := json.Unmarshal(b, &s); err != nil {
+				broken[runIDs[i]] = true
+				continue
+			}
 		}
 		snaps[runIDs[i]] = s
 	}

@@ -1,0 +1,373 @@
+package projector
+
+import (
+	"unicode/utf8"
+
+	"github.com/runstream/runstream/store"
+)
+
+// fastSnapshot decodes a snapshot as appendSnapshot (or encoding/json)
+// writes it, in one pass without reflection, and reports whether it
+// could; when it could, s is exactly what json.Unmarshal would make of b.
+// Reading and decoding snapshots from Redis with encoding/json was most
+// of the projector's CPU on a cache miss. It gives up on what it cannot
+// read exactly as encoding/json would: an unknown key (which
+// encoding/json might match case-insensitively), null, a list or object
+// field given twice (encoding/json merges the second into the first), a
+// \u escape of a surrogate, invalid UTF-8, a number that is not a plain
+// int64, any syntax error. The caller then uses encoding/json.
+// FuzzDecodeSnapshot holds it to encoding/json's result.
+func fastSnapshot(b []byte, s *store.RunSnapshot) bool {
+	*s = store.RunSnapshot{}
+	d := recDecoder{b: b}
+	d.ws()
+	if !d.snapshot(s) {
+		return false
+	}
+	return d.end()
+}
+
+// object reads an object, calling field for each key (the key is a slice
+// of the input, without escapes); field reads the value.
+func (d *recDecoder) object(field func(key []byte) bool) bool {
+	if !d.eat('{') {
+		return false
+	}
+	d.ws()
+	if d.eat('}') {
+		return true
+	}
+	for {
+		d.ws()
+		key, ok := d.plainString()
+		if !ok {
+			return false
+		}
+		d.ws()
+		if !d.eat(':') {
+			return false
+		}
+		d.ws()
+		if !field(key) {
+			return false
+		}
+		d.ws()
+		if d.eat(',') {
+			continue
+		}
+		return d.eat('}')
+	}
+}
+
+// array reads an array, calling elem for each element.
+func (d *recDecoder) array(elem func() bool) bool {
+	if !d.eat('[') {
+		return false
+	}
+	d.ws()
+	if d.eat(']') {
+		return true
+	}
+	for {
+		d.ws()
+		if !elem() {
+			return false
+		}
+		d.ws()
+		if d.eat(',') {
+			continue
+		}
+		return d.eat(']')
+	}
+}
+
+// once guards a list or object field: false when it was seen before.
+func once(seen *uint32, bit uint32) bool {
+	if *seen&bit != 0 {
+		return false
+	}
+	*seen |= bit
+	return true
+}
+
+func (d *recDecoder) snapshot(s *store.RunSnapshot) bool {
+	var seen uint32
+	return d.object(func(key []byte) bool {
+		switch string(key) {
+		case "runId":
+			return d.jstr(&s.RunID)
+		case "tenantId":
+			return d.jstr(&s.TenantID)
+		case "projectId":
+			return d.jstr(&s.ProjectID)
+		case "environmentId":
+			return d.jstr(&s.EnvironmentID)
+		case "planId":
+			return d.jstr(&s.PlanID)
+		case "planVersion":
+			return d.jstr(&s.PlanVersion)
+		case "status":
+			return d.jstr(&s.Status)
+		case "substatus":
+			return d.jstr(&s.Substatus)
+		case "lastEventSeq":
+			return d.int(&s.LastEventSeq)
+		case "steps":
+			if !once(&seen, 1) {
+				return false
+			}
+			s.Steps = []store.StepSnapshot{}
+			return d.array(func() bool {
+				s.Steps = append(s.Steps, store.StepSnapshot{})
+				return d.step(&s.Steps[len(s.Steps)-1])
+			})
+		case "artifacts":
+			return once(&seen, 2) && d.artifacts(&s.Artifacts)
+		case "engineRunRef":
+			return d.jstr(&s.EngineRunRef)
+		case "startedAt":
+			return d.jstr(&s.StartedAt)
+		case "completedAt":
+			return d.jstr(&s.CompletedAt)
+		case "totalDurationMs":
+			return once(&seen, 4) && d.intPtr(&s.TotalDurationMs)
+		case "failedSteps":
+			var n int64
+			if !d.int(&n) || int64(int(n)) != n {
+				return false
+			}
+			s.FailedSteps = int(n)
+			return true
+		case "error":
+			return once(&seen, 8) && d.errorInfo(&s.Error)
+		case "stale":
+			return d.bool(&s.Stale)
+		case "updatedAt":
+			return d.jstr(&s.UpdatedAt)
+		}
+		return false
+	})
+}
+
+func (d *recDecoder) step(st *store.StepSnapshot) bool {
+	var seen uint32
+	return d.object(func(key []byte) bool {
+		switch string(key) {
+		case "stepId":
+			return d.jstr(&st.StepID)
+		case "attempts":
+			if !once(&seen, 1<<16) {
+				return false
+			}
+			st.Attempts = []store.StepAttempt{}
+			return d.array(func() bool {
+				st.Attempts = append(st.Attempts, store.StepAttempt{})
+				a := &st.Attempts[len(st.Attempts)-1]
+				var aseen uint32
+				return d.object(func(key []byte) bool { return d.attemptField(a, &aseen, key) })
+			})
+		}
+		return d.attemptField(&st.StepAttempt, &seen, key)
+	})
+}
+
+func (d *recDecoder) attemptField(a *store.StepAttempt, seen *uint32, key []byte) bool {
+	switch string(key) {
+	case "logicalAttemptId":
+		return d.int(&a.LogicalAttemptID)
+	case "engineAttemptId":
+		return d.int(&a.EngineAttemptID)
+	case "status":
+		return d.jstr(&a.Status)
+	case "startedAt":
+		return d.jstr(&a.StartedAt)
+	case "completedAt":
+		return d.jstr(&a.CompletedAt)
+	case "durationMs":
+		return once(seen, 1) && d.intPtr(&a.DurationMs)
+	case "artifacts":
+		return once(seen, 2) && d.artifacts(&a.Artifacts)
+	case "error":
+		return once(seen, 4) && d.errorInfo(&a.Error)
+	case "skip":
+		if !once(seen, 8) {
+			return false
+		}
+		a.Skip = &store.SkipInfo{}
+		return d.object(func(key []byte) bool {
+			switch string(key) {
+			case "reason":
+				return d.jstr(&a.Skip.Reason)
+			case "reasonCode":
+				return d.jstr(&a.Skip.ReasonCode)
+			}
+			return false
+		})
+	}
+	return false
+}
+
+func (d *recDecoder) artifacts(dst *[]store.ArtifactRef) bool {
+	refs := []store.ArtifactRef{}
+	ok := d.array(func() bool {
+		refs = append(refs, store.ArtifactRef{})
+		r := &refs[len(refs)-1]
+		var seen uint32
+		return d.object(func(key []byte) bool {
+			switch string(key) {
+			case "uri":
+				return d.jstr(&r.URI)
+			case "kind":
+				return d.jstr(&r.Kind)
+			case "sha256":
+				return d.jstr(&r.SHA256)
+			case "sizeBytes":
+				return once(&seen, 1) && d.intPtr(&r.SizeBytes)
+			case "expiresAt":
+				return d.jstr(&r.ExpiresAt)
+			}
+			return false
+		})
+	})
+	*dst = refs
+	return ok
+}
+
+func (d *recDecoder) errorInfo(dst **store.ErrorInfo) bool {
+	e := &store.ErrorInfo{}
+	*dst = e
+	return d.object(func(key []byte) bool {
+		switch string(key) {
+		case "code":
+			return d.jstr(&e.Code)
+		case "message":
+			return d.jstr(&e.Message)
+		case "retryable":
+			return d.bool(&e.Retryable)
+		case "category":
+			return d.jstr(&e.Category)
+		case "source":
+			return d.jstr(&e.Source)
+		}
+		return false
+	})
+}
+
+func (d *recDecoder) intPtr(dst **int64) bool {
+	var n int64
+	if !d.int(&n) {
+		return false
+	}
+	*dst = &n
+	return true
+}
+
+func (d *recDecoder) bool(dst *bool) bool {
+	switch {
+	case d.literal("true"):
+		*dst = true
+	case d.literal("false"):
+		*dst = false
+	default:
+		return false
+	}
+	return true
+}
+
+// jstr reads a string, unescaping it as encoding/json does; it gives up
+// on invalid UTF-8 and on \u escapes of surrogates.
+func (d *recDecoder) jstr(dst *string) bool {
+	if !d.eat('"') {
+		return false
+	}
+	start, ascii := d.i, true
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			s := d.b[start:d.i]
+			d.i++
+			if !ascii && !utf8.Valid(s) {
+				return false
+			}
+			*dst = string(s)
+			return true
+		case c == '\\':
+			return d.escapedString(start, dst)
+		case c < 0x20:
+			return false
+		case c >= 0x80:
+			ascii = false
+		}
+		d.i++
+	}
+	return false
+}
+
+// escapedString goes on reading a string from its first backslash at d.i;
+// start is where its contents began.
+func (d *recDecoder) escapedString(start int, dst *string) bool {
+	out := append(make([]byte, 0, d.i-start+16), d.b[start:d.i]...)
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			d.i++
+			if !utf8.Valid(out) {
+				return false
+			}
+			*dst = string(out)
+			return true
+		case c < 0x20:
+			return false
+		case c != '\\':
+			out = append(out, c)
+			d.i++
+			continue
+		}
+		d.i++
+		if d.i >= len(d.b) {
+			return false
+		}
+		switch e := d.b[d.i]; e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			if len(d.b)-d.i < 5 {
+				return false
+			}
+			var r rune
+			for _, h := range d.b[d.i+1 : d.i+5] {
+				switch {
+				case h >= '0' && h <= '9':
+					r = r<<4 | rune(h-'0')
+				case h >= 'a' && h <= 'f':
+					r = r<<4 | rune(h-'a'+10)
+				case h >= 'A' && h <= 'F':
+					r = r<<4 | rune(h-'A'+10)
+				default:
+					return false
+				}
+			}
+			if r >= 0xd800 && r < 0xe000 {
+				return false // surrogates: left to encoding/json
+			}
+			out = utf8.AppendRune(out, r)
+			d.i += 4
+		default:
+			return false
+		}
+		d.i++
+	}
+	return false
+}
