@@ -323,8 +323,8 @@ func (p *Projector) abandon(b *batchInFlight) {
 // A batch's writes go out in pipelines of writeChunkSize, at most
 // writesInFlight at a time, while the batch's next runs are reduced.
 const (
-	writeChunkSize = 64
-	writesInFlight = 2
+	writeChunkSize = 128
+	writesInFlight = 4
 )
 
 // processRuns reduces runs against their current snapshots and writes
