@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
@@ -86,3 +87,60 @@ func TestProjector_StaleCacheEntryLosesItsGuard(t *testing.T) {
 type diffErr struct{ d string }
 
 func (e *diffErr) Error() string { return "snapshot differs (-want +got):\n" + e.d }
+
+// TestProjector_ManyRunsPerBatch: 1500 runs interleaved, so a poll batch
+// holds far more runs than one group of reads and writes (128): with the
+// cache off every batch reads all its snapshots from Redis group by group
+// while the writes of earlier groups are in flight, and with a tiny cache
+// most runs go through both paths. Every snapshot ends equal to the
+// reducer's projection of the run's events.
+func TestProjector_ManyRunsPerBatch(t *testing.T) {
+	t.Parallel()
+	for _, cache := range []int64{-1, 64 << 10} {
+		f := newFixture(t)
+		rng := seed(t)
+		runs := map[string][]store.RunEventRecord{}
+		persisted := store.FormatPersistedAt(time.Now())
+		for range 1500 {
+			evs := workload.Run(rng, "tenant_a", workload.Options{})
+			evs = evs[:min(len(evs), 6)] // a prefix: many runs, few records
+			recs := make([]store.RunEventRecord, len(evs))
+			for i, w := range evs {
+				recs[i] = store.RunEventRecord{RunEventWrite: w, RunSeq: int64(i + 1), PersistedAt: persisted}
+			}
+			runs[evs[0].RunID] = recs
+		}
+		t.Cleanup(func() {
+			for id := range runs {
+				f.rdb.Del(context.Background(), projector.SnapshotKey(id))
+			}
+		})
+		f.publish(t, interleave(runs))
+		reg := prometheus.NewRegistry()
+		p, err := projector.New(projector.Config{Brokers: f.brokers, Topic: topic, Group: "g-" + testenv.RandomID(4),
+			SnapshotCacheBytes: cache, Registerer: reg}, f.rdb, f.store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.Run(ctx) }()
+		testenv.WaitUntil(t, 60*time.Second, func() error {
+			for id, recs := range runs {
+				want, _ := reduce.Project(store.RunSnapshot{}, recs)
+				got, _ := redisSnapshot(t, f.rdb, id)
+				if d := cmp.Diff(want, got); d != "" {
+					return &diffErr{id + ": " + d}
+				}
+			}
+			return nil
+		})
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if got := counter(t, reg, "runstream_projector_write_conflicts_total", ""); got != 0 {
+			t.Fatalf("cache %d: %v write conflicts with a single projector", cache, got)
+		}
+	}
+}

@@ -352,7 +352,7 @@ type runsInFlight struct {
 // startRuns reads (or takes from the cache) the snapshots of runs, reduces
 // them and sends their writes; finishRuns waits for them.
 func (p *Projector) startRuns(ctx context.Context, runs []*runEvents) (*runsInFlight, error) {
-	ids := make([]string, 0, len(runs))
+	misses := 0
 	for _, re := range runs {
 		re.cached, re.prev = false, store.RunSnapshot{}
 		if re.cacheable() {
@@ -361,45 +361,101 @@ func (p *Projector) startRuns(ctx context.Context, runs []*runEvents) (*runsInFl
 				continue
 			}
 		}
-		ids = append(ids, re.id)
+		misses++
 	}
 	if p.cache != nil {
-		p.m.cacheHits.Add(float64(len(runs) - len(ids)))
-		p.m.cacheMisses.Add(float64(len(ids)))
+		p.m.cacheHits.Add(float64(len(runs) - misses))
+		p.m.cacheMisses.Add(float64(misses))
 	}
-	snaps, broken, err := loadSnapshots(ctx, p.rdb, ids)
-	if err != nil {
-		return nil, fmt.Errorf("reading snapshots: %w", err)
+	// The runs go in groups of writeChunkSize: the snapshots of the next
+	// group are read while this one is reduced and the writes sent before
+	// it are executed, so Redis is not left idle while a batch's reads are
+	// decoded.
+	groups := make([][]*runEvents, 0, len(runs)/writeChunkSize+1)
+	for i := 0; i < len(runs); i += writeChunkSize {
+		groups = append(groups, runs[i:min(i+writeChunkSize, len(runs))])
 	}
 	fl := &runsInFlight{bw: newBatchWriter(ctx, p.rdb, writeChunkSize, writesInFlight)}
-	for _, re := range runs {
-		prev, exists := re.prev, re.cached
-		if !re.cached {
-			prev, exists = snaps[re.id]
+	var next chan snapshotsRead
+	if len(groups) > 0 {
+		next = p.readSnapshots(ctx, groups[0])
+	}
+	for g, group := range groups {
+		read := <-next
+		if g+1 < len(groups) {
+			next = p.readSnapshots(ctx, groups[g+1])
 		}
-		expected := int64(-1)
-		if exists {
-			expected = prev.LastEventSeq
-		}
-		next, changed, stale := p.reduceRun(ctx, re, prev, exists, broken[re.id])
-		switch {
-		case stale:
-			fl.unresolved = append(fl.unresolved, re.id)
-		case (exists && prev.Stale) || broken[re.id] || re.resync || re.undecoded:
-			fl.resolved = append(fl.resolved, re.id)
-		}
-		if !changed {
-			if exists && !broken[re.id] && re.cacheable() {
-				fl.unchanged = append(fl.unchanged, re)
-				re.prev = prev
+		if read.err != nil {
+			if g+1 < len(groups) {
+				<-next
 			}
-			continue
+			fl.bw.wait() // what was sent lands (or not) before the batch is retried
+			return nil, fmt.Errorf("reading snapshots: %w", read.err)
 		}
-		fl.bw.add(snapshotWrite{snap: next, expected: expected, max: broken[re.id]})
-		fl.written = append(fl.written, re)
+		for _, re := range group {
+			p.reduceAndSend(ctx, fl, re, read)
+		}
 	}
 	fl.bw.flush()
 	return fl, nil
+}
+
+// snapshotsRead is the answer of readSnapshots.
+type snapshotsRead struct {
+	snaps  map[string]store.RunSnapshot
+	broken map[string]bool
+	err    error
+}
+
+// readSnapshots reads, in the background, the snapshots of the runs of
+// group that the cache did not have.
+func (p *Projector) readSnapshots(ctx context.Context, group []*runEvents) chan snapshotsRead {
+	ch := make(chan snapshotsRead, 1)
+	var ids []string
+	for _, re := range group {
+		if !re.cached {
+			ids = append(ids, re.id)
+		}
+	}
+	if len(ids) == 0 {
+		ch <- snapshotsRead{}
+		return ch
+	}
+	go func() {
+		snaps, broken, err := loadSnapshots(ctx, p.rdb, ids)
+		ch <- snapshotsRead{snaps: snaps, broken: broken, err: err}
+	}()
+	return ch
+}
+
+// reduceAndSend reduces one run against its snapshot (cached, or in read)
+// and queues its write when it changed.
+func (p *Projector) reduceAndSend(ctx context.Context, fl *runsInFlight, re *runEvents, read snapshotsRead) {
+	prev, exists := re.prev, re.cached
+	if !re.cached {
+		prev, exists = read.snaps[re.id]
+	}
+	broken := read.broken[re.id]
+	expected := int64(-1)
+	if exists {
+		expected = prev.LastEventSeq
+	}
+	next, changed, stale := p.reduceRun(ctx, re, prev, exists, broken)
+	switch {
+	case stale:
+		fl.unresolved = append(fl.unresolved, re.id)
+	case (exists && prev.Stale) || broken || re.resync || re.undecoded:
+		fl.resolved = append(fl.resolved, re.id)
+	}
+	if !changed {
+		if exists && !broken && re.cacheable() {
+			fl.unchanged = append(fl.unchanged, re)
+			re.prev = prev
+		}
+		return
+	}
+	fl.bw.add(snapshotWrite{snap: next, expected: expected, max: broken})
+	fl.written = append(fl.written, re)
 }
 
 // finishRuns waits for the writes startRuns sent, caches what landed and
