@@ -5,8 +5,9 @@
 // atomically with a Lua script guarded on the previous watermark, and commit
 // Kafka offsets only after the Redis writes they cover succeeded.
 //
-// Per batch of polled records: the snapshots of every run in the batch are
-// read with pipelined GETs; events are applied in offset order (a run
+// Per batch of polled records: the snapshot of every run in the batch is
+// taken from the projector's bounded snapshot cache (the snapshots it last
+// wrote) or read with pipelined GETs; events are applied in offset order (a run
 // lives on one partition, so offset order is the relay's runSeq order);
 // duplicates (runSeq <= lastEventSeq) are no-ops; a gap (runSeq >
 // lastEventSeq+1) marks the run stale, raises
@@ -14,9 +15,13 @@
 // FROM_SNAPSHOT (the Redis snapshot plus the store's events after its
 // watermark) or FULL (store projectSnapshot) when there is no usable
 // snapshot; stale clears only when the watermark advanced (ExecutionSemantics
-// v1 1.5.1). All writes of the batch go out in one pipeline; a write that
-// loses its guard (another projector moved the watermark during a
-// rebalance) reloads and retries that run. When Redis fails the batch is not
+// v1 1.5.1). The writes go out in pipelines while the batch is reduced,
+// each guarded on the watermark its snapshot was reduced from, whether that
+// snapshot came from Redis or from the cache; a write that loses its guard
+// (another projector moved the watermark during a rebalance) drops the
+// run's cache entry, reloads it from Redis and retries that run. The next
+// batch is polled and decoded while a batch's writes are in flight;
+// rebalances are allowed only with nothing in flight. When Redis fails the batch is not
 // committed: the partitions are rewound to the batch's first offsets and
 // polled again after a backoff.
 //
@@ -34,6 +39,8 @@
 //	runstream_projector_stale_runs                 runs marked stale and not yet resynced
 //	runstream_projector_write_conflicts_total      guarded writes that lost to another writer
 //	runstream_projector_batch_seconds              time to reduce and write one poll batch
+//	runstream_projector_snapshot_cache_hits_total  runs whose snapshot came from the cache
+//	runstream_projector_snapshot_cache_misses_total runs whose snapshot was read from Redis
 //	runstream_projector_lag_records{partition}     records behind the partition's end
 //	runstream_projector_lag_seconds{partition}     now minus persistedAt of the last applied event (0 when caught up)
 package projector
