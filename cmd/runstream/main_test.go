@@ -70,6 +70,7 @@ func TestRun_UsageErrors(t *testing.T) {
 		{[]string{"relay"}, nil, "RUNSTREAM_KAFKA_BROKERS"},
 		{[]string{"relay", "dlq", "retry"}, nil, "--id N"},
 		{[]string{"relay", "dlq", "frob"}, nil, "list or retry"},
+		{[]string{"projector", "--snapshot-cache-mb", "-1"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1"}, "--snapshot-cache-mb"},
 	} {
 		var out syncBuffer
 		err := run(context.Background(), tc.args, func(k string) string { return tc.env[k] }, &out, &out)
