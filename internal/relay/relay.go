@@ -242,8 +242,13 @@ type outboxRow struct {
 
 // readSQL takes the head of the owned shards first (LIMIT on the outbox
 // alone), then looks each event up by its primary key. Written as a LATERAL
-// lookup so the plan cannot turn into a hash join over the whole event log
-// (which a generic plan cached on a never-analyzed table did).
+// lookup with a LIMIT, which Postgres cannot pull up into a join, so the
+// plan is always a unique-index probe per outbox row and never a hash join
+// over the whole event log: a plan chosen while run_events was small (a
+// generic plan cached on a never-analyzed table, or stale statistics on a
+// young install) did that, and every round of the relay then read the whole
+// log (p99 commit-to-ack 270 ms instead of 36 ms in bench relay with a
+// 10,000-event log).
 const readSQL = `WITH blocked AS (
 	SELECT DISTINCT run_id FROM outbox
 	WHERE next_attempt_at IS NOT NULL AND next_attempt_at > clock_timestamp() AND shard = ANY($1)),
@@ -256,7 +261,7 @@ SELECT h.id, h.attempts, h.created_at,
 	e.project_id, e.environment_id, e.plan_id, e.plan_version, coalesce(e.step_id, ''),
 	e.engine_attempt_id, e.logical_attempt_id, e.emitted_at, e.persisted_at, e.payload::text
 FROM head h CROSS JOIN LATERAL (
-	SELECT * FROM run_events e WHERE e.run_id = h.run_id AND e.run_seq = h.run_seq) e
+	SELECT * FROM run_events e WHERE e.run_id = h.run_id AND e.run_seq = h.run_seq LIMIT 1) e
 ORDER BY h.id`
 
 func (r *Relay) read(ctx context.Context, shards []int32, limit int) ([]outboxRow, error) {
