@@ -8,6 +8,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 
+	"github.com/runstream/runstream/internal/jsonenc"
 	"github.com/runstream/runstream/store"
 )
 
@@ -245,25 +246,5 @@ func appendError(b []byte, e *store.ErrorInfo) []byte {
 	return append(b, '}')
 }
 
-// plainJSON[c]: encoding/json writes byte c of a string as it is.
-var plainJSON = func() (t [256]bool) {
-	for c := 0x20; c < 0x7f; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	return t
-}()
-
-// appendString appends s as a JSON string the way encoding/json does: a
-// string of printable ASCII other than '"', '\\', '<', '>' and '&' is
-// quoted as is; anything else is left to encoding/json.
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if !plainJSON[s[i]] {
-			enc, _ := json.Marshal(s) // a string always encodes
-			return append(b, enc...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
+// appendString appends s as json.Marshal(s) writes it.
+func appendString(b []byte, s string) []byte { return jsonenc.AppendString(b, s) }
