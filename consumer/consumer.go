@@ -440,7 +440,7 @@ func (c *Consumer) decode(it *item) {
 		return
 	}
 	id, seq := it.ev.RunID, it.ev.RunSeq
-	err := decodeRecord(it.rec.Value, &it.ev.RunEventRecord)
+	err := store.DecodeRecord(it.rec.Value, &it.ev.RunEventRecord)
 	rec := &it.ev.RunEventRecord
 	switch {
 	case err != nil:

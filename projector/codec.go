@@ -1,44 +1,11 @@
 package projector
 
 import (
-	"encoding/json"
 	"strconv"
-
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/runstream/runstream/internal/jsonenc"
 	"github.com/runstream/runstream/store"
 )
-
-// recordOptions make jsonv2 read a record the way encoding/json does where
-// the two differ on valid input: names match case-insensitively (but not
-// across '-' and '_'), a repeated name keeps the last value, and invalid
-// UTF-8 is replaced rather than refused.
-var recordOptions = jsonv2.JoinOptions(jsonv2.MatchCaseInsensitiveNames(true), jsonv1.MatchCaseSensitiveDelimiter(true),
-	jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-
-// decodeRecord decodes a record's value exactly as json.Unmarshal would
-// (decoding records with encoding/json was a large part of the projector's
-// CPU). Records as the relay writes them are read by fastRecord, in one
-// pass without reflection; anything it gives up on by jsonv2
-// (github.com/go-json-experiment/json, about three times faster than
-// encoding/json); a value jsonv2 refuses by encoding/json, whose answer
-// (and error) counts, so nothing jsonv2 is stricter about is lost.
-// TestDecodeRecord_EqualsEncodingJSON and FuzzDecodeRecord hold them to
-// encoding/json's result.
-func decodeRecord(value []byte, ev *store.RunEventRecord) error {
-	if fastRecord(value, ev) {
-		return nil
-	}
-	*ev = store.RunEventRecord{}
-	if jsonv2.Unmarshal(value, ev, recordOptions) == nil {
-		return nil
-	}
-	*ev = store.RunEventRecord{}
-	return json.Unmarshal(value, ev)
-}
 
 // appendSnapshot appends the JSON encoding of s to b, byte for byte what
 // json.Marshal(s) produces (same field order, omitempty rules, escaping),

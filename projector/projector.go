@@ -257,7 +257,7 @@ func (p *Projector) decode(recs []*kgo.Record) []*runEvents {
 	}
 	for _, r := range recs {
 		var ev store.RunEventRecord
-		err := decodeRecord(r.Value, &ev)
+		err := store.DecodeRecord(r.Value, &ev)
 		if err == nil && (ev.RunID == "" || ev.RunSeq < 1 || (len(r.Key) > 0 && string(r.Key) != ev.RunID)) {
 			err = fmt.Errorf("runId %q / runSeq %d missing or not matching the key %q", ev.RunID, ev.RunSeq, r.Key)
 		}

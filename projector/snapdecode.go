@@ -19,7 +19,7 @@ import (
 // FuzzDecodeSnapshot holds it to encoding/json's result.
 func fastSnapshot(b []byte, s *store.RunSnapshot) bool {
 	*s = store.RunSnapshot{}
-	d := recDecoder{b: b}
+	d := snapDecoder{b: b}
 	d.ws()
 	if !d.snapshot(s) {
 		return false
@@ -29,7 +29,7 @@ func fastSnapshot(b []byte, s *store.RunSnapshot) bool {
 
 // object reads an object, calling field for each key (the key is a slice
 // of the input, without escapes); field reads the value.
-func (d *recDecoder) object(field func(key []byte) bool) bool {
+func (d *snapDecoder) object(field func(key []byte) bool) bool {
 	if !d.eat('{') {
 		return false
 	}
@@ -60,7 +60,7 @@ func (d *recDecoder) object(field func(key []byte) bool) bool {
 }
 
 // array reads an array, calling elem for each element.
-func (d *recDecoder) array(elem func() bool) bool {
+func (d *snapDecoder) array(elem func() bool) bool {
 	if !d.eat('[') {
 		return false
 	}
@@ -90,7 +90,7 @@ func once(seen *uint32, bit uint32) bool {
 	return true
 }
 
-func (d *recDecoder) snapshot(s *store.RunSnapshot) bool {
+func (d *snapDecoder) snapshot(s *store.RunSnapshot) bool {
 	var seen uint32
 	return d.object(func(key []byte) bool {
 		switch string(key) {
@@ -149,7 +149,7 @@ func (d *recDecoder) snapshot(s *store.RunSnapshot) bool {
 	})
 }
 
-func (d *recDecoder) step(st *store.StepSnapshot) bool {
+func (d *snapDecoder) step(st *store.StepSnapshot) bool {
 	var seen uint32
 	return d.object(func(key []byte) bool {
 		switch string(key) {
@@ -171,7 +171,7 @@ func (d *recDecoder) step(st *store.StepSnapshot) bool {
 	})
 }
 
-func (d *recDecoder) attemptField(a *store.StepAttempt, seen *uint32, key []byte) bool {
+func (d *snapDecoder) attemptField(a *store.StepAttempt, seen *uint32, key []byte) bool {
 	switch string(key) {
 	case "logicalAttemptId":
 		return d.int(&a.LogicalAttemptID)
@@ -207,7 +207,7 @@ func (d *recDecoder) attemptField(a *store.StepAttempt, seen *uint32, key []byte
 	return false
 }
 
-func (d *recDecoder) artifacts(dst *[]store.ArtifactRef) bool {
+func (d *snapDecoder) artifacts(dst *[]store.ArtifactRef) bool {
 	refs := []store.ArtifactRef{}
 	ok := d.array(func() bool {
 		refs = append(refs, store.ArtifactRef{})
@@ -233,7 +233,7 @@ func (d *recDecoder) artifacts(dst *[]store.ArtifactRef) bool {
 	return ok
 }
 
-func (d *recDecoder) errorInfo(dst **store.ErrorInfo) bool {
+func (d *snapDecoder) errorInfo(dst **store.ErrorInfo) bool {
 	e := &store.ErrorInfo{}
 	*dst = e
 	return d.object(func(key []byte) bool {
@@ -253,7 +253,7 @@ func (d *recDecoder) errorInfo(dst **store.ErrorInfo) bool {
 	})
 }
 
-func (d *recDecoder) intPtr(dst **int64) bool {
+func (d *snapDecoder) intPtr(dst **int64) bool {
 	var n int64
 	if !d.int(&n) {
 		return false
@@ -262,7 +262,7 @@ func (d *recDecoder) intPtr(dst **int64) bool {
 	return true
 }
 
-func (d *recDecoder) bool(dst *bool) bool {
+func (d *snapDecoder) bool(dst *bool) bool {
 	switch {
 	case d.literal("true"):
 		*dst = true
@@ -276,7 +276,7 @@ func (d *recDecoder) bool(dst *bool) bool {
 
 // jstr reads a string, unescaping it as encoding/json does; it gives up
 // on invalid UTF-8 and on \u escapes of surrogates.
-func (d *recDecoder) jstr(dst *string) bool {
+func (d *snapDecoder) jstr(dst *string) bool {
 	if !d.eat('"') {
 		return false
 	}
@@ -306,7 +306,7 @@ func (d *recDecoder) jstr(dst *string) bool {
 
 // escapedString goes on reading a string from its first backslash at d.i;
 // start is where its contents began.
-func (d *recDecoder) escapedString(start int, dst *string) bool {
+func (d *snapDecoder) escapedString(start int, dst *string) bool {
 	out := append(make([]byte, 0, d.i-start+16), d.b[start:d.i]...)
 	for d.i < len(d.b) {
 		c := d.b[d.i]

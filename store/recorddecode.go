@@ -1,17 +1,14 @@
-package consumer
+package store
 
 import (
 	"encoding/json"
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/runstream/runstream/store"
 )
 
-// decodeRecord decodes a record value into rec exactly as
+// DecodeRecord decodes a Kafka record value (a RunEventRecord as the relay
+// writes it, or any JSON) into rec exactly as
 // json.Unmarshal(value, rec) would, same result and same errors.
 //
 // A hand-written decoder reads the envelope the relay writes (a flat
@@ -27,11 +24,11 @@ import (
 // FuzzDecodeRecord checks it.
 //
 // rec.Payload shares memory with value.
-func decodeRecord(value []byte, rec *store.RunEventRecord) error {
+func DecodeRecord(value []byte, rec *RunEventRecord) error {
 	if fastDecode(value, rec) {
 		return nil
 	}
-	*rec = store.RunEventRecord{}
+	*rec = RunEventRecord{}
 	return json.Unmarshal(value, rec)
 }
 
@@ -40,7 +37,7 @@ func decodeRecord(value []byte, rec *store.RunEventRecord) error {
 // is 10,000).
 const maxFastDepth = 200
 
-// envelopeFields are the JSON names of store.RunEventRecord's fields. A
+// envelopeFields are the JSON names of RunEventRecord's fields. A
 // key that equals one of them only case-insensitively is left to
 // encoding/json, which matches names that way.
 var envelopeFields = []string{"eventId", "eventType", "emittedAt", "runId", "tenantId", "projectId",
@@ -49,9 +46,9 @@ var envelopeFields = []string{"eventId", "eventType", "emittedAt", "runId", "ten
 
 // fastDecode decodes value into rec and reports whether it could; when it
 // returns false, rec holds garbage.
-func fastDecode(value []byte, rec *store.RunEventRecord) bool {
+func fastDecode(value []byte, rec *RunEventRecord) bool {
 	d := fastDecoder{b: value}
-	*rec = store.RunEventRecord{}
+	*rec = RunEventRecord{}
 	d.ws()
 	if !d.eat('{') {
 		return false
@@ -142,7 +139,7 @@ func (d *fastDecoder) key() (start, end int, ok bool) {
 }
 
 // field reads the value of key into rec.
-func (d *fastDecoder) field(rec *store.RunEventRecord, key []byte) bool {
+func (d *fastDecoder) field(rec *RunEventRecord, key []byte) bool {
 	switch string(key) {
 	case "eventId":
 		return d.str(&rec.EventID)
@@ -392,25 +389,4 @@ func (d *fastDecoder) digits() int {
 		d.i++
 	}
 	return d.i - start
-}
-
-// headerIDs returns the run and runSeq a record names without decoding
-// its value: the key (the relay keys records by runId) and the runSeq
-// header. ok is false when either is missing or unreadable.
-func headerIDs(r *kgo.Record) (runID string, runSeq int64, ok bool) {
-	if len(r.Key) == 0 {
-		return "", 0, false
-	}
-	for i := range r.Headers {
-		h := &r.Headers[i]
-		if h.Key != "runSeq" {
-			continue
-		}
-		seq, err := strconv.ParseInt(string(h.Value), 10, 64)
-		if err != nil || seq < 1 {
-			return "", 0, false
-		}
-		return string(r.Key), seq, true
-	}
-	return "", 0, false
 }
