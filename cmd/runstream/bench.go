@@ -159,6 +159,7 @@ func runBenchRelay(ctx context.Context, env *environment, args []string) error {
 	latency := fs.Bool("latency", true, "run the latency phase (--latency=false skips it)")
 	fs.IntVar(&cfg.Rate, "rate", 2000, "offered append rate of the latency phase, events/s")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long the latency phase appends")
+	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "how long the latency phase appends at --rate before its window, unmeasured (0: none)")
 	fs.IntVar(&cfg.Appenders, "appenders", 16, "goroutines appending in the latency phase (and their pool's connections)")
 	fs.BoolVar(&cfg.KeepSchema, "keep-schema", false, "keep the bench_<random> schema (and the topic on --brokers) for inspection")
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of text")
@@ -182,6 +183,9 @@ func runBenchRelay(ctx context.Context, env *environment, args []string) error {
 	cfg.DisableDrain, cfg.DisableLatency = !*drain, !*latency
 	if err := checkBenchRelayFlags(cfg, *partitions); err != nil {
 		return err
+	}
+	if cfg.Warmup == 0 {
+		cfg.Warmup = -1 // --warmup 0: none (0 in RelayConfig is the default)
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg.Progress = func(p bench.PhaseProgress) {
@@ -243,6 +247,9 @@ func checkBenchRelayFlags(cfg bench.RelayConfig, partitions int) error {
 	}
 	if partitions < 1 || partitions > 100000 {
 		errs = append(errs, fmt.Errorf("--partitions must be 1..100000, got %d", partitions))
+	}
+	if cfg.Warmup < 0 {
+		errs = append(errs, fmt.Errorf("--warmup must be >= 0, got %s", cfg.Warmup))
 	}
 	if err := errors.Join(append(errs, cfg.Validate())...); err != nil {
 		return usageError{err}

@@ -96,6 +96,12 @@ type RelayConfig struct {
 	Rate int
 	// Duration of the latency phase's appends; 0 means 10s.
 	Duration time.Duration
+	// Warmup is how long the latency phase appends at Rate before its
+	// window, unmeasured, so the window is the steady state: the first
+	// second of appends runs each new session's first plpgsql calls and
+	// plans, and its backlog (~200 ms) would otherwise reach the relay as
+	// bursts. 0 means 2s; negative means none.
+	Warmup time.Duration
 	// Appenders is the goroutines appending in the latency phase, and the
 	// connections of their store's pool; 0 means 16 (fewer cannot hold
 	// 2,000 single-event transactions/s on two cores once run_events holds
@@ -168,6 +174,10 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	if c.Appenders == 0 {
 		c.Appenders = defaultRelayAppenders
 	}
+	if c.Warmup == 0 {
+		c.Warmup = 2 * time.Second
+	}
+	c.Warmup = max(c.Warmup, 0)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -937,7 +947,7 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 	cfg := b.cfg
 	n := int(int64(cfg.Rate) * int64(cfg.Duration) / int64(time.Second))
 	n = max(n, 1)
-	rep := &LatencyReport{Rate: cfg.Rate, Duration: cfg.Duration, Appenders: cfg.Appenders, Offered: int64(n),
+	rep := &LatencyReport{Rate: cfg.Rate, Duration: cfg.Duration, Warmup: cfg.Warmup, Appenders: cfg.Appenders, Offered: int64(n),
 		TargetP99: TargetCommitToAckP99, TargetRate: TargetOfferedRate}
 
 	// The appenders' store, on a pool of its own as `runstream api` has,
@@ -966,9 +976,12 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = st.RunOutboxNotifier(nctx) }()
 
-	// The events, generated before the window.
+	// The events, generated before the window: the warmup's first, then
+	// the window's n.
 	runs := newRuns(cfg.Runs)
 	rng := mrand.New(mrand.NewPCG(mrand.Uint64(), 1))
+	warm := int(int64(cfg.Rate) * int64(cfg.Warmup) / int64(time.Second))
+	n += warm
 	writes := make([]store.RunEventWrite, n)
 	index := make(map[string]int32, n)
 	for i := range writes {
@@ -1053,14 +1066,7 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 			return nil, fmt.Errorf("bench interrupted before the latency phase: %w", ctx.Err())
 		}
 	}
-	runtime.GC()
 	profiling := false
-	if cfg.LatencyCPUProfile != nil {
-		if err := pprof.StartCPUProfile(cfg.LatencyCPUProfile); err != nil {
-			return nil, fmt.Errorf("starting the CPU profile: %w", err)
-		}
-		profiling = true
-	}
 	stopProfile := func() {
 		if profiling {
 			pprof.StopCPUProfile()
@@ -1068,7 +1074,23 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 		}
 	}
 	defer stopProfile()
-	cpuBefore := sampleCPU()
+	var cpuBefore cpuSample
+	// startWindow marks the end of the warmup: the relay's metrics, the
+	// CPU and the profile count from here.
+	startWindow := func() error {
+		var err error
+		if before, err = b.readMetrics(); err != nil {
+			return err
+		}
+		if cfg.LatencyCPUProfile != nil {
+			if err := pprof.StartCPUProfile(cfg.LatencyCPUProfile); err != nil {
+				return fmt.Errorf("starting the CPU profile: %w", err)
+			}
+			profiling = true
+		}
+		cpuBefore = sampleCPU()
+		return nil
+	}
 	appendLat := make([]time.Duration, n)
 	appendedAt := make([]time.Time, n)
 	appendErr := make([]bool, n)
@@ -1100,9 +1122,18 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 	// Open loop: event i is due at start + i/Rate whether or not earlier
 	// appends finished, so a slow database shows as append latency (from
 	// the due time) instead of a lower offered rate.
+	windowStarted := false
 	for i := 0; i < n && ctx.Err() == nil; {
 		now := time.Now()
 		for i < n && !start.Add(time.Duration(i)*time.Second/time.Duration(cfg.Rate)).After(now) {
+			if i == warm && !windowStarted {
+				windowStarted = true
+				if err := startWindow(); err != nil {
+					close(jobs)
+					aw.Wait()
+					return nil, err
+				}
+			}
 			jobs <- i
 			i++
 		}
@@ -1112,17 +1143,22 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 	}
 	close(jobs)
 	aw.Wait()
-	rep.Window = time.Since(start)
+	rep.Window = time.Since(start) - cfg.Warmup
 	stop()
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("bench interrupted during the latency phase: %w", ctx.Err())
 	}
-	rep.Appended = appended.Load()
-	rep.Errors = int64(n) - rep.Appended
+	rep.Appended = appended.Load() - int64(warm)
+	for i := range warm {
+		if appendErr[i] {
+			rep.Appended++ // the warmup's failures are not the window's
+		}
+	}
+	rep.Errors = int64(n-warm) - rep.Appended
 
 	// The records of the last appends are still on their way.
 	deadline := time.Now().Add(latencyGrace)
-	for received.Load() < rep.Appended && time.Now().Before(deadline) {
+	for received.Load() < appended.Load() && time.Now().Before(deadline) {
 		if err := b.relayExited(); err != nil {
 			return nil, err
 		}
@@ -1140,14 +1176,19 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 		return nil, err
 	}
 
-	rep.Received = received.Load()
+	rep.Received = 0
+	for i := warm; i < n; i++ {
+		if seen[i] {
+			rep.Received++
+		}
+	}
 	rep.Duplicates, rep.Foreign, rep.BadValues = dups, foreign, badValues
 	rep.TimestampType = "CreateTime"
 	if tsLogAppend.Load() > 0 {
 		rep.TimestampType = "LogAppendTime"
 	}
 	var cLat, pLat, aLat, rLat []time.Duration
-	for i := range n {
+	for i := warm; i < n; i++ {
 		if !appendErr[i] {
 			aLat = append(aLat, appendLat[i])
 		}
@@ -1307,6 +1348,8 @@ type LatencyReport struct {
 	Duration  time.Duration `json:"-"`
 	Appenders int           `json:"appenders"`
 	Offered   int64         `json:"offered"`
+	// Warmup is how long the same load ran before the window, unmeasured.
+	Warmup time.Duration `json:"-"`
 	// Window is from the first due time until the last append returned.
 	Window time.Duration `json:"-"`
 	// Appended and Errors split Offered.
@@ -1416,8 +1459,8 @@ func (r *RelayReport) WriteText(w io.Writer) error {
 		}
 	}
 	if l := r.Latency; l != nil {
-		fmt.Fprintf(&b, "latency: %d events/s offered for %s by %d appenders (store.AppendEvent, outbox NOTIFY on)\n",
-			l.Rate, l.Duration, l.Appenders)
+		fmt.Fprintf(&b, "latency: %d events/s offered for %s by %d appenders (store.AppendEvent, outbox NOTIFY on), after %s of the same load unmeasured\n",
+			l.Rate, l.Duration, l.Appenders, l.Warmup)
 		fmt.Fprintf(&b, "  appends    %d of %d appended (%.0f events/s achieved), %d errors; %d received from the topic, %d duplicates\n",
 			l.Appended, l.Offered, l.AchievedRate(), l.Errors, l.Received, l.Duplicates)
 		fmt.Fprintf(&b, "  commit->consumed    %s  (persistedAt to consumer; target p99 < %s at %d events/s): %s\n",
