@@ -3,6 +3,7 @@ package projector
 import (
 	"unicode/utf8"
 
+	"github.com/runstream/runstream/internal/jsonscan"
 	"github.com/runstream/runstream/store"
 )
 
@@ -19,65 +20,65 @@ import (
 // FuzzDecodeSnapshot holds it to encoding/json's result.
 func fastSnapshot(b []byte, s *store.RunSnapshot) bool {
 	*s = store.RunSnapshot{}
-	d := snapDecoder{b: b}
-	d.ws()
+	d := snapDecoder{jsonscan.Scanner{B: b}}
+	d.WS()
 	if !d.snapshot(s) {
 		return false
 	}
-	return d.end()
+	return d.End()
 }
 
 // object reads an object, calling field for each key (the key is a slice
 // of the input, without escapes); field reads the value.
 func (d *snapDecoder) object(field func(key []byte) bool) bool {
-	if !d.eat('{') {
+	if !d.Eat('{') {
 		return false
 	}
-	d.ws()
-	if d.eat('}') {
+	d.WS()
+	if d.Eat('}') {
 		return true
 	}
 	for {
-		d.ws()
+		d.WS()
 		key, ok := d.plainString()
 		if !ok {
 			return false
 		}
-		d.ws()
-		if !d.eat(':') {
+		d.WS()
+		if !d.Eat(':') {
 			return false
 		}
-		d.ws()
+		d.WS()
 		if !field(key) {
 			return false
 		}
-		d.ws()
-		if d.eat(',') {
+		d.WS()
+		if d.Eat(',') {
 			continue
 		}
-		return d.eat('}')
+		return d.Eat('}')
 	}
 }
 
 // array reads an array, calling elem for each element.
 func (d *snapDecoder) array(elem func() bool) bool {
-	if !d.eat('[') {
+	if !d.Eat('[') {
 		return false
 	}
-	d.ws()
-	if d.eat(']') {
+	d.WS()
+	if d.Eat(']') {
 		return true
 	}
 	for {
-		d.ws()
+		d.WS()
 		if !elem() {
 			return false
 		}
-		d.ws()
-		if d.eat(',') {
+		d.WS()
+		if d.Eat(',') {
 			continue
 		}
-		return d.eat(']')
+		return d.Eat(']')
 	}
 }
 
@@ -264,9 +265,9 @@ func (d *snapDecoder) intPtr(dst **int64) bool {
 
 func (d *snapDecoder) bool(dst *bool) bool {
 	switch {
-	case d.literal("true"):
+	case d.Literal("true"):
 		*dst = true
-	case d.literal("false"):
+	case d.Literal("false"):
 		*dst = false
 	default:
 		return false
@@ -277,16 +278,16 @@ func (d *snapDecoder) bool(dst *bool) bool {
 // jstr reads a string, unescaping it as encoding/json does; it gives up
 // on invalid UTF-8 and on \u escapes of surrogates.
 func (d *snapDecoder) jstr(dst *string) bool {
-	if !d.eat('"') {
+	if !d.Eat('"') {
 		return false
 	}
-	start, ascii := d.i, true
-	for d.i < len(d.b) {
-		c := d.b[d.i]
+	start, ascii := d.I, true
+	for d.I < len(d.B) {
+		c := d.B[d.I]
 		switch {
 		case c == '"':
-			s := d.b[start:d.i]
-			d.i++
+			s := d.B[start:d.I]
+			d.I++
 			if !ascii && !utf8.Valid(s) {
 				return false
 			}
@@ -299,20 +300,20 @@ func (d *snapDecoder) jstr(dst *string) bool {
 		case c >= 0x80:
 			ascii = false
 		}
-		d.i++
+		d.I++
 	}
 	return false
 }
 
-// escapedString goes on reading a string from its first backslash at d.i;
+// escapedString goes on reading a string from its first backslash at d.I;
 // start is where its contents began.
 func (d *snapDecoder) escapedString(start int, dst *string) bool {
-	out := append(make([]byte, 0, d.i-start+16), d.b[start:d.i]...)
-	for d.i < len(d.b) {
-		c := d.b[d.i]
+	out := append(make([]byte, 0, d.I-start+16), d.B[start:d.I]...)
+	for d.I < len(d.B) {
+		c := d.B[d.I]
 		switch {
 		case c == '"':
-			d.i++
+			d.I++
 			if !utf8.Valid(out) {
 				return false
 			}
@@ -322,14 +323,14 @@ func (d *snapDecoder) escapedString(start int, dst *string) bool {
 			return false
 		case c != '\\':
 			out = append(out, c)
-			d.i++
+			d.I++
 			continue
 		}
-		d.i++
-		if d.i >= len(d.b) {
+		d.I++
+		if d.I >= len(d.B) {
 			return false
 		}
-		switch e := d.b[d.i]; e {
+		switch e := d.B[d.I]; e {
 		case '"', '\\', '/':
 			out = append(out, e)
 		case 'b':
@@ -343,11 +344,11 @@ func (d *snapDecoder) escapedString(start int, dst *string) bool {
 		case 't':
 			out = append(out, '\t')
 		case 'u':
-			if len(d.b)-d.i < 5 {
+			if len(d.B)-d.I < 5 {
 				return false
 			}
 			var r rune
-			for _, h := range d.b[d.i+1 : d.i+5] {
+			for _, h := range d.B[d.I+1 : d.I+5] {
 				switch {
 				case h >= '0' && h <= '9':
 					r = r<<4 | rune(h-'0')
@@ -363,11 +364,11 @@ func (d *snapDecoder) escapedString(start int, dst *string) bool {
 				return false // surrogates: left to encoding/json
 			}
 			out = utf8.AppendRune(out, r)
-			d.i += 4
+			d.I += 4
 		default:
 			return false
 		}
-		d.i++
+		d.I++
 	}
 	return false
 }

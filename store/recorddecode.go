@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/runstream/runstream/internal/jsonscan"
 )
 
 // DecodeRecord decodes a Kafka record value (a RunEventRecord as the relay
@@ -47,93 +49,67 @@ var envelopeFields = []string{"eventId", "eventType", "emittedAt", "runId", "ten
 // fastDecode decodes value into rec and reports whether it could; when it
 // returns false, rec holds garbage.
 func fastDecode(value []byte, rec *RunEventRecord) bool {
-	d := fastDecoder{b: value}
+	d := fastDecoder{Scanner: jsonscan.Scanner{B: value}}
 	*rec = RunEventRecord{}
-	d.ws()
-	if !d.eat('{') {
+	d.WS()
+	if !d.Eat('{') {
 		return false
 	}
-	d.ws()
-	if d.eat('}') {
-		return d.end()
+	d.WS()
+	if d.Eat('}') {
+		return d.End()
 	}
 	// One string for the whole value: the envelope's strings are slices
 	// of it, so decoding them allocates nothing more.
 	d.s = string(value)
 	for {
-		d.ws()
+		d.WS()
 		ks, ke, ok := d.key()
 		if !ok {
 			return false
 		}
-		d.ws()
-		if !d.eat(':') {
+		d.WS()
+		if !d.Eat(':') {
 			return false
 		}
-		d.ws()
+		d.WS()
 		if !d.field(rec, value[ks:ke]) {
 			return false
 		}
-		d.ws()
-		if d.eat(',') {
+		d.WS()
+		if d.Eat(',') {
 			continue
 		}
-		if d.eat('}') {
-			return d.end()
+		if d.Eat('}') {
+			return d.End()
 		}
 		return false
 	}
 }
 
 type fastDecoder struct {
-	b []byte
-	s string // string(b), once the object is known not to be empty
-	i int
-}
-
-func (d *fastDecoder) ws() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
-
-func (d *fastDecoder) eat(c byte) bool {
-	if d.i < len(d.b) && d.b[d.i] == c {
-		d.i++
-		return true
-	}
-	return false
-}
-
-// end reports whether only whitespace follows.
-func (d *fastDecoder) end() bool {
-	d.ws()
-	return d.i == len(d.b)
+	jsonscan.Scanner
+	s string // string(B), once the object is known not to be empty
 }
 
 // key reads an object key with neither escapes nor non-ASCII bytes (both
 // are left to encoding/json) and returns its bounds.
 func (d *fastDecoder) key() (start, end int, ok bool) {
-	if !d.eat('"') {
+	if !d.Eat('"') {
 		return 0, 0, false
 	}
-	start = d.i
-	for d.i < len(d.b) {
-		c := d.b[d.i]
+	start = d.I
+	for d.I < len(d.B) {
+		c := d.B[d.I]
 		if c == '"' {
-			end = d.i
-			d.i++
+			end = d.I
+			d.I++
 			return start, end, true
 		}
 		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
 			return 0, 0, false
 		}
-		d.i++
+		d.I++
 	}
 	return 0, 0, false
 }
@@ -172,14 +148,14 @@ func (d *fastDecoder) field(rec *RunEventRecord, key []byte) bool {
 	case "persistedAt":
 		return d.str(&rec.PersistedAt)
 	case "payload":
-		start := d.i
-		if d.i < len(d.b) && d.b[d.i] == 'n' {
+		start := d.I
+		if d.I < len(d.B) && d.B[d.I] == 'n' {
 			return false // null: encoding/json's RawMessage rules, not ours
 		}
-		if !d.skip(0) {
+		if !d.Skip(0, maxFastDepth) {
 			return false
 		}
-		rec.Payload = json.RawMessage(d.b[start:d.i:d.i])
+		rec.Payload = json.RawMessage(d.B[start:d.I:d.I])
 		return true
 	}
 	for _, f := range envelopeFields {
@@ -187,33 +163,33 @@ func (d *fastDecoder) field(rec *RunEventRecord, key []byte) bool {
 			return false
 		}
 	}
-	return d.skip(0) // an unknown field: valid JSON, ignored
+	return d.Skip(0, maxFastDepth) // an unknown field: valid JSON, ignored
 }
 
 // str reads a JSON string without escapes, control characters or invalid
 // UTF-8 (encoding/json unescapes and replaces those; it is left to it).
 func (d *fastDecoder) str(dst *string) bool {
-	if !d.eat('"') {
+	if !d.Eat('"') {
 		return false
 	}
-	start := d.i
+	start := d.I
 	ascii := true
-	for d.i < len(d.b) {
-		c := d.b[d.i]
+	for d.I < len(d.B) {
+		c := d.B[d.I]
 		switch {
 		case c == '"':
-			if !ascii && !utf8.Valid(d.b[start:d.i]) {
+			if !ascii && !utf8.Valid(d.B[start:d.I]) {
 				return false
 			}
-			*dst = d.s[start:d.i]
-			d.i++
+			*dst = d.s[start:d.I]
+			d.I++
 			return true
 		case c == '\\' || c < 0x20:
 			return false
 		case c >= utf8.RuneSelf:
 			ascii = false
 		}
-		d.i++
+		d.I++
 	}
 	return false
 }
@@ -222,171 +198,22 @@ func (d *fastDecoder) str(dst *string) bool {
 // exponent: encoding/json refuses those for an int64 field, with its own
 // error).
 func (d *fastDecoder) int(dst *int64) bool {
-	start := d.i
-	if d.i < len(d.b) && d.b[d.i] == '-' {
-		d.i++
+	start := d.I
+	if d.I < len(d.B) && d.B[d.I] == '-' {
+		d.I++
 	}
-	digits := d.i
-	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
-		d.i++
+	digits := d.I
+	for d.I < len(d.B) && d.B[d.I] >= '0' && d.B[d.I] <= '9' {
+		d.I++
 	}
-	n := d.i - digits
-	if n == 0 || (n > 1 && d.b[digits] == '0') {
+	n := d.I - digits
+	if n == 0 || (n > 1 && d.B[digits] == '0') {
 		return false
 	}
-	v, err := strconv.ParseInt(d.s[start:d.i], 10, 64)
+	v, err := strconv.ParseInt(d.s[start:d.I], 10, 64)
 	if err != nil {
 		return false
 	}
 	*dst = v
 	return true
-}
-
-// skip checks one JSON value and moves past it.
-func (d *fastDecoder) skip(depth int) bool {
-	if d.i >= len(d.b) || depth > maxFastDepth {
-		return false
-	}
-	switch c := d.b[d.i]; {
-	case c == '{':
-		d.i++
-		d.ws()
-		if d.eat('}') {
-			return true
-		}
-		for {
-			d.ws()
-			if !d.skipString() {
-				return false
-			}
-			d.ws()
-			if !d.eat(':') {
-				return false
-			}
-			d.ws()
-			if !d.skip(depth + 1) {
-				return false
-			}
-			d.ws()
-			if d.eat(',') {
-				continue
-			}
-			return d.eat('}')
-		}
-	case c == '[':
-		d.i++
-		d.ws()
-		if d.eat(']') {
-			return true
-		}
-		for {
-			d.ws()
-			if !d.skip(depth + 1) {
-				return false
-			}
-			d.ws()
-			if d.eat(',') {
-				continue
-			}
-			return d.eat(']')
-		}
-	case c == '"':
-		return d.skipString()
-	case c == '-' || (c >= '0' && c <= '9'):
-		return d.skipNumber()
-	case c == 't':
-		return d.literal("true")
-	case c == 'f':
-		return d.literal("false")
-	case c == 'n':
-		return d.literal("null")
-	}
-	return false
-}
-
-func (d *fastDecoder) literal(lit string) bool {
-	if len(d.b)-d.i >= len(lit) && string(d.b[d.i:d.i+len(lit)]) == lit {
-		d.i += len(lit)
-		return true
-	}
-	return false
-}
-
-// skipString checks a JSON string as encoding/json's scanner does: no
-// control characters, valid escapes; any other byte, even invalid UTF-8,
-// is accepted (and kept as is in a raw value).
-func (d *fastDecoder) skipString() bool {
-	if !d.eat('"') {
-		return false
-	}
-	for d.i < len(d.b) {
-		c := d.b[d.i]
-		d.i++
-		switch {
-		case c == '"':
-			return true
-		case c < 0x20:
-			return false
-		case c == '\\':
-			if d.i >= len(d.b) {
-				return false
-			}
-			e := d.b[d.i]
-			d.i++
-			switch e {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if len(d.b)-d.i < 4 {
-					return false
-				}
-				for _, h := range d.b[d.i : d.i+4] {
-					if !isHex(h) {
-						return false
-					}
-				}
-				d.i += 4
-			default:
-				return false
-			}
-		}
-	}
-	return false
-}
-
-func isHex(c byte) bool {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
-}
-
-// skipNumber checks a JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-func (d *fastDecoder) skipNumber() bool {
-	d.eat('-')
-	switch {
-	case d.eat('0'):
-	case d.i < len(d.b) && d.b[d.i] >= '1' && d.b[d.i] <= '9':
-		d.digits()
-	default:
-		return false
-	}
-	if d.eat('.') {
-		if d.digits() == 0 {
-			return false
-		}
-	}
-	if d.eat('e') || d.eat('E') {
-		if !d.eat('+') {
-			d.eat('-')
-		}
-		if d.digits() == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func (d *fastDecoder) digits() int {
-	start := d.i
-	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
-		d.i++
-	}
-	return d.i - start
 }

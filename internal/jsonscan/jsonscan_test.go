@@ -1,0 +1,51 @@
+package jsonscan
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+var values = []string{
+	`{}`, `[]`, `""`, `0`, `-0`, `-1.5e+3`, `1E2`, `true`, `false`, `null`,
+	`{"a":[1,{"b":"c\"d\\e\u00e9"}],"f":null}`, ` [ 1 , 2 ] `, "\"\xff\"",
+	`01`, `1.`, `.5`, `-`, `1e`, `+1`, `"\x"`, `"\u12"`, `"a`, `{"a"}`, `{"a":1,}`, `[1,]`,
+	`tru`, `nul`, `{"a":1}}`, "\"tab\tinside\"", ``, `   `,
+}
+
+// accepts is what Skip says of b as a whole document.
+func accepts(b []byte) bool {
+	s := Scanner{B: b}
+	s.WS()
+	return s.Skip(0, 10000) && s.End()
+}
+
+func TestSkip_AgreesWithJSONValid(t *testing.T) {
+	for _, v := range values {
+		if got, want := accepts([]byte(v)), json.Valid([]byte(v)); got != want {
+			t.Errorf("%q: Skip accepts %v, json.Valid %v", v, got, want)
+		}
+	}
+}
+
+func TestSkip_DepthLimit(t *testing.T) {
+	// The 1 is at depth 3 (the outer array's elements are at depth 1).
+	s := Scanner{B: []byte(`[[[1]]]`)}
+	if s.Skip(0, 2) {
+		t.Fatal("a value at depth 3 accepted with a limit of 2")
+	}
+	s = Scanner{B: []byte(`[[[1]]]`)}
+	if !s.Skip(0, 3) || s.I != 7 {
+		t.Fatalf("a value at depth 3 refused with a limit of 3 (at %d)", s.I)
+	}
+}
+
+func FuzzSkip(f *testing.F) {
+	for _, v := range values {
+		f.Add([]byte(v))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := accepts(b), json.Valid(b); got != want {
+			t.Fatalf("%q: Skip accepts %v, json.Valid %v", b, got, want)
+		}
+	})
+}
