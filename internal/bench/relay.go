@@ -519,6 +519,17 @@ func (h histogram) since(before histogram) histogram {
 	return out
 }
 
+// within is the share of the observations at or under bound, exact when
+// bound is one of the bucket bounds (ok false otherwise, or when empty).
+func (h histogram) within(bound float64) (share float64, ok bool) {
+	for i, up := range h.upper {
+		if up == bound && h.count > 0 {
+			return float64(h.cum[i]) / float64(h.count), true
+		}
+	}
+	return 0, false
+}
+
 // quantile estimates the q-th quantile (0 < q <= 1) the way Prometheus's
 // histogram_quantile does: linear within the bucket the rank falls in. An
 // observation above the last bound reports that bound.
@@ -1206,6 +1217,7 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 	rep.DueToAppended = Summarize(aLat)
 	h := after.commitToAck.since(before.commitToAck)
 	rep.RelayCommitToAck = Latency{P50: h.quantile(0.50), P95: h.quantile(0.95), P99: h.quantile(0.99)}
+	rep.RelayWithinTarget, rep.RelayWithinExact = h.within(rep.TargetP99.Seconds())
 	rep.RelayObservations = int64(h.count)
 	rep.Rounds = int64(after.batches - before.batches)
 	return rep, nil
@@ -1384,6 +1396,11 @@ type LatencyReport struct {
 	// seen) over the window, estimated from its buckets; no max.
 	RelayCommitToAck  Latency `json:"relayCommitToAckMs"`
 	RelayObservations int64   `json:"relayObservations"`
+	// RelayWithinTarget is the share of those observations at or under
+	// TargetP99, exact when RelayWithinExact (the histogram has a bucket
+	// bound there). The verdict: p99 < TargetP99 when at least 99% are.
+	RelayWithinTarget float64 `json:"relayWithinTarget"`
+	RelayWithinExact  bool    `json:"relayWithinExact"`
 	// Rounds is the relay's outbox rounds that published something during
 	// the phase (runstream_relay_batches_total).
 	Rounds int64 `json:"rounds"`
@@ -1403,8 +1420,19 @@ func (l *LatencyReport) AchievedRate() float64 { return perSec(l.Appended, l.Win
 // Met reports whether p99 commit-to-consume (which bounds commit-to-ack
 // from above) is under the target while the appends held the offered rate,
 // with every appended event received.
+//
+// The latency counted is the relay's own commit-to-ack histogram, from the
+// outbox row's created_at (taken in the append's transaction, so at or
+// before its commit) until the broker acknowledged the row's wave: at
+// least the true commit-to-ack time, to the exact share at the target's
+// bucket bound. The consumer's view (commit->consumed) adds the fetch and
+// is reported beside it; without an exact share it decides.
 func (l *LatencyReport) Met() bool {
-	return l.CommitToConsume.P99 < l.TargetP99 && l.Received == l.Appended && l.Errors == 0 &&
+	latencyOK := l.CommitToConsume.P99 < l.TargetP99
+	if l.RelayWithinExact {
+		latencyOK = l.RelayWithinTarget >= 0.99
+	}
+	return latencyOK && l.Received == l.Appended && l.Errors == 0 &&
 		l.AchievedRate() >= rateTolerance*float64(l.Rate)
 }
 
@@ -1463,8 +1491,8 @@ func (r *RelayReport) WriteText(w io.Writer) error {
 			l.Rate, l.Duration, l.Appenders, l.Warmup)
 		fmt.Fprintf(&b, "  appends    %d of %d appended (%.0f events/s achieved), %d errors; %d received from the topic, %d duplicates\n",
 			l.Appended, l.Offered, l.AchievedRate(), l.Errors, l.Received, l.Duplicates)
-		fmt.Fprintf(&b, "  commit->consumed    %s  (persistedAt to consumer; target p99 < %s at %d events/s): %s\n",
-			fmtLatency(l.CommitToConsume, true), fmtMs(l.TargetP99), l.TargetRate, verdict(l.Met()))
+		fmt.Fprintf(&b, "  commit->consumed    %s  (persistedAt to consumer: the fetch included, an upper bound)\n",
+			fmtLatency(l.CommitToConsume, true))
 		fmt.Fprintf(&b, "  appended->consumed  %s  (from AppendEvent's return, after the commit: a lower bound)\n",
 			fmtLatency(l.AppendedToConsume, true))
 		what := "relay's client timestamp at produce, before the broker has it"
@@ -1474,6 +1502,15 @@ func (r *RelayReport) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  commit->record ts   %s  (%s: %s)\n", fmtLatency(l.CommitToProduce, true), l.TimestampType, what)
 		fmt.Fprintf(&b, "  relay commit->ack   %s  (runstream_relay_commit_to_ack_seconds, bucket estimate, %d observations)\n",
 			fmtLatency(l.RelayCommitToAck, false), l.RelayObservations)
+		if l.RelayWithinExact {
+			fmt.Fprintf(&b, "  relay within %s  %.2f%% of events acked within %s of their outbox row's creation (exact; p99 < %s needs 99%%)\n",
+				fmtMs(l.TargetP99), 100*l.RelayWithinTarget, fmtMs(l.TargetP99), fmtMs(l.TargetP99))
+		}
+		basis := "the relay's commit->ack share within the target"
+		if !l.RelayWithinExact {
+			basis = "commit->consumed p99"
+		}
+		fmt.Fprintf(&b, "  verdict    commit-to-ack p99 < %s at %d events/s, by %s: %s\n", fmtMs(l.TargetP99), l.TargetRate, basis, verdict(l.Met()))
 		fmt.Fprintf(&b, "  due->appended       %s  (append call, queueing included)\n", fmtLatency(l.DueToAppended, true))
 		if l.Rounds > 0 {
 			fmt.Fprintf(&b, "  relay      %d rounds, %.1f events each, %.0f rounds/s\n",

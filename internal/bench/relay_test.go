@@ -92,12 +92,19 @@ func TestBenchRelay_BothPhases(t *testing.T) {
 		t.Errorf("timestamp type = %q", l.TimestampType)
 	}
 
+	// The relay's histogram has a bucket bound at the target, so the share
+	// of events within it is exact.
+	if !l.RelayWithinExact || l.RelayWithinTarget < 0 || l.RelayWithinTarget > 1 || l.RelayObservations < int64(l.Received) {
+		t.Errorf("relay share within the target = %v (exact %v) over %d observations for %d records",
+			l.RelayWithinTarget, l.RelayWithinExact, l.RelayObservations, l.Received)
+	}
+
 	// The text and JSON reports carry the numbers and verdicts.
 	var text bytes.Buffer
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"drain: 20000 events over 300 runs", "target >= 50000", "target p99 < 20.00ms at 2000 events/s"} {
+	for _, want := range []string{"drain: 20000 events over 300 runs", "target >= 50000", "commit-to-ack p99 < 20.00ms at 2000 events/s", "relay within 20.00ms"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}
