@@ -167,12 +167,55 @@ func TestRun_DevEndToEnd(t *testing.T) {
 	if ready.StatusCode != 200 {
 		t.Fatalf("readyz of dev: %d", ready.StatusCode)
 	}
+	checkETL(t, broker, env["RUNSTREAM_POSTGRES_URL"], id.RunID)
 	stop()
 
 	_, broker, stop = startDev(t, env)
 	defer stop()
 	if got := readTopic(t, broker, 1); got[0] != id.RunID {
 		t.Fatalf("after a restart with the same --data-dir the topic has %v; the record is lost", got)
+	}
+}
+
+// checkETL runs `runstream etl` as a user would, against dev's broker and
+// store: the run's row reaches its table (RUNNING, runSeq 1), and the
+// command stops cleanly when cancelled.
+func checkETL(t *testing.T, broker, storeURL, runID string) {
+	t.Helper()
+	etlPool, etlSchema := testenv.Postgres(t, 2)
+	args := []string{"etl", "--kafka-brokers", broker, "--postgres-url", storeURL,
+		"--etl-database-url", testenv.PostgresURL(t), "--etl-schema", etlSchema,
+		"--group", "etl-" + etlSchema, "--http-addr", "127.0.0.1:0", "--log-level", "warn"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, func(string) string { return "" }, &out, &errOut) }()
+	testenv.WaitUntil(t, 30*time.Second, func() error {
+		select {
+		case err := <-done:
+			t.Fatalf("etl exited early: %v\n%s", err, errOut.String())
+		default:
+		}
+		var status string
+		var seq int64
+		err := etlPool.QueryRow(context.Background(), `SELECT status, last_event_seq FROM runs WHERE run_id = $1`, runID).Scan(&status, &seq)
+		if err != nil {
+			return fmt.Errorf("the ETL's runs row: %w", err)
+		}
+		if status != store.RunRunning || seq != 1 {
+			return fmt.Errorf("the ETL's runs row: %s at %d, want RUNNING at 1", status, seq)
+		}
+		return nil
+	})
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("etl returned %v when stopped\n%s", err, errOut.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("etl did not stop within 20s of cancellation")
 	}
 }
 
