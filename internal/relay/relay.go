@@ -247,7 +247,7 @@ type outboxRow struct {
 // over the whole event log: a plan chosen while run_events was small (a
 // generic plan cached on a never-analyzed table, or stale statistics on a
 // young install) did that, and every round of the relay then read the whole
-// log (p99 commit-to-ack 270 ms instead of 36 ms in bench relay with a
+// log (p99 commit-to-consume 270 ms instead of 28 ms in bench relay with a
 // 10,000-event log).
 const readSQL = `WITH blocked AS (
 	SELECT DISTINCT run_id FROM outbox
