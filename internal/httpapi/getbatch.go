@@ -71,6 +71,9 @@ func (g *snapshotGetter) get(ctx context.Context, key string) ([]byte, error) {
 		return r.body, r.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-g.ctx.Done():
+		// Closed with this request queued: its loop is gone.
+		return nil, context.Canceled
 	}
 }
 
