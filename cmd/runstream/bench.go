@@ -95,13 +95,10 @@ func runBenchAppend(ctx context.Context, env *environment, args []string) error 
 		}
 		fmt.Fprintln(env.stderr, line)
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return fmt.Errorf("creating the CPU profile file (--cpuprofile): %w", err)
-		}
-		defer f.Close()
-		cfg.CPUProfile = f
+	closeProfiles, err := openProfiles(profileFlag{"--cpuprofile", *cpuProfile, &cfg.CPUProfile})
+	defer closeProfiles()
+	if err != nil {
+		return err
 	}
 
 	rep, err := bench.RunAppend(ctx, cfg)
@@ -196,19 +193,11 @@ func runBenchRelay(ctx context.Context, env *environment, args []string) error {
 		line += fmt.Sprintf("  %8.0f events/s", p.Rate)
 		fmt.Fprintln(env.stderr, line)
 	}
-	for _, p := range []struct {
-		path, flag string
-		w          *io.Writer
-	}{{*cpuProfile, "--cpuprofile", &cfg.DrainCPUProfile}, {*latencyProfile, "--latency-cpuprofile", &cfg.LatencyCPUProfile}} {
-		if p.path == "" {
-			continue
-		}
-		f, err := os.Create(p.path)
-		if err != nil {
-			return fmt.Errorf("creating the CPU profile file (%s): %w", p.flag, err)
-		}
-		defer f.Close()
-		*p.w = f
+	closeProfiles, err := openProfiles(profileFlag{"--cpuprofile", *cpuProfile, &cfg.DrainCPUProfile},
+		profileFlag{"--latency-cpuprofile", *latencyProfile, &cfg.LatencyCPUProfile})
+	defer closeProfiles()
+	if err != nil {
+		return err
 	}
 
 	rep, err := bench.RunRelay(ctx, cfg)
@@ -312,13 +301,10 @@ func runBenchProject(ctx context.Context, env *environment, args []string) error
 	cfg.Progress = func(p bench.PhaseProgress) {
 		fmt.Fprintf(env.stderr, "bench: %-11s %4.0fs  %9d/%d  %8.0f/s\n", p.Phase, p.Elapsed.Seconds(), p.Done, p.Total, p.Rate)
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return fmt.Errorf("creating the CPU profile file (--cpuprofile): %w", err)
-		}
-		defer f.Close()
-		cfg.CatchUpCPUProfile = f
+	closeProfiles, err := openProfiles(profileFlag{"--cpuprofile", *cpuProfile, &cfg.CatchUpCPUProfile})
+	defer closeProfiles()
+	if err != nil {
+		return err
 	}
 
 	rep, err := bench.RunProject(ctx, cfg)
@@ -415,13 +401,10 @@ func runBenchEtl(ctx context.Context, env *environment, args []string) error {
 	cfg.Progress = func(p bench.PhaseProgress) {
 		fmt.Fprintf(env.stderr, "bench: %-8s %4.0fs  %9d/%d  %8.0f/s\n", p.Phase, p.Elapsed.Seconds(), p.Done, p.Total, p.Rate)
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return fmt.Errorf("creating the CPU profile file (--cpuprofile): %w", err)
-		}
-		defer f.Close()
-		cfg.CPUProfile = f
+	closeProfiles, err := openProfiles(profileFlag{"--cpuprofile", *cpuProfile, &cfg.CPUProfile})
+	defer closeProfiles()
+	if err != nil {
+		return err
 	}
 	rep, err := bench.RunETL(ctx, cfg)
 	if err != nil {
@@ -442,4 +425,35 @@ func runBenchEtl(ctx context.Context, env *environment, args []string) error {
 		return enc.Encode(rep)
 	}
 	return rep.WriteText(env.stdout)
+}
+
+// profileFlag is a CPU-profile flag: its name, the path given, and the
+// bench config's writer to point at the file.
+type profileFlag struct {
+	flag, path string
+	w          *io.Writer
+}
+
+// openProfiles creates the file of each profile flag given a path and
+// points its writer at it. closeAll closes those files; it is usable (and
+// to be deferred) even when err is set.
+func openProfiles(flags ...profileFlag) (closeAll func(), err error) {
+	var files []*os.File
+	closeAll = func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}
+	for _, p := range flags {
+		if p.path == "" {
+			continue
+		}
+		f, err := os.Create(p.path)
+		if err != nil {
+			return closeAll, fmt.Errorf("creating the CPU profile file (%s): %w", p.flag, err)
+		}
+		files = append(files, f)
+		*p.w = f
+	}
+	return closeAll, nil
 }

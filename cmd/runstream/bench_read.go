@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/runstream/runstream/internal/bench"
@@ -33,21 +32,11 @@ func runBenchRead(ctx context.Context, env *environment, args []string) error {
 		return usageError{fmt.Errorf("--clients, --runs, --watchers, --changes and --duration must be positive")}
 	}
 	cfg.Progress = env.stderr
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return fmt.Errorf("creating the CPU profile file (--cpuprofile): %w", err)
-		}
-		defer f.Close()
-		cfg.CPUProfile = f
-	}
-	if *sseProfile != "" {
-		f, err := os.Create(*sseProfile)
-		if err != nil {
-			return fmt.Errorf("creating the CPU profile file (--sse-cpuprofile): %w", err)
-		}
-		defer f.Close()
-		cfg.SSECPUProfile = f
+	closeProfiles, err := openProfiles(profileFlag{"--cpuprofile", *cpuProfile, &cfg.CPUProfile},
+		profileFlag{"--sse-cpuprofile", *sseProfile, &cfg.SSECPUProfile})
+	defer closeProfiles()
+	if err != nil {
+		return err
 	}
 	rep, err := bench.RunRead(ctx, cfg)
 	if err != nil {
