@@ -536,7 +536,7 @@ func (b *etlBench) fill(ctx context.Context, order []store.RunEventRecord) (floa
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("bench interrupted while filling the topic: %w", err)
 	}
-	end, err := b.endSum(ctx)
+	end, err := endSum(ctx, b.adm, b.topic)
 	if err != nil {
 		return 0, err
 	}
@@ -544,33 +544,6 @@ func (b *etlBench) fill(ctx context.Context, order []store.RunEventRecord) (floa
 		return 0, fmt.Errorf("the topic holds %d records after producing %d", end, len(order))
 	}
 	return round(float64(size.Load())/float64(max(len(order), 1)), 1), nil
-}
-
-func (b *etlBench) endSum(ctx context.Context) (int64, error) {
-	lo, err := b.adm.ListEndOffsets(ctx, b.topic)
-	if err == nil {
-		err = lo.Error()
-	}
-	if err != nil {
-		return 0, fmt.Errorf("listing the end offsets of %s: %w", b.topic, err)
-	}
-	var sum int64
-	lo.Each(func(o kadm.ListedOffset) { sum += o.Offset })
-	return sum, nil
-}
-
-func (b *etlBench) committedSum(ctx context.Context, group string) (int64, error) {
-	resp, err := b.adm.FetchOffsets(ctx, group)
-	if err != nil {
-		return 0, fmt.Errorf("fetching the committed offsets of group %s: %w", group, err)
-	}
-	var sum int64
-	resp.Each(func(o kadm.OffsetResponse) {
-		if o.Topic == b.topic && o.Err == nil && o.At > 0 {
-			sum += o.At
-		}
-	})
-	return sum, nil
 }
 
 // etlNoStore is the sink's gap source: the topic has no gaps, so a call
@@ -617,7 +590,7 @@ func (b *etlBench) runSink(ctx context.Context, pool *pgxpool.Pool, rep *ETLRepo
 		return err
 	}
 	rep.CPU = cpuSince(cpuBefore, cpuAfter)
-	if rep.Committed, err = b.committedSum(ctx, group); err != nil {
+	if rep.Committed, err = committedSum(ctx, b.adm, b.topic, group); err != nil {
 		return err
 	}
 	rep.StoreCalls = src.calls.Load()
@@ -665,7 +638,7 @@ func (b *etlBench) waitCommitted(ctx context.Context, group string, end int64, d
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		n, err := b.committedSum(ctx, group)
+		n, err := committedSum(ctx, b.adm, b.topic, group)
 		if err != nil {
 			lastErr = err // a group that has not joined yet; the stall check bounds it
 		}

@@ -508,30 +508,30 @@ func (pb *projBroker) close() {
 	}
 }
 
-// endSum is the sum of the topic's end offsets.
-func (pb *projBroker) endSum(ctx context.Context) (int64, error) {
-	lo, err := pb.adm.ListEndOffsets(ctx, pb.topic)
+// endSum is the sum of topic's end offsets.
+func endSum(ctx context.Context, adm *kadm.Client, topic string) (int64, error) {
+	lo, err := adm.ListEndOffsets(ctx, topic)
 	if err == nil {
 		err = lo.Error()
 	}
 	if err != nil {
-		return 0, fmt.Errorf("listing the end offsets of %s: %w", pb.topic, err)
+		return 0, fmt.Errorf("listing the end offsets of %s: %w", topic, err)
 	}
 	var sum int64
 	lo.Each(func(o kadm.ListedOffset) { sum += o.Offset })
 	return sum, nil
 }
 
-// committedSum is the sum of group's committed offsets on the topic (0
-// before its first commit).
-func (pb *projBroker) committedSum(ctx context.Context, group string) (int64, error) {
-	resp, err := pb.adm.FetchOffsets(ctx, group)
+// committedSum is the sum of group's committed offsets on topic (0 before
+// its first commit).
+func committedSum(ctx context.Context, adm *kadm.Client, topic, group string) (int64, error) {
+	resp, err := adm.FetchOffsets(ctx, group)
 	if err != nil {
 		return 0, fmt.Errorf("fetching the committed offsets of group %s: %w", group, err)
 	}
 	var sum int64
 	resp.Each(func(o kadm.OffsetResponse) {
-		if o.Topic == pb.topic && o.Err == nil && o.At > 0 {
+		if o.Topic == topic && o.Err == nil && o.At > 0 {
 			sum += o.At
 		}
 	})
@@ -577,7 +577,7 @@ func (b *projBench) fill(ctx context.Context, pb *projBroker, plans []*projPlan,
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("bench interrupted while filling the topic: %w", err)
 	}
-	end, err := pb.endSum(ctx)
+	end, err := endSum(ctx, pb.adm, pb.topic)
 	if err != nil {
 		return 0, err
 	}
@@ -653,7 +653,7 @@ func (b *projBench) waitCommitted(ctx context.Context, pb *projBroker, group str
 		if sample != nil {
 			sample()
 		}
-		n, err := pb.committedSum(ctx, group)
+		n, err := committedSum(ctx, pb.adm, pb.topic, group)
 		if err != nil {
 			lastErr = err // a group that has not joined yet; the stall check bounds it
 		}
@@ -991,7 +991,7 @@ func (b *projBench) catchUp(ctx context.Context) (_ *CatchUpReport, err error) {
 	rep.CacheHits, rep.CacheMisses = m.cacheHits, m.cacheMisses
 	rep.Batches, rep.BatchTime = m.batches, m.batchTime
 	rep.StoreCalls = src.calls.Load()
-	if rep.Committed, err = pb.committedSum(ctx, group); err != nil {
+	if rep.Committed, err = committedSum(ctx, pb.adm, pb.topic, group); err != nil {
 		return nil, err
 	}
 	pb.close() // the broker's records are not needed any more
