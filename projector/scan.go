@@ -1,39 +1,11 @@
 package projector
 
-import (
-	"unicode/utf8"
-
-	"github.com/runstream/runstream/internal/jsonscan"
-)
+import "github.com/runstream/runstream/internal/jsonscan"
 
 // snapDecoder reads JSON the projector wrote (snapshots) in one pass;
 // see fastSnapshot.
 type snapDecoder struct {
 	jsonscan.Scanner
-}
-
-// plainString reads a string without escapes or control characters that
-// is valid UTF-8, and returns its contents (a slice of the input).
-func (d *snapDecoder) plainString() ([]byte, bool) {
-	if !d.Eat('"') {
-		return nil, false
-	}
-	start, ascii := d.I, true
-	for d.I < len(d.B) {
-		c := d.B[d.I]
-		switch {
-		case c == '"':
-			s := d.B[start:d.I]
-			d.I++
-			return s, ascii || utf8.Valid(s)
-		case c == '\\' || c < 0x20:
-			return nil, false
-		case c >= 0x80:
-			ascii = false
-		}
-		d.I++
-	}
-	return nil, false
 }
 
 // int reads an integer without fraction or exponent that fits an int64.

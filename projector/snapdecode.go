@@ -40,7 +40,8 @@ func (d *snapDecoder) object(field func(key []byte) bool) bool {
 	}
 	for {
 		d.WS()
-		key, ok := d.plainString()
+		ks, ke, ok := d.PlainString()
+		key := d.B[ks:ke]
 		if !ok {
 			return false
 		}

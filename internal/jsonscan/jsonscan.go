@@ -7,6 +7,8 @@
 // encoding/json does; their fuzz tests compare them with encoding/json.
 package jsonscan
 
+import "unicode/utf8"
+
 // Scanner reads B from I.
 type Scanner struct {
 	B []byte
@@ -47,6 +49,36 @@ func (s *Scanner) Literal(lit string) bool {
 		return true
 	}
 	return false
+}
+
+// PlainString reads a string without escapes or control characters whose
+// contents are valid UTF-8 (what encoding/json would copy unchanged), and
+// returns where its contents start and end in B. ok is false for any other
+// string (which the caller leaves to encoding/json) or no string at all.
+func (s *Scanner) PlainString() (start, end int, ok bool) {
+	if !s.Eat('"') {
+		return 0, 0, false
+	}
+	start = s.I
+	ascii := true
+	for s.I < len(s.B) {
+		c := s.B[s.I]
+		switch {
+		case c == '"':
+			end = s.I
+			s.I++
+			if !ascii && !utf8.Valid(s.B[start:end]) {
+				return 0, 0, false
+			}
+			return start, end, true
+		case c == '\\' || c < 0x20:
+			return 0, 0, false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+		s.I++
+	}
+	return 0, 0, false
 }
 
 // Skip checks one JSON value at nesting depth (0 for a document's value;

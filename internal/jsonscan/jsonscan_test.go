@@ -49,3 +49,26 @@ func FuzzSkip(f *testing.F) {
 		}
 	})
 }
+
+func TestPlainString(t *testing.T) {
+	for in, want := range map[string]string{
+		`"abc"x`:     "abc",
+		`"café"`:     "café",
+		`""`:         "",
+		`"a\"b"`:     "!",
+		"\"\xff\"":   "!",
+		"\"tab\t\"":  "!",
+		`"unclosed`:  "!",
+		`notastring`: "!",
+	} {
+		s := Scanner{B: []byte(in)}
+		start, end, ok := s.PlainString()
+		got := "!"
+		if ok {
+			got = in[start:end]
+		}
+		if got != want {
+			t.Errorf("PlainString(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

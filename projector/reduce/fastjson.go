@@ -2,7 +2,6 @@ package reduce
 
 import (
 	"encoding/json"
-	"unicode/utf8"
 
 	"github.com/runstream/runstream/internal/jsonscan"
 )
@@ -36,7 +35,7 @@ func fastObject(raw []byte) (p payload, ok bool) {
 	}
 	for {
 		s.WS()
-		ks, ke, ok := s.plainString()
+		ks, ke, ok := s.PlainString()
 		if !ok {
 			return nil, false
 		}
@@ -98,7 +97,7 @@ func fastArray(raw []byte) (items []json.RawMessage, ok bool) {
 func fastString(raw []byte) (string, bool) {
 	s := scanner{jsonscan.Scanner{B: raw}}
 	s.WS()
-	start, end, ok := s.plainString()
+	start, end, ok := s.PlainString()
 	if !ok || !s.End() {
 		return "", false
 	}
@@ -107,32 +106,4 @@ func fastString(raw []byte) (string, bool) {
 
 type scanner struct {
 	jsonscan.Scanner
-}
-
-// plainString reads a string without escapes or control characters, in
-// valid UTF-8, and returns the bounds of its contents.
-func (s *scanner) plainString() (start, end int, ok bool) {
-	if !s.Eat('"') {
-		return 0, 0, false
-	}
-	start = s.I
-	ascii := true
-	for s.I < len(s.B) {
-		c := s.B[s.I]
-		switch {
-		case c == '"':
-			end = s.I
-			s.I++
-			if !ascii && !utf8.Valid(s.B[start:end]) {
-				return 0, 0, false
-			}
-			return start, end, true
-		case c == '\\' || c < 0x20:
-			return 0, 0, false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-		s.I++
-	}
-	return 0, 0, false
 }
