@@ -85,6 +85,10 @@ type pgTx struct {
 	tx    pgx.Tx
 	group string
 	sets  map[string]int64
+	// read holds, for each run Get read under its lock, whether it had a
+	// checkpoint row: Transact then inserts or updates it, and only a run
+	// set without being read goes through an upsert.
+	read map[string]bool
 }
 
 // Serialise on each (group, run) with transaction-scoped advisory locks,
@@ -103,6 +107,11 @@ const readCheckpoints = `SELECT run_id, run_seq FROM runstream_consumer_checkpoi
 
 func (t *pgTx) Get(ctx context.Context, ids []string) (map[string]int64, error) {
 	out := make(map[string]int64, len(ids))
+	for _, id := range ids {
+		if _, ok := t.read[id]; !ok {
+			t.read[id] = false
+		}
+	}
 	b := &pgx.Batch{}
 	b.Queue(lockCheckpoints, t.group, ids)
 	b.Queue(readCheckpoints, t.group, ids)
@@ -123,6 +132,7 @@ func (t *pgTx) Get(ctx context.Context, ids []string) (map[string]int64, error) 
 			return nil, fmt.Errorf("reading checkpoints: %w", err)
 		}
 		out[id] = seq
+		t.read[id] = true
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading checkpoints: %w", err)
@@ -136,31 +146,58 @@ func (t *pgTx) Set(id string, seq int64) {
 	}
 }
 
-const upsertCheckpoints = `INSERT INTO runstream_consumer_checkpoints AS c (group_id, run_id, run_seq)
-	SELECT $1, u.run_id, u.run_seq FROM unnest($2::text[], $3::bigint[]) AS u(run_id, run_seq)
+// A run's checkpoint row is written with a plain INSERT when Get found none
+// and an UPDATE when it found one (the advisory lock, held to the end of
+// the transaction, keeps that true): an upsert's speculative insertion
+// costs Postgres about twice a plain insert. Runs set without a Get are
+// upserted.
+const (
+	insertCheckpoints = `INSERT INTO runstream_consumer_checkpoints (group_id, run_id, run_seq)
+	SELECT $1, u.run_id, u.run_seq FROM unnest($2::text[], $3::bigint[]) AS u(run_id, run_seq)`
+	updateCheckpoints = `UPDATE runstream_consumer_checkpoints AS c
+	SET run_seq = GREATEST(c.run_seq, u.run_seq), updated_at = clock_timestamp()
+	FROM unnest($2::text[], $3::bigint[]) AS u(run_id, run_seq)
+	WHERE c.group_id = $1 AND c.run_id = u.run_id`
+	upsertCheckpoints = insertCheckpoints + `
 	ON CONFLICT (group_id, run_id) DO UPDATE
-	SET run_seq = GREATEST(c.run_seq, EXCLUDED.run_seq), updated_at = clock_timestamp()`
+	SET run_seq = GREATEST(runstream_consumer_checkpoints.run_seq, EXCLUDED.run_seq), updated_at = clock_timestamp()`
+)
+
+// queue adds the statements writing t's checkpoints to b.
+func (t *pgTx) queue(b *pgx.Batch) {
+	sql := [3]string{insertCheckpoints, updateCheckpoints, upsertCheckpoints}
+	var ids [3][]string
+	var seqs [3][]int64
+	for id, seq := range t.sets {
+		k := 2
+		if had, ok := t.read[id]; ok {
+			k = 0
+			if had {
+				k = 1
+			}
+		}
+		ids[k] = append(ids[k], id)
+		seqs[k] = append(seqs[k], seq)
+	}
+	for k := range sql {
+		if len(ids[k]) > 0 {
+			b.Queue(sql[k], t.group, ids[k], seqs[k])
+		}
+	}
+}
 
 // Transact runs fn in a transaction; the handler's writes (through Tx and
 // Batch) and the checkpoints commit together or not at all.
 func (s *Store) Transact(ctx context.Context, group string, fn func(context.Context, consumer.CheckpointTx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		t := &pgTx{tx: tx, group: group, sets: map[string]int64{}}
+		t := &pgTx{tx: tx, group: group, sets: map[string]int64{}, read: map[string]bool{}}
 		b := &pgx.Batch{}
 		fctx := context.WithValue(context.WithValue(ctx, txKey, tx), batchKey, b)
 		if err := fn(fctx, t); err != nil {
 			return err
 		}
 		queued := b.Len()
-		if len(t.sets) > 0 {
-			ids := make([]string, 0, len(t.sets))
-			seqs := make([]int64, 0, len(t.sets))
-			for id, seq := range t.sets {
-				ids = append(ids, id)
-				seqs = append(seqs, seq)
-			}
-			b.Queue(upsertCheckpoints, group, ids, seqs)
-		}
+		t.queue(b)
 		if b.Len() == 0 {
 			return nil
 		}

@@ -80,3 +80,56 @@ func TestBatch_CommitsWithTheCheckpointsOrNotAtAll(t *testing.T) {
 		t.Fatal("a batch or transaction outside Transact")
 	}
 }
+
+// TestTransact_InsertsUpdatesAndUpserts: a run Get found without a row is
+// inserted, one with a row updated (never moving back), and one set
+// without a Get upserted, whether or not it has a row; all in one
+// transaction.
+func TestTransact_InsertsUpdatesAndUpserts(t *testing.T) {
+	t.Parallel()
+	pool, _ := testenv.Postgres(t, 4)
+	ctx := context.Background()
+	s, err := pgcheckpoint.New(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(get []string, seqs map[string]int64) {
+		t.Helper()
+		err := s.Transact(ctx, "g", func(ctx context.Context, tx consumer.CheckpointTx) error {
+			if len(get) > 0 {
+				if _, err := tx.Get(ctx, get); err != nil {
+					return err
+				}
+			}
+			for id, seq := range seqs {
+				tx.Set(id, seq)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() map[string]int64 {
+		t.Helper()
+		out := map[string]int64{}
+		err := s.Transact(ctx, "g", func(ctx context.Context, tx consumer.CheckpointTx) error {
+			cps, err := tx.Get(ctx, []string{"new", "old", "blind-new", "blind-old"})
+			out = cps
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	set([]string{"old", "blind-old"}, map[string]int64{"old": 5, "blind-old": 5})
+	set([]string{"new", "old"}, map[string]int64{"new": 1, "old": 4, "blind-new": 2, "blind-old": 7})
+	got := read()
+	want := map[string]int64{"new": 1, "old": 5, "blind-new": 2, "blind-old": 7}
+	for id, seq := range want {
+		if got[id] != seq {
+			t.Errorf("checkpoint of %s = %d, want %d (all: %v)", id, got[id], seq, got)
+		}
+	}
+}

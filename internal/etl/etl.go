@@ -131,7 +131,7 @@ func (e *ETL) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	s := &sink{flushTime: e.m.flushTime}
+	s := &sink{log: e.log, flushTime: e.m.flushTime}
 	var checkpoints consumer.Checkpoints = cps
 	if !e.cfg.DisableBatching {
 		s.cache = newRunCache(e.cfg.CacheRuns)

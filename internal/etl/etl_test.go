@@ -442,6 +442,43 @@ func TestETL_DuplicatesAndRedeliveryMatchACleanPass(t *testing.T) {
 	}
 }
 
+// TestETL_RowsWrittenBehindItsBackFallBackToUpserts: the sink INSERTs the
+// rows it knows to be new; a row that is there anyway (written by
+// something else) makes that INSERT fail once, after which the sink
+// upserts, so the tables still end up equal to a clean pass, with nothing
+// dead-lettered, batched or not.
+func TestETL_RowsWrittenBehindItsBackFallBackToUpserts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 2, "clean")
+	runs := f.runs(t, 10)
+	_, clean := f.cleanPass(t, "clean", interleave(runs), nil)
+	ctx := context.Background()
+	for _, batched := range []bool{true, false} {
+		db := newETLDB(t)
+		if _, err := etl.Migrate(ctx, db.pool); err != nil {
+			t.Fatal(err)
+		}
+		first := runs[0][0]
+		if _, err := db.pool.Exec(ctx, `INSERT INTO runs (run_id, tenant_id, project_id, environment_id, plan_id,
+			plan_version, status, steps, failed_steps, attempts_total, last_event_seq)
+			VALUES ($1, 'x', 'x', 'x', 'x', 'x', 'JUNK', 0, 0, 0, 0)`, first.RunID); err != nil {
+			t.Fatal(err)
+		}
+		group := "behind-" + testenv.RandomID(3)
+		r := f.start(t, db, "clean", group, func(c *etl.Config) {
+			c.DisableBatching = !batched
+		})
+		f.waitConsumed(t, "clean", group)
+		if err := r.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if n := r.count("dead_lettered"); n != 0 {
+			t.Fatalf("batched=%v: %d events dead-lettered", batched, n)
+		}
+		sameTables(t, fmt.Sprintf("rows written behind the sink's back (batched=%v)", batched), dump(t, db), clean)
+	}
+}
+
 // TestETL_CrashMidStreamThenRestartMatchesACleanPass stops the ETL in the
 // middle of a long stream, in a transaction or between two, then starts it
 // again: the tables equal a clean single pass.

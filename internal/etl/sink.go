@@ -4,16 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/runstream/runstream/consumer"
 	"github.com/runstream/runstream/consumer/pgcheckpoint"
+	"github.com/runstream/runstream/internal/jsonscan"
 	"github.com/runstream/runstream/projector/reduce"
 	"github.com/runstream/runstream/store"
 )
@@ -41,7 +47,11 @@ import (
 // batch. Without the batcher (DisableBatching) the handler reads back and
 // writes each event as it comes, in the same transaction.
 type sink struct {
+	log       *slog.Logger
 	flushTime prometheus.Observer
+	// upsertAll is set once a write met a unique violation (see
+	// noteWriteError).
+	upsertAll atomic.Bool
 	// cache holds runs' snapshots as last committed, so that a run's next
 	// batch need not read its rows back; nil without the batcher, which
 	// tells it what committed.
@@ -125,7 +135,28 @@ func (s *sink) Handle(ctx context.Context, ev consumer.Event) error {
 	}
 	var p pending
 	p.add(&ev.RunEventRecord)
-	return s.flush(ctx, tx, &p, nil)
+	err := s.flush(ctx, tx, &p, nil, s.upsertAll.Load())
+	s.noteWriteError(err)
+	return err
+}
+
+// noteWriteError switches the sink to upserts for good when a write hit a
+// unique violation: its INSERTs rely on knowing which rows exist (from
+// the rows read back and the run cache, under the checkpoints' locks), and
+// a violation means that knowledge was wrong (a bug, or rows written by
+// something else). The transaction is retried by the consumer; with
+// upserts it goes through, and the cache, which may be what was wrong, is
+// emptied.
+func (s *sink) noteWriteError(err error) {
+	var pe *pgconn.PgError
+	if err == nil || !errors.As(err, &pe) || pe.Code != pgerrcode.UniqueViolation {
+		return
+	}
+	if !s.upsertAll.Swap(true) {
+		s.log.Error("a sink INSERT found its row already there; writing every row with upserts from now on (please report this)",
+			"table", pe.TableName, "constraint", pe.ConstraintName, "detail", pe.Detail)
+	}
+	s.cache.clear()
 }
 
 // batcher wraps the checkpoint store so that the sink writes a whole
@@ -158,8 +189,9 @@ func (b *batcher) Transact(ctx context.Context, group string, fn func(context.Co
 		// The upserts go in the checkpoint store's batch: one round trip
 		// with the checkpoints.
 		flushed = time.Now()
-		return b.sink.flush(ctx, tx, p, pgcheckpoint.Batch(ctx))
+		return b.sink.flush(ctx, tx, p, pgcheckpoint.Batch(ctx), b.sink.upsertAll.Load())
 	})
+	b.sink.noteWriteError(err)
 	if err == nil && !flushed.IsZero() {
 		// From the read-back to the commit, the upserts' round trip
 		// included.
@@ -173,8 +205,10 @@ func (b *batcher) Transact(ctx context.Context, group string, fn func(context.Co
 
 // flush folds p's events into their runs' rows and writes them in tx, or,
 // when into is not nil, queues the writes there (for the checkpoint store
-// to send with the checkpoints, at the end of the transaction).
-func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch) error {
+// to send with the checkpoints, at the end of the transaction). With
+// upsert, every row is written with INSERT ... ON CONFLICT DO UPDATE
+// rather than INSERT or UPDATE as the previous state says.
+func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch, upsert bool) error {
 	if into == nil {
 		start := time.Now()
 		defer func() { s.flushTime.Observe(time.Since(start).Seconds()) }()
@@ -201,7 +235,13 @@ func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch
 	for id, sn := range cached {
 		prev[clean(id)] = sn
 	}
-	var out rows
+	// Each row goes to a plain INSERT when the run's previous state (the
+	// rows read back, the cache, or nothing for a fresh run) shows it does
+	// not exist yet, and to an UPDATE when it does: an upsert's speculative
+	// insertion costs Postgres about twice a plain insert, and most rows
+	// are new. With upsert set (the retry after a unique violation, which
+	// only a bug could cause) every row is upserted instead.
+	var ins, upd rows
 	for _, r := range p.order {
 		if len(r.evs) == 0 {
 			continue
@@ -215,14 +255,24 @@ func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch
 			continue // every event was a duplicate of what the rows hold
 		}
 		r.next = &next
-		out.addRun(&next)
+		if base.RunID == "" {
+			ins.addRun(&next)
+		} else {
+			upd.addRun(&next)
+		}
 		for _, k := range r.touched {
-			if st, a := findAttempt(&next, k); a != nil {
-				out.addAttempt(next.RunID, st, a)
+			st, a := findAttempt(&next, k)
+			if a == nil {
+				continue
+			}
+			if _, old := findAttempt(&base, k); old == nil {
+				ins.addAttempt(next.RunID, st, a)
+			} else {
+				upd.addAttempt(next.RunID, st, a)
 			}
 		}
 	}
-	return out.write(ctx, tx, into)
+	return writeRows(ctx, tx, into, &ins, &upd, upsert)
 }
 
 // findAttempt returns the attempt k of the snapshot, nil when the run never
@@ -403,14 +453,26 @@ func (o *rows) addAttempt(runID, stepID string, a *store.StepAttempt) {
 	c.artifacts = append(c.artifacts, int32(min(len(a.Artifacts), 1<<31-1)))
 }
 
-// The upserts overwrite whole rows: flush computed each row's complete new
+// The writes overwrite whole rows: flush computed each row's complete new
 // state. unnest turns the column arrays into rows in one statement, however
 // many runs the batch touched.
 const (
-	upsertRuns = `INSERT INTO runs (` + runColumns + `)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+	runParams = `unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 			$8::timestamptz[], $9::timestamptz[], $10::bigint[], $11::integer[], $12::integer[], $13::integer[],
-			$14::bigint[], $15::timestamptz[])
+			$14::bigint[], $15::timestamptz[])`
+	attemptParams = `unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[],
+			$6::timestamptz[], $7::timestamptz[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::integer[])`
+
+	insertRuns = `INSERT INTO runs (` + runColumns + `) SELECT * FROM ` + runParams
+	updateRuns = `UPDATE runs AS r SET
+			tenant_id = u.tenant_id, project_id = u.project_id, environment_id = u.environment_id,
+			plan_id = u.plan_id, plan_version = u.plan_version, status = u.status,
+			started_at = u.started_at, completed_at = u.completed_at, duration_ms = u.duration_ms,
+			steps = u.steps, failed_steps = u.failed_steps, attempts_total = u.attempts_total,
+			last_event_seq = u.last_event_seq, updated_at = u.updated_at
+		FROM ` + runParams + ` AS u(` + runColumns + `)
+		WHERE r.run_id = u.run_id`
+	upsertRuns = insertRuns + `
 		ON CONFLICT (run_id) DO UPDATE SET
 			tenant_id = EXCLUDED.tenant_id, project_id = EXCLUDED.project_id,
 			environment_id = EXCLUDED.environment_id, plan_id = EXCLUDED.plan_id,
@@ -419,9 +481,16 @@ const (
 			duration_ms = EXCLUDED.duration_ms, steps = EXCLUDED.steps,
 			failed_steps = EXCLUDED.failed_steps, attempts_total = EXCLUDED.attempts_total,
 			last_event_seq = EXCLUDED.last_event_seq, updated_at = EXCLUDED.updated_at`
-	upsertAttempts = `INSERT INTO step_attempts (` + attemptColumns + `)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[],
-			$6::timestamptz[], $7::timestamptz[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::integer[])
+
+	insertAttempts = `INSERT INTO step_attempts (` + attemptColumns + `) SELECT * FROM ` + attemptParams
+	updateAttempts = `UPDATE step_attempts AS a SET
+			engine_attempt_id = u.engine_attempt_id, status = u.status,
+			started_at = u.started_at, completed_at = u.completed_at, duration_ms = u.duration_ms,
+			error_code = u.error_code, error_message = u.error_message,
+			failure_category = u.failure_category, artifacts_count = u.artifacts_count
+		FROM ` + attemptParams + ` AS u(` + attemptColumns + `)
+		WHERE a.run_id = u.run_id AND a.step_id = u.step_id AND a.logical_attempt_id = u.logical_attempt_id`
+	upsertAttempts = insertAttempts + `
 		ON CONFLICT (run_id, step_id, logical_attempt_id) DO UPDATE SET
 			engine_attempt_id = EXCLUDED.engine_attempt_id, status = EXCLUDED.status,
 			started_at = EXCLUDED.started_at, completed_at = EXCLUDED.completed_at,
@@ -430,20 +499,38 @@ const (
 			artifacts_count = EXCLUDED.artifacts_count`
 )
 
-// write sends both upserts in one pipelined round trip, or queues them
-// into b when it is not nil.
-func (o *rows) write(ctx context.Context, tx pgx.Tx, into *pgx.Batch) error {
+func (o *rows) queueRuns(b *pgx.Batch, sql string) {
+	if r := &o.run; len(r.id) > 0 {
+		b.Queue(sql, r.id, r.tenant, r.project, r.env, r.plan, r.version, r.status,
+			r.started, r.completed, r.duration, r.steps, r.failed, r.attempts, r.seq, r.updated)
+	}
+}
+
+func (o *rows) queueAttempts(b *pgx.Batch, sql string) {
+	if a := &o.attempt; len(a.run) > 0 {
+		b.Queue(sql, a.run, a.step, a.logical, a.engine, a.status,
+			a.started, a.completed, a.duration, a.code, a.message, a.category, a.artifacts)
+	}
+}
+
+// writeRows sends the new rows (ins) and the changed ones (upd) in one
+// pipelined round trip, or queues them into b when it is not nil. With
+// upsert, both go through INSERT ... ON CONFLICT DO UPDATE.
+func writeRows(ctx context.Context, tx pgx.Tx, into *pgx.Batch, ins, upd *rows, upsert bool) error {
 	b := into
 	if b == nil {
 		b = &pgx.Batch{}
 	}
-	if r := &o.run; len(r.id) > 0 {
-		b.Queue(upsertRuns, r.id, r.tenant, r.project, r.env, r.plan, r.version, r.status,
-			r.started, r.completed, r.duration, r.steps, r.failed, r.attempts, r.seq, r.updated)
-	}
-	if a := &o.attempt; len(a.run) > 0 {
-		b.Queue(upsertAttempts, a.run, a.step, a.logical, a.engine, a.status,
-			a.started, a.completed, a.duration, a.code, a.message, a.category, a.artifacts)
+	if upsert {
+		ins.queueRuns(b, upsertRuns)
+		upd.queueRuns(b, upsertRuns)
+		ins.queueAttempts(b, upsertAttempts)
+		upd.queueAttempts(b, upsertAttempts)
+	} else {
+		ins.queueRuns(b, insertRuns)
+		upd.queueRuns(b, updateRuns)
+		ins.queueAttempts(b, insertAttempts)
+		upd.queueAttempts(b, updateAttempts)
 	}
 	if into != nil || b.Len() == 0 {
 		return nil
@@ -527,6 +614,16 @@ func newRunCache(max int) *runCache {
 	return &runCache{max: max, runs: make(map[string]cachedRun)}
 }
 
+// clear forgets every run.
+func (c *runCache) clear() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.runs)
+}
+
 // get returns runID's snapshot if it was cached at checkpoint seq.
 func (c *runCache) get(runID string, seq int64) (store.RunSnapshot, bool) {
 	if c == nil {
@@ -591,9 +688,20 @@ func microseconds(ev *store.RunEventRecord) {
 		!mayHaveLongFraction(p) {
 		return
 	}
+	if out, ok := truncatePayloadTimes(p); ok {
+		ev.Payload = out
+	} else {
+		ev.Payload = truncatePayloadTimesDecoded(p)
+	}
+}
+
+// truncatePayloadTimesDecoded is truncatePayloadTimes through a decoded
+// map, for any payload: it returns p itself when nothing changed or p is
+// not a JSON object (the reducer reads such a payload as empty too).
+func truncatePayloadTimesDecoded(p []byte) []byte {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(p, &fields) != nil {
-		return // the reducer reads it as empty too
+		return p
 	}
 	changed := false
 	for _, k := range []string{"sourceOccurredAt", "startedAt"} {
@@ -608,9 +716,77 @@ func microseconds(ev *store.RunEventRecord) {
 	}
 	if changed {
 		if b, err := json.Marshal(fields); err == nil {
-			ev.Payload = b
+			return b
 		}
 	}
+	return p
+}
+
+// truncatePayloadTimes is microseconds' one pass over a payload without
+// escapes: it cuts the top-level sourceOccurredAt and startedAt strings
+// (every occurrence, so the last, which the reducer reads, too) to six
+// fractional digits and copies the payload only when one changed. ok is
+// false for anything it is not sure of (escapes, a value that is not
+// plain, invalid JSON), which microseconds then decodes as a map.
+func truncatePayloadTimes(p []byte) (out []byte, ok bool) {
+	const maxPayloadDepth = 200 // deeper values take the slow path
+	type cut struct {
+		start, end int
+		with       string
+	}
+	var cuts []cut
+	s := jsonscan.Scanner{B: p}
+	s.WS()
+	if !s.Eat('{') {
+		return nil, false
+	}
+	s.WS()
+	if !s.Eat('}') {
+		for {
+			s.WS()
+			ks, ke, ok := s.PlainString()
+			if !ok {
+				return nil, false
+			}
+			s.WS()
+			if !s.Eat(':') {
+				return nil, false
+			}
+			s.WS()
+			if k := p[ks:ke]; (string(k) == "sourceOccurredAt" || string(k) == "startedAt") && s.I < len(p) && p[s.I] == '"' {
+				vs, ve, ok := s.PlainString()
+				if !ok {
+					return nil, false
+				}
+				if t, ok := truncated(string(p[vs:ve])); ok {
+					cuts = append(cuts, cut{vs, ve, t})
+				}
+			} else if !s.Skip(0, maxPayloadDepth) {
+				return nil, false
+			}
+			s.WS()
+			if s.Eat(',') {
+				continue
+			}
+			if s.Eat('}') {
+				break
+			}
+			return nil, false
+		}
+	}
+	if !s.End() {
+		return nil, false
+	}
+	if len(cuts) == 0 {
+		return p, true
+	}
+	out = make([]byte, 0, len(p))
+	from := 0
+	for _, c := range cuts {
+		out = append(append(out, p[from:c.start]...), c.with...)
+		from = c.end
+	}
+	return append(out, p[from:]...), true
 }
 
 // mayHaveLongFraction reports whether raw JSON might hold a time with more

@@ -2,6 +2,7 @@ package etl
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/runstream/runstream/store"
@@ -68,4 +69,42 @@ func TestMayHaveLongFraction(t *testing.T) {
 			t.Errorf("mayHaveLongFraction(%s) = %v, want %v", c.in, got, c.want)
 		}
 	}
+}
+
+// FuzzTruncatePayloadTimes checks the one-pass rewrite against the decoded
+// one: where it answers, the payload is a JSON object and decodes to the
+// same values as the decoded rewrite's result.
+func FuzzTruncatePayloadTimes(f *testing.F) {
+	for _, s := range []string{
+		`{"startedAt":"2026-01-02T03:04:04.0000015Z","engineRunRef":"x","sourceOccurredAt":"2026-01-02T03:04:05.1Z"}`,
+		`{"sourceOccurredAt":"2026-01-02T03:04:05.123456789+02:00","startedAt":"2026-01-02T03:04:05.123456789Z","durationMs":12}`,
+		`{"startedAt":1.12345678,"x":{"startedAt":"2026-01-02T03:04:05.123456789Z"}}`,
+		`{"startedAt":"a","startedAt":"2026-01-02T03:04:05.1234567Z"}`,
+		` { "startedAt" : "2026-01-02T03:04:05.1234567Z" , "a" : [1, 2.0000001, "b"] } `,
+		`{}`, `[]`, `{"a":}`, `{"startedAt":"2026-01-02T03:04:05.1234567Z"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		fast, ok := truncatePayloadTimes(p)
+		if !ok {
+			return
+		}
+		if !json.Valid(p) {
+			t.Fatalf("answered for invalid JSON %q", p)
+		}
+		var got, want map[string]any
+		if err := json.Unmarshal(fast, &got); err != nil {
+			t.Fatalf("rewrote %q into %q, which does not decode: %v", p, fast, err)
+		}
+		if err := json.Unmarshal(truncatePayloadTimesDecoded(p), &want); err != nil {
+			t.Fatalf("answered for %q, which is not an object: %v", p, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: one pass gives %q, decoded gives %v", p, fast, want)
+		}
+		if string(fast) != string(p) && len(fast) >= len(p) {
+			t.Fatalf("%q: a rewrite that cut nothing: %q", p, fast)
+		}
+	})
 }
