@@ -51,6 +51,9 @@ postgres_up() {
     log "starting PostgreSQL 15"
     # More connections than the default 100: benchmarks and parallel tests.
     pg_conftool 15 main set max_connections 300 >&2 || true
+    # Commit timestamps: the relay measures commit-to-ack from each event's
+    # real commit (runstream_relay_commit_to_ack_seconds).
+    pg_conftool 15 main set track_commit_timestamp on >&2 || true
     pg_ctlcluster 15 main start >&2
   fi
   for _ in $(seq 1 50); do

@@ -26,7 +26,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
 		}),
 		commitToAck: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "runstream_relay_commit_to_ack_seconds", Help: "Time from the outbox row's creation (the append's commit) to the broker's acknowledgement.",
+			Name: "runstream_relay_commit_to_ack_seconds", Help: "Time from the event's commit (its transaction's commit timestamp with track_commit_timestamp on, else its outbox row's creation just before) to the broker's acknowledgement.",
 			// Bounds at the latency objective (20 ms: issue 3) and around
 			// it, so the share of events within it is exact, not
 			// interpolated.
