@@ -18,7 +18,8 @@ func runBenchRead(ctx context.Context, env *environment, args []string) error {
 	fs.IntVar(&cfg.Clients, "clients", 64, "concurrent snapshot GET clients (and redis-benchmark clients)")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "GET phase length")
 	fs.IntVar(&cfg.Runs, "runs", 1000, "runs with a snapshot, read at random")
-	fs.IntVar(&cfg.Watchers, "watchers", 1000, "SSE watchers of one run")
+	fs.IntVar(&cfg.Watchers, "watchers", 1000, "SSE watchers")
+	fs.IntVar(&cfg.WatchedRuns, "watched-runs", 1, "runs the watchers spread over (watcher i watches run i mod N) and the changes take turns on: 1 fans every change out to all watchers, --watchers gives each watcher a run of its own")
 	fs.IntVar(&cfg.Changes, "changes", 200, "snapshot changes published to the watchers")
 	fs.DurationVar(&cfg.ChangeEvery, "change-every", 100*time.Millisecond, "pause between changes")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -28,8 +29,11 @@ func runBenchRead(ctx context.Context, env *environment, args []string) error {
 		"Read side: snapshot GETs per second through the API with N clients, against redis-benchmark's\nGET of the same keys in the same run (target: at least 50%), then the time from a snapshot\nchange in Redis to SSE watchers receiving it (target: p99 under 10 ms with 1,000 watchers)."); err != nil {
 		return err
 	}
-	if cfg.Clients < 1 || cfg.Runs < 1 || cfg.Watchers < 1 || cfg.Changes < 1 || cfg.Duration <= 0 {
-		return usageError{fmt.Errorf("--clients, --runs, --watchers, --changes and --duration must be positive")}
+	if cfg.Clients < 1 || cfg.Runs < 1 || cfg.Watchers < 1 || cfg.WatchedRuns < 1 || cfg.Changes < 1 || cfg.Duration <= 0 {
+		return usageError{fmt.Errorf("--clients, --runs, --watchers, --watched-runs, --changes and --duration must be positive")}
+	}
+	if cfg.WatchedRuns > cfg.Runs || cfg.WatchedRuns > cfg.Watchers {
+		return usageError{fmt.Errorf("--watched-runs (%d) must be at most --runs (%d) and --watchers (%d)", cfg.WatchedRuns, cfg.Runs, cfg.Watchers)}
 	}
 	cfg.Progress = env.stderr
 	closeProfiles, err := openProfiles(profileFlag{"--cpuprofile", *cpuProfile, &cfg.CPUProfile},

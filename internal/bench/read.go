@@ -44,8 +44,13 @@ type ReadConfig struct {
 	Duration time.Duration
 	// Runs with a snapshot; 0 means 1000.
 	Runs int
-	// Watchers of one run for the SSE phase; 0 means 1000.
+	// Watchers for the SSE phase; 0 means 1000.
 	Watchers int
+	// WatchedRuns the watchers spread over (watcher w watches run w mod
+	// WatchedRuns), and the changes take turns on; 0 means 1: every
+	// watcher on one run, each change fanned out to all of them. At most
+	// Runs.
+	WatchedRuns int
 	// Changes published during the SSE phase; 0 means 200.
 	Changes int
 	// ChangeEvery paces the changes; 0 means 100ms.
@@ -76,6 +81,7 @@ type ReadReport struct {
 	Ratio                    float64 `json:"ratio"`
 	TargetRatio              float64 `json:"targetRatio"`
 	Watchers                 int     `json:"watchers"`
+	WatchedRuns              int     `json:"watchedRuns"`
 	Changes                  int     `json:"changes"`
 	ChangeEveryMs            float64 `json:"changeEveryMs"`
 	Deliveries               int64   `json:"deliveries"`
@@ -102,12 +108,12 @@ func (r *ReadReport) WriteText(w io.Writer) error {
   snapshot GETs     %d clients over %d runs: %.0f GETs/s  (p50 %.2f ms, p99 %.2f ms, max %.2f ms), %d errors
   redis-benchmark   GET of the same keys, %d clients: %.0f GETs/s
   ratio             %.0f%% (target >= %.0f%%: %s)
-  SSE               %d watchers of one run, %d changes (one every %.0f ms), %d deliveries
+  SSE               %d watchers of %d run(s), %d changes (one every %.1f ms, runs in turn), %d deliveries
   change -> client  p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms (target p99 < %.0f ms: %s)
   memory            +%.1f MB RSS, +%.1f MB heap with the watchers connected (%.1f KB RSS per watcher, both ends in this process)
 `, r.Clients, r.Runs, r.GetsPerSec, msOf(r.GetLatency.P50), msOf(r.GetLatency.P99), msOf(r.GetLatency.Max), r.Errors,
 		r.Clients, r.RedisBenchmarkGetsPerSec, r.Ratio*100, r.TargetRatio*100, met(r.Ratio >= r.TargetRatio),
-		r.Watchers, r.Changes, r.ChangeEveryMs, r.Deliveries,
+		r.Watchers, r.WatchedRuns, r.Changes, r.ChangeEveryMs, r.Deliveries,
 		msOf(r.SSELatency.P50), msOf(r.SSELatency.P95), msOf(r.SSELatency.P99), msOf(r.SSELatency.Max), r.SSETargetP99,
 		met(msOf(r.SSELatency.P99) < r.SSETargetP99),
 		float64(r.SSERSSGrowth)/(1<<20), float64(r.SSEHeapGrowth)/(1<<20), float64(r.SSERSSGrowth)/1024/float64(max(r.Watchers, 1)))
@@ -137,6 +143,9 @@ func RunRead(ctx context.Context, cfg ReadConfig) (*ReadReport, error) {
 	}
 	if cfg.Watchers == 0 {
 		cfg.Watchers = 1000
+	}
+	if cfg.WatchedRuns == 0 {
+		cfg.WatchedRuns = 1
 	}
 	if cfg.Changes == 0 {
 		cfg.Changes = 200
@@ -178,7 +187,7 @@ func RunRead(ctx context.Context, cfg ReadConfig) (*ReadReport, error) {
 	defer func() { stop(); <-served }()
 	base := "http://" + ln.Addr().String()
 
-	rep := &ReadReport{Clients: cfg.Clients, Runs: cfg.Runs, Watchers: cfg.Watchers, Changes: cfg.Changes, ChangeEveryMs: msOf(cfg.ChangeEvery),
+	rep := &ReadReport{Clients: cfg.Clients, Runs: cfg.Runs, Watchers: cfg.Watchers, WatchedRuns: cfg.WatchedRuns, Changes: cfg.Changes, ChangeEveryMs: msOf(cfg.ChangeEvery),
 		TargetRatio: 0.5, SSETargetP99: 10}
 	if err := readGets(ctx, cfg, base, rep); err != nil {
 		return nil, err
@@ -430,20 +439,32 @@ func redisBenchmark(ctx context.Context, cfg ReadConfig, addr string) (float64, 
 	return strconv.ParseFloat(m[1], 64)
 }
 
-// readSSE opens cfg.Watchers watch streams on one run, publishes changes,
-// and measures change -> delivery per watcher.
+// readSSE opens cfg.Watchers watch streams spread over cfg.WatchedRuns
+// runs, publishes changes to those runs in turn, and measures change ->
+// delivery per watcher.
 func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client, rep *ReadReport) error {
-	run := readRunID(0)
-	key := projector.SnapshotKey(run)
-	body, err := rdb.Get(ctx, key).Bytes()
-	if err != nil {
-		return fmt.Errorf("reading the watched snapshot: %w", err)
+	n := cfg.WatchedRuns
+	snaps := make([]store.RunSnapshot, n)
+	firstSeq := make([]int64, n)
+	for r := range n {
+		body, err := rdb.Get(ctx, projector.SnapshotKey(readRunID(r))).Bytes()
+		if err != nil {
+			return fmt.Errorf("reading the watched snapshot of %s: %w", readRunID(r), err)
+		}
+		if err := json.Unmarshal(body, &snaps[r]); err != nil {
+			return err
+		}
+		firstSeq[r] = snaps[r].LastEventSeq
 	}
-	var snap store.RunSnapshot
-	if err := json.Unmarshal(body, &snap); err != nil {
-		return err
+	// Change k (1-based) goes to run (k-1) mod n as that run's change
+	// (k-1)/n + 1, so its seq is firstSeq + (k-1)/n + 1.
+	changeOf := func(r int, seq int64) int {
+		j := seq - firstSeq[r]
+		if j < 1 {
+			return 0
+		}
+		return int(j-1)*n + r + 1
 	}
-	firstSeq := snap.LastEventSeq
 	sent := make([]atomic.Int64, cfg.Changes+1) // unix nanos of change k's SET+PUBLISH
 	var deliveries atomic.Int64
 	lats := make([][]time.Duration, cfg.Watchers)
@@ -463,7 +484,8 @@ func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req, _ := http.NewRequestWithContext(wctx, http.MethodGet, base+"/v1/runs/"+run+"/watch", nil)
+			r := w % n
+			req, _ := http.NewRequestWithContext(wctx, http.MethodGet, base+"/v1/runs/"+readRunID(r)+"/watch", nil)
 			resp, err := client.Do(req)
 			if err != nil {
 				ready.Done()
@@ -489,8 +511,7 @@ func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client
 					ready.Done()
 					continue
 				}
-				k := seq - firstSeq
-				if k >= 1 && int(k) <= cfg.Changes {
+				if k := changeOf(r, seq); k >= 1 && k <= cfg.Changes {
 					if t := sent[k].Load(); t > 0 {
 						lats[w] = append(lats[w], time.Duration(time.Now().UnixNano()-t))
 						deliveries.Add(1)
@@ -510,9 +531,12 @@ func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client
 		defer pprof.StopCPUProfile()
 	}
 	for k := 1; k <= cfg.Changes && ctx.Err() == nil; k++ {
-		snap.LastEventSeq = firstSeq + int64(k)
+		r := (k - 1) % n
+		snap := &snaps[r]
+		snap.LastEventSeq = firstSeq[r] + int64((k-1)/n+1)
+		key := projector.SnapshotKey(readRunID(r))
 		b, _ := json.Marshal(snap)
-		note, _ := json.Marshal(map[string]any{"runId": run, "tenantId": snap.TenantID, "lastEventSeq": snap.LastEventSeq, "status": snap.Status})
+		note, _ := json.Marshal(map[string]any{"runId": snap.RunID, "tenantId": snap.TenantID, "lastEventSeq": snap.LastEventSeq, "status": snap.Status})
 		sent[k].Store(time.Now().UnixNano())
 		pipe := rdb.TxPipeline()
 		pipe.Set(ctx, key, b, time.Hour)
