@@ -16,10 +16,13 @@ var fastJSONSeeds = []string{
 	`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`,
 }
 
+// numberSeeds are for plainNonNegInt.
+var numberSeeds = []string{`0`, `00`, `12`, `012`, `123456789012345678`, `1234567890123456789`, `9223372036854775807`, `1e3`, ` 5`, `5 `, `-1`}
+
 // FuzzFastJSON: whenever a fast reader does not give up, it agrees with
 // encoding/json (which then succeeds too).
 func FuzzFastJSON(f *testing.F) {
-	for _, s := range fastJSONSeeds {
+	for _, s := range append(fastJSONSeeds, numberSeeds...) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -39,6 +42,11 @@ func FuzzFastJSON(f *testing.F) {
 			var want string
 			if err := json.Unmarshal(raw, &want); err != nil || got != want {
 				t.Fatalf("fastString(%q) = %q, encoding/json %q (%v)", raw, got, want, err)
+			}
+		}
+		if got, ok := plainNonNegInt(raw); ok {
+			if want, whole, wok := nonNegNumberDecoded(raw); !wok || !whole || got != want {
+				t.Fatalf("plainNonNegInt(%q) = %d, encoding/json %d (whole %v, ok %v)", raw, got, want, whole, wok)
 			}
 		}
 	})

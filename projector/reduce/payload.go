@@ -79,6 +79,31 @@ func (p payload) nonNegInt(key string) (int64, bool) {
 // absent rather than as whatever a float-to-int conversion would make of
 // them, and so does a string holding a number.
 func nonNegNumber(raw json.RawMessage) (n int64, whole, ok bool) {
+	if n, ok := plainNonNegInt(raw); ok {
+		return n, true, true
+	}
+	return nonNegNumberDecoded(raw)
+}
+
+// plainNonNegInt reads the common case without encoding/json: 1 to 18
+// digits without a leading zero (or a lone 0), nothing around them, which
+// is always a valid JSON number that fits an int64.
+func plainNonNegInt(raw []byte) (int64, bool) {
+	if len(raw) == 0 || len(raw) > 18 || (raw[0] == '0' && len(raw) > 1) {
+		return 0, false
+	}
+	var n int64
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// nonNegNumberDecoded is nonNegNumber for any input, through encoding/json.
+func nonNegNumberDecoded(raw json.RawMessage) (n int64, whole, ok bool) {
 	raw = bytes.TrimLeft(raw, " \t\r\n")
 	if len(raw) == 0 || raw[0] == '"' {
 		return 0, false, false
