@@ -34,8 +34,9 @@
 // The consumer runs one checkpoint transaction per partition batch. The
 // sink queues the batch's events and, when the batch is done (just before
 // the checkpoints are written), reads the touched runs back with one
-// pipelined round trip and upserts all their rows with another (unnest
-// arrays): two round trips per partition batch, whatever its size.
+// pipelined round trip and writes all their rows with another (unnest
+// arrays; INSERT for rows the run's previous state does not have, UPDATE
+// for the others): two round trips per partition batch, whatever its size.
 //
 // # Metrics
 //
@@ -43,6 +44,6 @@
 //     unknown_type, duplicate, handler_error (one per failed attempt),
 //     dead_lettered.
 //   - runstream_etl_gaps_total: gaps filled from the store.
-//   - runstream_etl_flush_seconds: time to read back and upsert one
+//   - runstream_etl_flush_seconds: time to read back and write one
 //     partition batch's rows.
 package etl
