@@ -32,6 +32,7 @@ type Relay struct {
 	client  *kgo.Client
 	log     *slog.Logger
 	metrics *metrics
+	vacuum  *vacuumer
 }
 
 // ClientOptions are the franz-go options the relay expects on top of the
@@ -62,7 +63,8 @@ func New(cfg Config, pool *pgxpool.Pool, client *kgo.Client) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Relay{cfg: cfg, pool: pool, client: client, log: cfg.Logger.With("component", "relay"), metrics: m}, nil
+	log := cfg.Logger.With("component", "relay")
+	return &Relay{cfg: cfg, pool: pool, client: client, log: log, metrics: m, vacuum: &vacuumer{pool: pool, log: log}}, nil
 }
 
 // EnsureTopic creates the topic when absent, with the configured
@@ -157,6 +159,7 @@ func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) error {
 	var nextRebalance time.Time
 	outages, dbErrors := 0, 0
 	var pending *pendingDelete
+	defer r.vacuum.wait()
 	defer func() {
 		// Stopping: let the last background delete finish, so a clean stop
 		// leaves no acknowledged row to be published again.
@@ -217,6 +220,7 @@ func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) error {
 		if res.read >= r.cfg.BatchSize {
 			continue // a backlog: go on at once
 		}
+		r.vacuum.maybe(ctx)
 		wait := min(r.cfg.PollInterval, time.Until(nextRebalance))
 		if !res.nextRetry.IsZero() {
 			wait = min(wait, time.Until(res.nextRetry))
@@ -562,6 +566,7 @@ func (r *Relay) deleteAcked(ctx context.Context, ids []int64) error {
 	if err := r.pool.SendBatch(dctx, b).Close(); err != nil {
 		return fmt.Errorf("deleting %d acknowledged outbox rows (they will be published again): %w", len(ids), err)
 	}
+	r.vacuum.deletedRows(len(ids))
 	return nil
 }
 

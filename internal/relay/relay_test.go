@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -444,7 +445,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func TestRelay_CancelledMidBatchThenRestarted(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	want := appendRuns(t, f.store, seed(t), 150)
+	want := appendRuns(t, f.store, seed(t), 250)
 	cfg := testConfig()
 	cfg.BatchSize = 100
 	run := startRelay(t, f.pool, f.brokers, cfg)
@@ -721,4 +722,43 @@ func TestRelay_RowsBeingDeletedAreNotPublishedAgain(t *testing.T) {
 			t.Fatalf("run %s: %d records for %d events: a row was published again while its delete was in flight", id, got, n)
 		}
 	}
+}
+
+// TestRelay_VacuumsTheOutboxItDrains: the outbox is a queue whose dead
+// rows slow every read of its head, so once the relay deleted a few
+// thousand rows (and keeps up) it vacuums the table itself; migration 0003
+// lowers autovacuum's threshold for it too.
+func TestRelay_VacuumsTheOutboxItDrains(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	var opts []string
+	if err := f.pool.QueryRow(ctx, `SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = 'outbox'::regclass`).Scan(&opts); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(opts, "autovacuum_vacuum_threshold=2000") || !slices.Contains(opts, "autovacuum_vacuum_scale_factor=0") {
+		t.Fatalf("outbox options %v: migration 0003's autovacuum settings are missing", opts)
+	}
+	vacuums := func() int64 {
+		var n int64
+		if err := f.pool.QueryRow(ctx, `SELECT vacuum_count FROM pg_stat_user_tables
+			WHERE schemaname = $1 AND relname = 'outbox'`, f.schema).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := vacuums(); n != 0 {
+		t.Fatalf("outbox vacuumed %d times before the relay started", n)
+	}
+	want := appendRuns(t, f.store, seed(t), 250)
+	total := int64(0)
+	for _, n := range want {
+		total += n
+	}
+	if total < 2200 {
+		t.Fatalf("only %d events appended; the test needs more than the relay's vacuum threshold", total)
+	}
+	startRelay(t, f.pool, f.brokers, testConfig())
+	testenv.WaitFor(t, 30*time.Second, "the outbox to drain", func() bool { return outboxRows(t, f.pool) == 0 })
+	testenv.WaitFor(t, 10*time.Second, "the relay to vacuum the outbox", func() bool { return vacuums() > 0 })
 }
