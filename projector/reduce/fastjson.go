@@ -19,16 +19,16 @@ import (
 // maxFastDepth bounds the nesting the fast readers follow.
 const maxFastDepth = 200
 
-// fastObject reads a JSON object's top-level fields, as
-// json.Unmarshal(raw, &payload) would; ok is false when it gave up. The
-// values are slices of raw.
+// fastObject reads a JSON object's top-level fields, as decodePayload
+// (json.Unmarshal into a map) would; ok is false when it gave up. The keys
+// and values are slices of raw.
 func fastObject(raw []byte) (p payload, ok bool) {
 	s := scanner{jsonscan.Scanner{B: raw}}
 	s.WS()
 	if !s.Eat('{') {
 		return nil, false
 	}
-	p = payload{}
+	p = make(payload, 0, 8)
 	s.WS()
 	if s.Eat('}') {
 		return p, s.End()
@@ -48,7 +48,7 @@ func fastObject(raw []byte) (p payload, ok bool) {
 		if !s.Skip(0, maxFastDepth) {
 			return nil, false
 		}
-		p[string(raw[ks:ke])] = json.RawMessage(raw[vs:s.I:s.I])
+		p = append(p, payloadField{key: raw[ks:ke:ke], raw: json.RawMessage(raw[vs:s.I:s.I])})
 		s.WS()
 		if s.Eat(',') {
 			continue

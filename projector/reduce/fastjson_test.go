@@ -19,6 +19,33 @@ var fastJSONSeeds = []string{
 // numberSeeds are for plainNonNegInt.
 var numberSeeds = []string{`0`, `00`, `12`, `012`, `123456789012345678`, `1234567890123456789`, `9223372036854775807`, `1e3`, ` 5`, `5 `, `-1`}
 
+// asMap is a payload as encoding/json would decode it into a map: the last
+// of a repeated key wins; nil for nil.
+func asMap(p payload) map[string]json.RawMessage {
+	if p == nil {
+		return nil
+	}
+	m := make(map[string]json.RawMessage, len(p))
+	for _, f := range p {
+		m[string(f.key)] = f.raw
+	}
+	return m
+}
+
+// TestPayload_GetTakesTheLastOfARepeatedKey: as encoding/json does.
+func TestPayload_GetTakesTheLastOfARepeatedKey(t *testing.T) {
+	p, ok := fastObject([]byte(`{"a":1,"b":2,"a":3}`))
+	if !ok {
+		t.Fatal("fastObject gave up")
+	}
+	if raw, ok := p.get("a"); !ok || string(raw) != "3" {
+		t.Fatalf("get(a) = %s, %v; want 3", raw, ok)
+	}
+	if _, ok := p.get("c"); ok {
+		t.Fatal("get(c) found a field that is not there")
+	}
+}
+
 // FuzzFastJSON: whenever a fast reader does not give up, it agrees with
 // encoding/json (which then succeeds too).
 func FuzzFastJSON(f *testing.F) {
@@ -27,10 +54,13 @@ func FuzzFastJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		if got, ok := fastObject(raw); ok {
-			var want payload
-			if err := json.Unmarshal(raw, &want); err != nil || !reflect.DeepEqual(got, want) {
-				t.Fatalf("fastObject(%q) = %v, encoding/json %v (%v)", raw, got, want, err)
+			var want map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &want); err != nil || !reflect.DeepEqual(asMap(got), want) {
+				t.Fatalf("fastObject(%q) = %v, encoding/json %v (%v)", raw, asMap(got), want, err)
 			}
+		}
+		if got, want := asMap(parsePayload(raw)), asMap(decodePayload(raw)); len(raw) > 0 && !reflect.DeepEqual(got, want) {
+			t.Fatalf("parsePayload(%q) = %v, decodePayload %v", raw, got, want)
 		}
 		if got, ok := fastArray(raw); ok {
 			var want []json.RawMessage
@@ -56,9 +86,9 @@ func TestFastJSON_AgreesWithEncodingJSON(t *testing.T) {
 	for _, s := range fastJSONSeeds {
 		raw := []byte(s)
 		if got, ok := fastObject(raw); ok {
-			var want payload
-			if err := json.Unmarshal(raw, &want); err != nil || !reflect.DeepEqual(got, want) {
-				t.Errorf("fastObject(%q) = %v, encoding/json %v (%v)", raw, got, want, err)
+			var want map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &want); err != nil || !reflect.DeepEqual(asMap(got), want) {
+				t.Errorf("fastObject(%q) = %v, encoding/json %v (%v)", raw, asMap(got), want, err)
 			}
 		}
 		if got, ok := fastArray(raw); ok {
