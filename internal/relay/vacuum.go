@@ -40,10 +40,24 @@ type vacuumer struct {
 
 	deleted atomic.Int64 // rows deleted since the last vacuum started
 	running atomic.Bool
-	mu      sync.Mutex
-	last    time.Time
+	// off is set when the role may not vacuum the outbox: Postgres would
+	// only log a warning for every try.
+	off  atomic.Bool
+	mu   sync.Mutex
+	last time.Time
+	// checked says whether the permission was looked up (by the first
+	// vacuum's goroutine).
+	checked bool
 	wg      sync.WaitGroup
 }
+
+// mayVacuum reports whether the session's role may vacuum the outbox: as
+// (a member of) its owner or of the database's owner, or a superuser.
+const mayVacuum = `SELECT pg_has_role(current_user, c.relowner, 'MEMBER')
+	OR pg_has_role(current_user, d.datdba, 'MEMBER')
+	OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
+	FROM pg_class c, pg_database d
+	WHERE c.oid = 'outbox'::regclass AND d.datname = current_database()`
 
 // deletedRows records rows the relay deleted.
 func (v *vacuumer) deletedRows(n int) { v.deleted.Add(int64(n)) }
@@ -51,7 +65,7 @@ func (v *vacuumer) deletedRows(n int) { v.deleted.Add(int64(n)) }
 // maybe starts a vacuum when one is due. The relay calls it after a round
 // that was not a full batch (it keeps up with the outbox).
 func (v *vacuumer) maybe(ctx context.Context) {
-	if v.deleted.Load() < vacuumAfterRows || v.running.Load() {
+	if v.off.Load() || v.deleted.Load() < vacuumAfterRows || v.running.Load() {
 		return
 	}
 	v.mu.Lock()
@@ -61,12 +75,28 @@ func (v *vacuumer) maybe(ctx context.Context) {
 	}
 	v.last = time.Now()
 	n := v.deleted.Swap(0)
+	check := !v.checked
+	v.checked = true
 	v.wg.Add(1)
 	go func() {
 		defer v.wg.Done()
 		defer v.running.Store(false)
 		vctx, cancel := context.WithTimeout(ctx, vacuumTimeout)
 		defer cancel()
+		if check {
+			var may bool
+			if err := v.pool.QueryRow(vctx, mayVacuum).Scan(&may); err != nil {
+				v.mu.Lock()
+				v.checked = false // look again next time
+				v.mu.Unlock()
+				return
+			}
+			if !may {
+				v.off.Store(true)
+				v.log.Info("the relay's role may not vacuum the outbox (it is not its owner); leaving it to autovacuum")
+				return
+			}
+		}
 		start := time.Now()
 		if _, err := v.pool.Exec(vctx, "VACUUM outbox"); err != nil {
 			if ctx.Err() == nil {
