@@ -260,8 +260,8 @@ type outboxRow struct {
 // pg_xact_commit_timestamp, which fails when it is off, from running
 // then), else the outbox row's creation inside the appending transaction,
 // a little before its commit. A row retried after a produce error was
-// updated since (xmin is the update's), so it always reports its creation. It is the start of
-// runstream_relay_commit_to_ack_seconds.
+// updated since (xmin is the update's), so it always reports its creation.
+// It is the start of runstream_relay_commit_to_ack_seconds.
 const readSQL = `WITH blocked AS (
 	SELECT DISTINCT run_id FROM outbox
 	WHERE next_attempt_at IS NOT NULL AND next_attempt_at > clock_timestamp() AND shard = ANY($1)),

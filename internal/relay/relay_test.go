@@ -445,7 +445,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func TestRelay_CancelledMidBatchThenRestarted(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	want := appendRuns(t, f.store, seed(t), 250)
+	want := appendRuns(t, f.store, seed(t), 150)
 	cfg := testConfig()
 	cfg.BatchSize = 100
 	run := startRelay(t, f.pool, f.brokers, cfg)

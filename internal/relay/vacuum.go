@@ -30,10 +30,11 @@ const (
 )
 
 // vacuumer runs VACUUM outbox in the background when enough rows were
-// deleted since the last one. VACUUM needs the table's owner (or a
-// superuser): the role that migrated the schema. Another role only gets a
-// warning from Postgres, and the outbox is left to autovacuum (whose
-// thresholds for it migration 0003 lowers).
+// deleted since the last one. VACUUM needs the table's owner (the role
+// that migrated the schema), the database's owner or a superuser; the
+// first vacuum checks, and for any other role the vacuumer turns itself
+// off and leaves the outbox to autovacuum (whose threshold for it
+// migration 0003 lowers).
 type vacuumer struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
