@@ -34,7 +34,7 @@ type Config struct {
 	// MaxPollRecords bounds one poll (all partitions); 0 means 20,000.
 	// Each partition's share of a poll is written in one transaction, so
 	// larger polls mean fewer, larger transactions, and fewer writes: a
-	// run's events in one batch cost one upsert of its row. A poll never
+	// run's events in one batch cost one write of its row. A poll never
 	// waits to fill up.
 	MaxPollRecords int
 	// CacheRuns bounds the runs whose snapshot is kept between batches (so

@@ -35,7 +35,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		flushTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "runstream_etl_flush_seconds",
-			Help:    "Time to read back and upsert the rows of one transaction's events (one partition batch); batched, from the read-back to the commit (the upserts go with the checkpoints).",
+			Help:    "Time to read back and write the rows of one transaction's events (one partition batch); batched, from the read-back to the commit (the writes go with the checkpoints).",
 			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
 		}),
 	}

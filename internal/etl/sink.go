@@ -43,7 +43,7 @@ import (
 // Batching: by default the handler only queues events; batcher.Transact
 // writes a transaction's events when the consumer's function returns, just
 // before the checkpoints, with one pipelined read (of the runs the cache
-// cannot vouch for) and one pipelined upsert for the whole partition
+// cannot vouch for) and one pipelined write (inserts and updates) for the whole partition
 // batch. Without the batcher (DisableBatching) the handler reads back and
 // writes each event as it comes, in the same transaction.
 type sink struct {
@@ -186,14 +186,14 @@ func (b *batcher) Transact(ctx context.Context, group string, fn func(context.Co
 		if tx == nil {
 			return ErrNoTransaction
 		}
-		// The upserts go in the checkpoint store's batch: one round trip
+		// The writes go in the checkpoint store's batch: one round trip
 		// with the checkpoints.
 		flushed = time.Now()
 		return b.sink.flush(ctx, tx, p, pgcheckpoint.Batch(ctx), b.sink.upsertAll.Load())
 	})
 	b.sink.noteWriteError(err)
 	if err == nil && !flushed.IsZero() {
-		// From the read-back to the commit, the upserts' round trip
+		// From the read-back to the commit, the writes' round trip
 		// included.
 		b.sink.flushTime.Observe(time.Since(flushed).Seconds())
 	}
@@ -387,7 +387,7 @@ func loadRuns(ctx context.Context, tx pgx.Tx, ids []string) (map[string]store.Ru
 	return out, nil
 }
 
-// rows are the upserts of one flush, column by column for unnest.
+// rows are the rows one flush writes, column by column for unnest.
 type rows struct {
 	run     runCols
 	attempt attemptCols
