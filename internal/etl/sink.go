@@ -43,9 +43,9 @@ import (
 // Batching: by default the handler only queues events; batcher.Transact
 // writes a transaction's events when the consumer's function returns, just
 // before the checkpoints, with one pipelined read (of the runs the cache
-// cannot vouch for) and one pipelined write (inserts and updates) for the whole partition
-// batch. Without the batcher (DisableBatching) the handler reads back and
-// writes each event as it comes, in the same transaction.
+// cannot vouch for) and one pipelined write (inserts and updates) for the
+// whole partition batch. Without the batcher (DisableBatching) the handler
+// reads back and writes each event as it comes, in the same transaction.
 type sink struct {
 	log       *slog.Logger
 	flushTime prometheus.Observer
