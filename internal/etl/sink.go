@@ -735,46 +735,21 @@ func truncatePayloadTimes(p []byte) (out []byte, ok bool) {
 		with       string
 	}
 	var cuts []cut
-	s := jsonscan.Scanner{B: p}
-	s.WS()
-	if !s.Eat('{') {
-		return nil, false
-	}
-	s.WS()
-	if !s.Eat('}') {
-		for {
-			s.WS()
-			ks, ke, ok := s.PlainString()
-			if !ok {
-				return nil, false
-			}
-			s.WS()
-			if !s.Eat(':') {
-				return nil, false
-			}
-			s.WS()
-			if k := p[ks:ke]; (string(k) == "sourceOccurredAt" || string(k) == "startedAt") && s.I < len(p) && p[s.I] == '"' {
-				vs, ve, ok := s.PlainString()
-				if !ok {
-					return nil, false
-				}
-				if t, ok := truncated(string(p[vs:ve])); ok {
-					cuts = append(cuts, cut{vs, ve, t})
-				}
-			} else if !s.Skip(0, maxPayloadDepth) {
-				return nil, false
-			}
-			s.WS()
-			if s.Eat(',') {
-				continue
-			}
-			if s.Eat('}') {
-				break
-			}
-			return nil, false
+	o := jsonscan.NewObject(p, maxPayloadDepth)
+	for o.Next() {
+		if k := p[o.KeyStart:o.KeyEnd]; (string(k) != "sourceOccurredAt" && string(k) != "startedAt") || p[o.ValueStart] != '"' {
+			continue
+		}
+		v := jsonscan.Scanner{B: p[:o.ValueEnd], I: o.ValueStart}
+		s, e, ok := v.PlainString()
+		if !ok || e+1 != o.ValueEnd {
+			return nil, false // a string with escapes: the slow path
+		}
+		if t, ok := truncated(string(p[s:e])); ok {
+			cuts = append(cuts, cut{s, e, t})
 		}
 	}
-	if !s.End() {
+	if !o.OK() {
 		return nil, false
 	}
 	if len(cuts) == 0 {

@@ -72,3 +72,33 @@ func TestPlainString(t *testing.T) {
 		}
 	}
 }
+
+func TestObject(t *testing.T) {
+	type member struct{ key, value string }
+	read := func(doc string) ([]member, bool) {
+		var got []member
+		o := NewObject([]byte(doc), 10)
+		for o.Next() {
+			got = append(got, member{doc[o.KeyStart:o.KeyEnd], doc[o.ValueStart:o.ValueEnd]})
+		}
+		return got, o.OK()
+	}
+	got, ok := read(` { "a" : 1 , "b":{"c":[2, "x"]}, "a":"y" } `)
+	want := []member{{"a", "1"}, {"b", `{"c":[2, "x"]}`}, {"a", `"y"`}}
+	if !ok || len(got) != len(want) {
+		t.Fatalf("got %v, %v; want %v", got, ok, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("member %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	if got, ok := read(`{}`); !ok || len(got) != 0 {
+		t.Fatalf("{}: %v, %v", got, ok)
+	}
+	for _, doc := range []string{``, `[]`, `{"a\u0062":1}`, `{"a":1,}`, `{"a":1} x`, `{"a" 1}`, `{"a":tru}`, `{"a":[[[[[[[[[[[[1]]]]]]]]]]]]}`} {
+		if _, ok := read(doc); ok {
+			t.Errorf("Object accepted %s", doc)
+		}
+	}
+}

@@ -23,41 +23,15 @@ const maxFastDepth = 200
 // (json.Unmarshal into a map) would; ok is false when it gave up. The keys
 // and values are slices of raw.
 func fastObject(raw []byte) (p payload, ok bool) {
-	s := scanner{jsonscan.Scanner{B: raw}}
-	s.WS()
-	if !s.Eat('{') {
-		return nil, false
-	}
 	p = make(payload, 0, 8)
-	s.WS()
-	if s.Eat('}') {
-		return p, s.End()
+	o := jsonscan.NewObject(raw, maxFastDepth)
+	for o.Next() {
+		p = append(p, payloadField{key: raw[o.KeyStart:o.KeyEnd:o.KeyEnd], raw: json.RawMessage(raw[o.ValueStart:o.ValueEnd:o.ValueEnd])})
 	}
-	for {
-		s.WS()
-		ks, ke, ok := s.PlainString()
-		if !ok {
-			return nil, false
-		}
-		s.WS()
-		if !s.Eat(':') {
-			return nil, false
-		}
-		s.WS()
-		vs := s.I
-		if !s.Skip(0, maxFastDepth) {
-			return nil, false
-		}
-		p = append(p, payloadField{key: raw[ks:ke:ke], raw: json.RawMessage(raw[vs:s.I:s.I])})
-		s.WS()
-		if s.Eat(',') {
-			continue
-		}
-		if s.Eat('}') {
-			return p, s.End()
-		}
+	if !o.OK() {
 		return nil, false
 	}
+	return p, true
 }
 
 // fastArray reads a JSON array's elements, as json.Unmarshal(raw,
