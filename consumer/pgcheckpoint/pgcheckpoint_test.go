@@ -5,22 +5,31 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/runstream/runstream/consumer"
 	"github.com/runstream/runstream/consumer/pgcheckpoint"
 	"github.com/runstream/runstream/internal/testenv"
 )
 
-// TestBatch_CommitsWithTheCheckpointsOrNotAtAll: statements queued in
-// Batch are sent with the checkpoints' upsert at the end of Transact; a
-// failing one rolls the checkpoints back, and so does a failing fn.
-func TestBatch_CommitsWithTheCheckpointsOrNotAtAll(t *testing.T) {
-	t.Parallel()
+// newStore is a checkpoint store in a fresh schema.
+func newStore(t *testing.T) (*pgxpool.Pool, *pgcheckpoint.Store) {
+	t.Helper()
 	pool, _ := testenv.Postgres(t, 4)
-	ctx := context.Background()
-	s, err := pgcheckpoint.New(ctx, pool)
+	s, err := pgcheckpoint.New(context.Background(), pool)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pool, s
+}
+
+// TestBatch_CommitsWithTheCheckpointsOrNotAtAll: statements queued in
+// Batch are sent with the checkpoints' writes at the end of Transact; a
+// failing one rolls the checkpoints back, and so does a failing fn.
+func TestBatch_CommitsWithTheCheckpointsOrNotAtAll(t *testing.T) {
+	t.Parallel()
+	pool, s := newStore(t)
+	ctx := context.Background()
 	if _, err := pgcheckpoint.New(ctx, pool); err != nil { // idempotent
 		t.Fatal(err)
 	}
@@ -87,12 +96,8 @@ func TestBatch_CommitsWithTheCheckpointsOrNotAtAll(t *testing.T) {
 // transaction.
 func TestTransact_InsertsUpdatesAndUpserts(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.Postgres(t, 4)
+	_, s := newStore(t)
 	ctx := context.Background()
-	s, err := pgcheckpoint.New(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
 	set := func(get []string, seqs map[string]int64) {
 		t.Helper()
 		err := s.Transact(ctx, "g", func(ctx context.Context, tx consumer.CheckpointTx) error {
