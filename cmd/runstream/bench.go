@@ -367,6 +367,7 @@ func runBenchEtl(ctx context.Context, env *environment, args []string) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of text")
 	jsonFile := fs.String("json-file", "", "also write the JSON report to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process covering the sink's window only to this file (go tool pprof)")
+	allocProfile := fs.String("memprofile", "", "write the allocation profile of this process at the end of the sink's window to this file, and at its start to this file + .base (go tool pprof -sample_index=alloc_space -base FILE.base FILE)")
 	if err := parseFlags(fs, env, args, "runstream bench etl [flags]",
 		"Measures the analytics ETL (runstream etl) against real Postgres and an in-process\n"+
 			"Kafka-protocol broker. Fill (not timed): a fresh topic of --partitions partitions gets --events\n"+
@@ -401,7 +402,9 @@ func runBenchEtl(ctx context.Context, env *environment, args []string) error {
 	cfg.Progress = func(p bench.PhaseProgress) {
 		fmt.Fprintf(env.stderr, "bench: %-8s %4.0fs  %9d/%d  %8.0f/s\n", p.Phase, p.Elapsed.Seconds(), p.Done, p.Total, p.Rate)
 	}
-	closeProfiles, err := openProfiles(profileFlag{"--cpuprofile", *cpuProfile, &cfg.CPUProfile})
+	closeProfiles, err := openProfiles(profileFlag{"--cpuprofile", *cpuProfile, &cfg.CPUProfile},
+		profileFlag{"--memprofile", *allocProfile, &cfg.AllocProfile},
+		profileFlag{"--memprofile", suffixed(*allocProfile, ".base"), &cfg.AllocProfileBase})
 	defer closeProfiles()
 	if err != nil {
 		return err
@@ -429,6 +432,14 @@ func runBenchEtl(ctx context.Context, env *environment, args []string) error {
 
 // profileFlag is a CPU-profile flag: its name, the path given, and the
 // bench config's writer to point at the file.
+// suffixed is path+suffix, or "" for no path.
+func suffixed(path, suffix string) string {
+	if path == "" {
+		return ""
+	}
+	return path + suffix
+}
+
 type profileFlag struct {
 	flag, path string
 	w          *io.Writer
@@ -450,7 +461,7 @@ func openProfiles(flags ...profileFlag) (closeAll func(), err error) {
 		}
 		f, err := os.Create(p.path)
 		if err != nil {
-			return closeAll, fmt.Errorf("creating the CPU profile file (%s): %w", p.flag, err)
+			return closeAll, fmt.Errorf("creating the profile file (%s): %w", p.flag, err)
 		}
 		files = append(files, f)
 		*p.w = f

@@ -82,6 +82,11 @@ type ETLConfig struct {
 	// CPUProfile, when set, receives a CPU profile of this process (sink,
 	// broker and bench) covering the sink's window only.
 	CPUProfile io.Writer
+	// AllocProfile and AllocProfileBase, when set, receive the process's
+	// allocation profile (pprof "allocs", counted from its start) at the
+	// end and at the start of the sink's window: `go tool pprof -base
+	// <base> <profile>` shows the window's allocations.
+	AllocProfile, AllocProfileBase io.Writer
 	// Progress, when set, is called about once a second.
 	Progress func(PhaseProgress)
 	// Logger receives the ETL's logs; nil means discard.
@@ -555,6 +560,15 @@ func (s *etlNoStore) FetchEvents(_ context.Context, runID string, _ store.FetchO
 	return nil, fmt.Errorf("bench: the topic has no gaps, yet run %s was fetched", runID)
 }
 
+// writeAllocProfile writes the allocation profile as of the last GC (a
+// profile's counts are only complete after one) to w.
+func (b *etlBench) writeAllocProfile(w io.Writer) {
+	runtime.GC()
+	if err := pprof.Lookup("allocs").WriteTo(w, 0); err != nil {
+		b.cfg.Logger.Warn("writing the allocation profile failed", "err", err)
+	}
+}
+
 // runSink runs the ETL until its group committed the whole topic.
 func (b *etlBench) runSink(ctx context.Context, pool *pgxpool.Pool, rep *ETLReport) error {
 	reg := prometheus.NewRegistry()
@@ -566,6 +580,9 @@ func (b *etlBench) runSink(ctx context.Context, pool *pgxpool.Pool, rep *ETLRepo
 		return err
 	}
 	runtime.GC()
+	if b.cfg.AllocProfileBase != nil {
+		b.writeAllocProfile(b.cfg.AllocProfileBase)
+	}
 	if b.cfg.CPUProfile != nil {
 		if err := pprof.StartCPUProfile(b.cfg.CPUProfile); err != nil {
 			return fmt.Errorf("starting the CPU profile: %w", err)
@@ -581,6 +598,9 @@ func (b *etlBench) runSink(ctx context.Context, pool *pgxpool.Pool, rep *ETLRepo
 	cpuAfter := sampleCPU()
 	if b.cfg.CPUProfile != nil {
 		pprof.StopCPUProfile()
+	}
+	if b.cfg.AllocProfile != nil {
+		b.writeAllocProfile(b.cfg.AllocProfile)
 	}
 	cancel()
 	if runErr := <-done; runErr != nil {
