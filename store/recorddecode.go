@@ -16,7 +16,7 @@ import (
 // A hand-written decoder reads the envelope the relay writes (a flat
 // object of strings and integers plus the payload, which is only checked
 // for validity and kept as is): it makes one pass over the bytes and one
-// allocation (a string of the whole value, which the envelope's strings
+// allocation (a string of the envelope's string fields' bytes, which they
 // are slices of), where encoding/json's reflection made the consumer's
 // decoding about half of an ETL's CPU. Anything it does not read the way
 // encoding/json would for certain (escapes or invalid UTF-8 in a string,
@@ -59,9 +59,6 @@ func fastDecode(value []byte, rec *RunEventRecord) bool {
 	if d.Eat('}') {
 		return d.End()
 	}
-	// One string for the whole value: the envelope's strings are slices
-	// of it, so decoding them allocates nothing more.
-	d.s = string(value)
 	for {
 		d.WS()
 		ks, ke, ok := d.key()
@@ -81,15 +78,51 @@ func fastDecode(value []byte, rec *RunEventRecord) bool {
 			continue
 		}
 		if d.Eat('}') {
-			return d.End()
+			if !d.End() {
+				return false
+			}
+			d.strings()
+			return true
 		}
 		return false
 	}
 }
 
+// strings gives the string fields their values: the spans str found,
+// copied into one string of just their bytes (not the payload's, which
+// rec.Payload shares with the value), so decoding allocates once.
+func (d *fastDecoder) strings() {
+	n := 0
+	for _, sp := range d.spans[:d.nspans] {
+		n += sp.end - sp.start
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, sp := range d.spans[:d.nspans] {
+		b.Write(d.B[sp.start:sp.end])
+	}
+	all, off := b.String(), 0
+	for _, sp := range d.spans[:d.nspans] {
+		next := off + sp.end - sp.start
+		*sp.dst = all[off:next]
+		off = next
+	}
+}
+
 type fastDecoder struct {
 	jsonscan.Scanner
-	s string // string(B), once the object is known not to be empty
+	// spans are the string fields read so far, set by strings at the end.
+	// A repeated key is read again (the last one wins, as in
+	// encoding/json), so there can be more spans than fields; the decoder
+	// gives up beyond len(spans).
+	spans  [16]span
+	nspans int
+}
+
+// span is a string field's bytes in B.
+type span struct {
+	dst        *string
+	start, end int
 }
 
 // key reads an object key with neither escapes nor non-ASCII bytes (both
@@ -181,7 +214,11 @@ func (d *fastDecoder) str(dst *string) bool {
 			if !ascii && !utf8.Valid(d.B[start:d.I]) {
 				return false
 			}
-			*dst = d.s[start:d.I]
+			if d.nspans == len(d.spans) {
+				return false
+			}
+			d.spans[d.nspans] = span{dst, start, d.I}
+			d.nspans++
 			d.I++
 			return true
 		case c == '\\' || c < 0x20:
@@ -210,7 +247,18 @@ func (d *fastDecoder) int(dst *int64) bool {
 	if n == 0 || (n > 1 && d.B[digits] == '0') {
 		return false
 	}
-	v, err := strconv.ParseInt(d.s[start:d.I], 10, 64)
+	if n <= 18 { // cannot overflow
+		var v int64
+		for _, c := range d.B[digits:d.I] {
+			v = v*10 + int64(c-'0')
+		}
+		if digits > start {
+			v = -v
+		}
+		*dst = v
+		return true
+	}
+	v, err := strconv.ParseInt(string(d.B[start:d.I]), 10, 64)
 	if err != nil {
 		return false
 	}
