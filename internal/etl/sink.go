@@ -60,10 +60,27 @@ type sink struct {
 
 // pending holds one transaction's events, grouped by run in first-seen
 // order.
+//
+// add copies each event once into queue, in arrival order, and only
+// counts it for its run; group then lays the events out run by run in one
+// slice of the exact size, so a batch of thousands of events costs two
+// allocations rather than a growing slice per run. queue is recycled
+// across transactions (queues).
 type pending struct {
 	runs  map[string]*runEvents
 	order []*runEvents
+	queue []queued
 }
+
+// queued is an event waiting for group, and its run.
+type queued struct {
+	run *runEvents
+	ev  store.RunEventRecord
+}
+
+// queues recycles pending.queue buffers: a partition's batches are about
+// the same size from one transaction to the next.
+var queues = sync.Pool{New: func() any { return new([]queued) }}
 
 // attemptKey names one step_attempts row of a run.
 type attemptKey struct {
@@ -82,20 +99,27 @@ type runEvents struct {
 	// first and last are the runSeq of the run's first and last event in
 	// the transaction, unknown types included.
 	first, last int64
-	evs         []store.RunEventRecord
+	// n counts the run's events of known types; evs holds them once
+	// grouped.
+	n   int
+	evs []store.RunEventRecord
 	// next is the run's snapshot after the transaction, once flushed.
-	next    *store.RunSnapshot
+	next *store.RunSnapshot
+	// touched lists the step attempts the events name, each once.
 	touched []attemptKey
-	seen    map[attemptKey]bool
+	seen    map[attemptKey]bool // for runs touching many attempts
 }
 
 func (p *pending) add(ev *store.RunEventRecord) {
 	if p.runs == nil {
 		p.runs = map[string]*runEvents{}
+		if p.queue == nil {
+			p.queue = (*queues.Get().(*[]queued))[:0]
+		}
 	}
 	r := p.runs[ev.RunID]
 	if r == nil {
-		r = &runEvents{id: ev.RunID, fresh: ev.RunSeq == 1, first: ev.RunSeq, evs: make([]store.RunEventRecord, 0, 8)}
+		r = &runEvents{id: ev.RunID, fresh: ev.RunSeq == 1, first: ev.RunSeq}
 		p.runs[ev.RunID] = r
 		p.order = append(p.order, r)
 	}
@@ -105,18 +129,59 @@ func (p *pending) add(ev *store.RunEventRecord) {
 		// (it still moves the run's checkpoint, in the consumer).
 		return
 	}
-	r.evs = append(r.evs, *ev)
-	microseconds(&r.evs[len(r.evs)-1])
+	r.n++
+	p.queue = append(p.queue, queued{run: r, ev: *ev})
+	microseconds(&p.queue[len(p.queue)-1].ev)
 	if store.IsStepEvent(ev.EventType) && ev.StepID != "" {
-		k := attemptKey{ev.StepID, ev.LogicalAttemptID}
-		if r.seen == nil {
-			r.seen = map[attemptKey]bool{}
-		}
-		if !r.seen[k] {
-			r.seen[k] = true
-			r.touched = append(r.touched, k)
-		}
+		r.touch(attemptKey{ev.StepID, ev.LogicalAttemptID})
 	}
+}
+
+// touch adds k to r.touched unless it is there: a linear search while the
+// list is short (most runs touch a few attempts per batch), a map beyond.
+func (r *runEvents) touch(k attemptKey) {
+	const linear = 16
+	if r.seen == nil {
+		for _, t := range r.touched {
+			if t == k {
+				return
+			}
+		}
+		r.touched = append(r.touched, k)
+		if len(r.touched) > linear {
+			r.seen = make(map[attemptKey]bool, 2*len(r.touched))
+			for _, t := range r.touched {
+				r.seen[t] = true
+			}
+		}
+		return
+	}
+	if !r.seen[k] {
+		r.seen[k] = true
+		r.touched = append(r.touched, k)
+	}
+}
+
+// group moves the queued events into their runs' evs, run by run in one
+// allocation, and recycles the queue.
+func (p *pending) group() {
+	if len(p.queue) == 0 {
+		return
+	}
+	all := make([]store.RunEventRecord, len(p.queue))
+	off := 0
+	for _, r := range p.order {
+		r.evs = all[off : off : off+r.n]
+		off += r.n
+	}
+	for i := range p.queue {
+		q := &p.queue[i]
+		q.run.evs = append(q.run.evs, q.ev)
+	}
+	clear(p.queue) // drop the references for the collector
+	q := p.queue[:0]
+	p.queue = nil
+	queues.Put(&q)
 }
 
 type ctxKey int
@@ -213,6 +278,7 @@ func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch
 		start := time.Now()
 		defer func() { s.flushTime.Observe(time.Since(start).Seconds()) }()
 	}
+	p.group()
 	var load []string
 	var cached map[string]store.RunSnapshot
 	for _, r := range p.order {
