@@ -67,6 +67,7 @@ func testConfig() relay.Config {
 }
 
 type running struct {
+	relay  *relay.Relay
 	cancel context.CancelFunc
 	done   chan error
 	reg    *prometheus.Registry
@@ -105,7 +106,7 @@ func startRelay(t *testing.T, pool *pgxpool.Pool, brokers []string, cfg relay.Co
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx); client.Close() }()
-	run := &running{cancel: cancel, done: done, reg: reg}
+	run := &running{relay: r, cancel: cancel, done: done, reg: reg}
 	t.Cleanup(func() { run.stop(t) })
 	return run
 }
@@ -382,6 +383,97 @@ func TestRelay_LateCommitIsDelivered(t *testing.T) {
 	want[late.RunID] = 1
 	c.waitComplete(t, want, 30*time.Second)
 	c.checkOrder(t)
+}
+
+// TestRelay_BacklogReadAheadKeepsOrder: in a backlog each round reads the
+// next one's rows while it publishes. Refused records (which must void
+// the rows read ahead: a blocked run's later events cannot go first) and
+// a transaction committing in the middle of the backlog with an id below
+// the rows already published (which a cursor would skip) must still give
+// every event, in order.
+func TestRelay_BacklogReadAheadKeepsOrder(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	rng := seed(t)
+	late := workload.NewIdentity("tenant_a")
+	tx, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	first := workload.Event(late, store.EventRunStarted, "", 1, 1, time.Now(), nil)
+	var status int
+	if err := tx.QueryRow(ctx, `SELECT o_status FROM runstream_append($1,$2,$3,$4,$5,$6,$7,$8,$9,NULL,1,1,$10,NULL,$11)`,
+		first.RunID, first.TenantID, first.ProjectID, first.EnvironmentID, first.PlanID, first.PlanVersion,
+		first.EventID, first.EventType, first.IdempotencyKey, first.EmittedAt, postgres.ShardOf(first.RunID)).Scan(&status); err != nil || status != 0 {
+		t.Fatalf("append in the held transaction: %v status %d", err, status)
+	}
+	// Forty runs interleaved, as runs progressing together append them:
+	// each run spans many rounds.
+	var runs [][]store.RunEventWrite
+	for range 40 {
+		runs = append(runs, workload.Run(rng, "tenant_a", workload.Options{}))
+	}
+	var all []store.RunEventWrite
+	for i := 0; ; i++ {
+		n := len(all)
+		for _, r := range runs {
+			if i < len(r) {
+				all = append(all, r[i])
+			}
+		}
+		if len(all) == n {
+			break
+		}
+	}
+	want := map[string]int64{}
+	for i := 0; i < len(all); i += 200 {
+		for j, r := range f.store.AppendBatch(ctx, all[i:min(i+200, len(all))]) {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			want[all[i+j].RunID] = max(want[all[i+j].RunID], r.Result.RunSeq)
+		}
+	}
+	events := int64(len(all))
+	// The first two produce requests are refused, whatever their
+	// partitions: retried, not dead-lettered, and the runs they held are
+	// blocked while the next round's rows (their later events among them)
+	// are already read.
+	f.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: topic, Err: kerr.InvalidRecord, Count: 2})
+	cfg := testConfig()
+	cfg.BatchSize = 20
+	cfg.MaxAttempts = 5
+	run := startRelay(t, f.pool, f.brokers, cfg)
+	c := newConsumer(t, f.brokers)
+	testenv.WaitFor(t, 30*time.Second, "a third of the backlog", func() bool {
+		c.poll(t)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return int64(len(c.recs)) >= events/3
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.AppendEvent(ctx, workload.Event(late, store.EventStepStarted, "s1", 1, 1, time.Now(), nil)); err != nil {
+		t.Fatal(err)
+	}
+	want[late.RunID] = 2
+	c.waitComplete(t, want, 60*time.Second)
+	testenv.WaitFor(t, 10*time.Second, "the outbox to drain", func() bool { return outboxRows(t, f.pool) == 0 })
+	c.poll(t)
+	c.checkOrder(t)
+	if n := run.relay.ReadAheads(); n == 0 {
+		t.Fatalf("no round used rows read ahead in a backlog of %d events in batches of %d", events, cfg.BatchSize)
+	}
+	if dls, err := relay.ListDeadLetters(ctx, f.pool, "", 10); err != nil || len(dls) != 0 {
+		t.Fatalf("dead letters %+v, %v; want none (two refusals, five attempts)", dls, err)
+	}
+	if got := counter(t, run.reg, "runstream_relay_retries_total"); got < 1 {
+		t.Fatalf("retries = %v: the refusals did not happen, so the test did not test them", got)
+	}
+	t.Logf("%d events, %d rounds read ahead", events, run.relay.ReadAheads())
 }
 
 func TestRelay_BrokerDownThenBack(t *testing.T) {
