@@ -92,7 +92,15 @@ func (s *Store) AppendEvent(ctx context.Context, w store.RunEventWrite) (store.A
 // AppendValidated appends w, which the caller has already validated with
 // store.DecodeWrite or store.ValidateWrite (the HTTP API does, to avoid
 // validating twice on the hot path).
+//
+// Concurrent calls share transactions once the pool is saturated (see
+// appendGroups); each returns after its own event committed.
 func (s *Store) AppendValidated(ctx context.Context, w *store.RunEventWrite) (store.AppendResult, error) {
+	return s.groups.append(ctx, w)
+}
+
+// appendOne appends w in a transaction of its own.
+func (s *Store) appendOne(ctx context.Context, w *store.RunEventWrite) (store.AppendResult, error) {
 	start := time.Now()
 	res, err := s.scanAppend(s.pool.QueryRow(ctx, appendSQL, appendArgs(w)...))
 	s.metrics.appendTime.WithLabelValues("single").Observe(time.Since(start).Seconds())
@@ -195,7 +203,7 @@ func (s *Store) appendValidatedBatch(ctx context.Context, writes []store.RunEven
 	}
 	s.log.Warn("batch append failed; retrying its items one transaction each", "err", err, "events", len(valid))
 	for _, i := range valid {
-		res, err := s.AppendValidated(ctx, &writes[i])
+		res, err := s.appendOne(ctx, &writes[i])
 		out[i] = BatchResult{Result: res, Err: err}
 	}
 }

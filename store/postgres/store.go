@@ -39,12 +39,20 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Logger receives warnings; nil means discard.
 	Logger *slog.Logger
+	// AppendConcurrency is the most single appends (AppendEvent,
+	// AppendValidated) running at once, each in its own transaction; more
+	// wait and then share one (see appendGroups). Zero means the pool's
+	// MaxConns: appends beyond it would wait for a connection anyway.
+	AppendConcurrency int
 }
 
 // Validate reports a configuration error.
 func (c Config) Validate() error {
 	if c.SnapshotEvery < 0 {
 		return fmt.Errorf("snapshot checkpoint interval must be >= 0 events, got %d", c.SnapshotEvery)
+	}
+	if c.AppendConcurrency < 0 {
+		return fmt.Errorf("append concurrency must be >= 0 (0: the pool's size), got %d", c.AppendConcurrency)
 	}
 	return nil
 }
@@ -57,6 +65,7 @@ type Store struct {
 	log     *slog.Logger
 	metrics *metrics
 	poke    chan struct{}
+	groups  *appendGroups
 }
 
 var _ store.Store = (*Store)(nil)
@@ -77,8 +86,13 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, cfg: cfg, log: log.With("component", "store"), metrics: m,
-		poke: make(chan struct{}, 1)}, nil
+	if cfg.AppendConcurrency == 0 {
+		cfg.AppendConcurrency = max(1, int(pool.Config().MaxConns))
+	}
+	s := &Store{pool: pool, cfg: cfg, log: log.With("component", "store"), metrics: m,
+		poke: make(chan struct{}, 1)}
+	s.groups = &appendGroups{s: s, limit: cfg.AppendConcurrency}
+	return s, nil
 }
 
 // Pool returns the store's pool (for readiness checks and the relay).
