@@ -157,7 +157,8 @@ func runBenchRelay(ctx context.Context, env *environment, args []string) error {
 	fs.IntVar(&cfg.Rate, "rate", 2000, "offered append rate of the latency phase, events/s")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long the latency phase appends")
 	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "how long the latency phase appends at --rate before its window, unmeasured (0: none)")
-	fs.IntVar(&cfg.Appenders, "appenders", 16, "goroutines appending in the latency phase (and their pool's connections)")
+	fs.IntVar(&cfg.Appenders, "appenders", 16, "goroutines appending in the latency phase (concurrent API requests)")
+	fs.IntVar(&cfg.AppendConns, "append-conns", 0, "connections of the appenders' store pool; appends beyond them share transactions (0: what runstream api opens, pgxpool's default max(4, cores) or the URL's pool_max_conns)")
 	fs.BoolVar(&cfg.KeepSchema, "keep-schema", false, "keep the bench_<random> schema (and the topic on --brokers) for inspection")
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of text")
 	jsonFile := fs.String("json-file", "", "also write the JSON report to this file")
@@ -233,6 +234,9 @@ func checkBenchRelayFlags(cfg bench.RelayConfig, partitions int) error {
 		if f.v <= 0 {
 			errs = append(errs, fmt.Errorf("--%s must be > 0", f.name))
 		}
+	}
+	if cfg.AppendConns < 0 {
+		errs = append(errs, fmt.Errorf("--append-conns must be >= 0 (0: as runstream api), got %d", cfg.AppendConns))
 	}
 	if partitions < 1 || partitions > 100000 {
 		errs = append(errs, fmt.Errorf("--partitions must be 1..100000, got %d", partitions))

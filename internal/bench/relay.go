@@ -102,11 +102,14 @@ type RelayConfig struct {
 	// plans, and its backlog (~200 ms) would otherwise reach the relay as
 	// bursts. 0 means 2s; negative means none.
 	Warmup time.Duration
-	// Appenders is the goroutines appending in the latency phase, and the
-	// connections of their store's pool; 0 means 16 (fewer cannot hold
-	// 2,000 single-event transactions/s on two cores once run_events holds
-	// the drain's million rows).
+	// Appenders is the goroutines appending in the latency phase (the
+	// concurrent requests an API would serve); 0 means 16.
 	Appenders int
+	// AppendConns is the connections of the appenders' store's pool, and
+	// so its append concurrency (postgres.Config.AppendConcurrency): more
+	// appends at once share transactions. 0 means what `runstream api`
+	// opens: pgxpool's default, max(4, cores), or the URL's pool_max_conns.
+	AppendConns int
 	// DrainCPUProfile, when set, receives a CPU profile of this process
 	// (relay, broker and bench) covering the drain window only.
 	DrainCPUProfile io.Writer
@@ -961,14 +964,17 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 	rep := &LatencyReport{Rate: cfg.Rate, Duration: cfg.Duration, Warmup: cfg.Warmup, Appenders: cfg.Appenders, Offered: int64(n),
 		TargetP99: TargetCommitToAckP99, TargetRate: TargetOfferedRate}
 
-	// The appenders' store, on a pool of its own as `runstream api` has,
-	// with one connection per appender so appends queue on the database,
-	// not on the pool.
+	// The appenders' store, on a pool of its own sized as `runstream api`
+	// sizes its own (unless --append-conns): its appends beyond the pool's
+	// connections share transactions, as the API's would.
 	pcfg, err := pgxpool.ParseConfig(withSearchPath(cfg.PostgresURL, b.schema.name))
 	if err != nil {
 		return nil, fmt.Errorf("parsing the Postgres URL (--postgres-url): %w", err)
 	}
-	pcfg.MaxConns = int32(cfg.Appenders)
+	if cfg.AppendConns > 0 {
+		pcfg.MaxConns = int32(cfg.AppendConns)
+	}
+	rep.AppendConns = int(pcfg.MaxConns)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("opening the appenders' pool: %w", err)
@@ -978,11 +984,12 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 		return nil, fmt.Errorf("reading track_commit_timestamp: %w", err)
 	}
 	defer pool.Close()
-	st, err := postgres.New(pool, postgres.Config{Logger: cfg.Logger})
+	storeMetrics := prometheus.NewRegistry()
+	st, err := postgres.New(pool, postgres.Config{Logger: cfg.Logger, Registerer: storeMetrics})
 	if err != nil {
 		return nil, err
 	}
-	if err := warmPool(ctx, pool, cfg.Appenders); err != nil {
+	if err := warmPool(ctx, pool, rep.AppendConns); err != nil {
 		return nil, err
 	}
 	var wg sync.WaitGroup
@@ -1090,6 +1097,7 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 	}
 	defer stopProfile()
 	var cpuBefore cpuSample
+	var txBefore txCounts
 	// startWindow marks the end of the warmup: the relay's metrics, the
 	// CPU and the profile count from here.
 	startWindow := func() error {
@@ -1104,6 +1112,7 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 			profiling = true
 		}
 		cpuBefore = sampleCPU()
+		txBefore = appendTransactions(storeMetrics)
 		return nil
 	}
 	appendLat := make([]time.Duration, n)
@@ -1159,6 +1168,9 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 	close(jobs)
 	aw.Wait()
 	rep.Window = time.Since(start) - cfg.Warmup
+	txAfter := appendTransactions(storeMetrics)
+	rep.SingleTransactions = txAfter.single - txBefore.single
+	rep.SharedTransactions = txAfter.shared - txBefore.shared
 	stop()
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("bench interrupted during the latency phase: %w", ctx.Err())
@@ -1356,6 +1368,36 @@ func ratioOr0(a, b float64) float64 {
 	return a / b
 }
 
+// txCounts are a store's append transactions so far, by kind.
+type txCounts struct{ single, shared uint64 }
+
+// appendTransactions reads runstream_store_append_seconds's counts: mode
+// "single" is an append alone, "batch" a shared transaction.
+func appendTransactions(reg *prometheus.Registry) txCounts {
+	var c txCounts
+	mfs, err := reg.Gather()
+	if err != nil {
+		return c
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "runstream_store_append_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				switch {
+				case l.GetName() != "mode":
+				case l.GetValue() == "single":
+					c.single = m.GetHistogram().GetSampleCount()
+				case l.GetValue() == "batch":
+					c.shared = m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return c
+}
+
 // LatencyReport is the latency phase's outcome.
 type LatencyReport struct {
 	// Rate is the offered rate (events/s) for Duration, by Appenders
@@ -1364,6 +1406,12 @@ type LatencyReport struct {
 	Duration  time.Duration `json:"-"`
 	Appenders int           `json:"appenders"`
 	Offered   int64         `json:"offered"`
+	// AppendConns is the appenders' pool size (their store's append
+	// concurrency); in the window, SingleTransactions appends ran alone
+	// and SharedTransactions transactions carried the others.
+	AppendConns        int    `json:"appendConns"`
+	SingleTransactions uint64 `json:"singleTransactions"`
+	SharedTransactions uint64 `json:"sharedTransactions"`
 	// Warmup is how long the same load ran before the window, unmeasured.
 	Warmup time.Duration `json:"-"`
 	// Window is from the first due time until the last append returned.
@@ -1496,10 +1544,12 @@ func (r *RelayReport) WriteText(w io.Writer) error {
 		}
 	}
 	if l := r.Latency; l != nil {
-		fmt.Fprintf(&b, "latency: %d events/s offered for %s by %d appenders (store.AppendEvent, outbox NOTIFY on), after %s of the same load unmeasured\n",
-			l.Rate, l.Duration, l.Appenders, l.Warmup)
+		fmt.Fprintf(&b, "latency: %d events/s offered for %s by %d appenders (store.AppendEvent on %d connections, outbox NOTIFY on), after %s of the same load unmeasured\n",
+			l.Rate, l.Duration, l.Appenders, l.AppendConns, l.Warmup)
 		fmt.Fprintf(&b, "  appends    %d of %d appended (%.0f events/s achieved), %d errors; %d received from the topic, %d duplicates\n",
 			l.Appended, l.Offered, l.AchievedRate(), l.Errors, l.Received, l.Duplicates)
+		fmt.Fprintf(&b, "  append tx  %d alone, %d shared by the others (appends beyond the %d connections wait and go together)\n",
+			l.SingleTransactions, l.SharedTransactions, l.AppendConns)
 		fmt.Fprintf(&b, "  commit->consumed    %s  (persistedAt to consumer: the fetch included, an upper bound)\n",
 			fmtLatency(l.CommitToConsume, true))
 		fmt.Fprintf(&b, "  appended->consumed  %s  (from AppendEvent's return, after the commit: a lower bound)\n",
