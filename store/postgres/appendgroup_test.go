@@ -10,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
@@ -165,33 +164,17 @@ func TestAppend_CancelledWhileQueuedIsNotAppended(t *testing.T) {
 	t.Parallel()
 	s, pool := newStore(t, postgres.Config{AppendConcurrency: 1})
 	ctx := ctxT(t)
-	held := workload.NewIdentity("tenant_a")
-	if _, err := s.AppendEvent(ctx, workload.Event(held, store.EventRunStarted, "", 1, 1, time.Now(), nil)); err != nil {
-		t.Fatal(err)
-	}
-	// Hold the run's counter row so the next append to it takes the only
-	// slot and waits.
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE`, held.RunID); err != nil {
-		t.Fatal(err)
-	}
+	// The next append to held takes the only slot and waits in Postgres.
+	held, tx, holder := holdRun(ctx, t, s, pool)
 	blocked := make(chan error, 1)
 	go func() {
 		_, err := s.AppendEvent(ctx, workload.Event(held, store.EventStepStarted, "s1", 1, 1, time.Now(), nil))
 		blocked <- err
 	}()
-	testenv.WaitFor(t, 10*time.Second, "the append holding the slot to wait on the row lock", func() bool {
-		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%runstream_append%'`).Scan(&n)
-		return err == nil && n > 0
-	})
+	waitBlockedBy(ctx, t, pool, holder, "the append holding the slot to wait on the row lock")
 	gaveUp := workload.NewIdentity("tenant_a")
 	qctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	_, err = s.AppendEvent(qctx, workload.Event(gaveUp, store.EventRunStarted, "", 1, 1, time.Now(), nil))
+	_, err := s.AppendEvent(qctx, workload.Event(gaveUp, store.EventRunStarted, "", 1, 1, time.Now(), nil))
 	cancel()
 	if err == nil {
 		t.Fatal("an append queued behind a held slot returned no error when its context ended")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/runstream/runstream/internal/testenv"
@@ -572,25 +573,8 @@ func TestAppendBatch_KilledConnectionWritesNothing(t *testing.T) {
 	t.Parallel()
 	s, pool := newStore(t, postgres.Config{})
 	ctx := ctxT(t)
-	id := workload.NewIdentity("tenant_a")
 	// Hold the run's counter row so the batch blocks inside its transaction.
-	if _, err := s.AppendEvent(ctx, workload.Event(id, store.EventRunStarted, "", 1, 1, time.Now(), nil)); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE`, id.RunID); err != nil {
-		t.Fatal(err)
-	}
-	// Other tests in this package run in parallel and also have backends
-	// waiting on locks: the victim is the one blocked by this transaction.
-	var holder int32
-	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&holder); err != nil {
-		t.Fatal(err)
-	}
+	id, tx, holder := holdRun(ctx, t, s, pool)
 	other := workload.NewIdentity("tenant_a")
 	batch := []store.RunEventWrite{
 		workload.Event(other, store.EventRunStarted, "", 1, 1, time.Now(), nil),
@@ -598,11 +582,7 @@ func TestAppendBatch_KilledConnectionWritesNothing(t *testing.T) {
 	}
 	done := make(chan []postgres.BatchResult, 1)
 	go func() { done <- s.AppendBatch(ctx, batch) }()
-	var victim int32
-	testenv.WaitFor(t, 10*time.Second, "the batch to block on the counter lock", func() bool {
-		err := pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) LIMIT 1`, holder).Scan(&victim)
-		return err == nil
-	})
+	victim := waitBlockedBy(ctx, t, pool, holder, "the batch to block on the counter lock")
 	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, victim); err != nil {
 		t.Fatal(err)
 	}
@@ -627,4 +607,38 @@ func TestAppendBatch_KilledConnectionWritesNothing(t *testing.T) {
 	if len(recs) != 1 {
 		t.Fatalf("run %s has %d events, want only the first", id.RunID, len(recs))
 	}
+}
+
+// holdRun appends a run's first event and locks the run's counter row in a
+// transaction of its own (rolled back at the end of the test unless
+// before), so the next append to the run blocks inside Postgres. holder is
+// that transaction's backend: tests run in parallel, each with backends
+// waiting on locks, and waitBlockedBy finds the one this test blocked.
+func holdRun(ctx context.Context, t *testing.T, s *postgres.Store, pool *pgxpool.Pool) (workload.Identity, pgx.Tx, int32) {
+	t.Helper()
+	id := workload.NewIdentity("tenant_a")
+	if _, err := s.AppendEvent(ctx, workload.Event(id, store.EventRunStarted, "", 1, 1, time.Now(), nil)); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	var holder int32
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM runs WHERE run_id = $1 FOR UPDATE`, id.RunID).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	return id, tx, holder
+}
+
+// waitBlockedBy waits for a backend blocked by holder and returns its pid.
+func waitBlockedBy(ctx context.Context, t *testing.T, pool *pgxpool.Pool, holder int32, what string) int32 {
+	t.Helper()
+	var victim int32
+	testenv.WaitFor(t, 10*time.Second, what, func() bool {
+		err := pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) LIMIT 1`, holder).Scan(&victim)
+		return err == nil
+	})
+	return victim
 }
