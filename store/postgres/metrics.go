@@ -16,7 +16,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"result"}),
 		appendTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "runstream_store_append_seconds",
-			Help:    "Time of one append transaction (single event or batch).",
+			Help:    "Time of one append transaction, by mode: single (one event) or batch (a batch request, or single appends sharing a transaction while the pool is saturated).",
 			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14),
 		}, []string{"mode"}),
 		checkpoints: prometheus.NewCounter(prometheus.CounterOpts{
