@@ -442,15 +442,28 @@ func TestETL_DuplicatesAndRedeliveryMatchACleanPass(t *testing.T) {
 	}
 }
 
-// TestETL_RowsWrittenBehindItsBackFallBackToUpserts: the sink INSERTs the
-// rows it knows to be new; a row that is there anyway (written by
-// something else) makes that INSERT fail once, after which the sink
-// upserts, so the tables still end up equal to a clean pass, with nothing
-// dead-lettered, batched or not.
+// TestETL_RowsWrittenBehindItsBackFallBackToUpserts: the sink writes the
+// rows it knows to be new with INSERT (a few) or COPY (many: 200 runs on
+// two partitions put more than etl.CopyMinRows new runs in a transaction);
+// a row that is there anyway (written by something else) makes that write
+// fail once, after which the sink upserts, so the tables still end up
+// equal to a clean pass, with nothing dead-lettered, batched or not.
 func TestETL_RowsWrittenBehindItsBackFallBackToUpserts(t *testing.T) {
 	t.Parallel()
+	for _, n := range []int{10, 200} {
+		t.Run(fmt.Sprintf("%d runs", n), func(t *testing.T) {
+			t.Parallel()
+			rowsWrittenBehindItsBack(t, n)
+		})
+	}
+}
+
+func rowsWrittenBehindItsBack(t *testing.T, n int) {
+	if n > 10 && n/3 < etl.CopyMinRows {
+		t.Fatalf("%d runs may not take the COPY path (etl.CopyMinRows %d): raise n", n, etl.CopyMinRows)
+	}
 	f := newFixture(t, 2, "clean")
-	runs := f.runs(t, 10)
+	runs := f.runs(t, n)
 	_, clean := f.cleanPass(t, "clean", interleave(runs), nil)
 	ctx := context.Background()
 	for _, batched := range []bool{true, false} {
