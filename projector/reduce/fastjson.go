@@ -20,10 +20,14 @@ import (
 const maxFastDepth = 200
 
 // fastObject reads a JSON object's top-level fields, as decodePayload
-// (json.Unmarshal into a map) would; ok is false when it gave up. The keys
-// and values are slices of raw.
-func fastObject(raw []byte) (p payload, ok bool) {
-	p = make(payload, 0, 8)
+// (json.Unmarshal into a map) would, appending them to dst[:0] (nil: a
+// fresh slice); ok is false when it gave up. The keys and values are
+// slices of raw.
+func fastObject(dst payload, raw []byte) (p payload, ok bool) {
+	p = dst[:0]
+	if p == nil {
+		p = make(payload, 0, 8)
+	}
 	o := jsonscan.NewObject(raw, maxFastDepth)
 	for o.Next() {
 		p = append(p, payloadField{key: raw[o.KeyStart:o.KeyEnd:o.KeyEnd], raw: json.RawMessage(raw[o.ValueStart:o.ValueEnd:o.ValueEnd])})

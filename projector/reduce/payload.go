@@ -39,11 +39,11 @@ func (p payload) get(key string) (json.RawMessage, bool) {
 	return nil, false
 }
 
-func parsePayload(raw json.RawMessage) payload {
+func parsePayload(buf payload, raw json.RawMessage) payload {
 	if len(raw) == 0 {
 		return nil
 	}
-	if p, ok := fastObject(raw); ok {
+	if p, ok := fastObject(buf, raw); ok {
 		return p
 	}
 	return decodePayload(raw)
@@ -184,7 +184,7 @@ func (p payload) artifacts() (refs []store.ArtifactRef, ok bool) {
 	}
 	refs = make([]store.ArtifactRef, 0, len(items))
 	for _, item := range items {
-		f, fast := fastObject(item)
+		f, fast := fastObject(nil, item)
 		if !fast {
 			if f = decodePayload(item); f == nil {
 				continue

@@ -45,7 +45,8 @@ func (r *reducer) applyRun(ev *store.RunEventRecord, res *Result) {
 			s.Status = store.RunApproved
 		}
 	case store.EventRunStarted:
-		p := parsePayload(ev.Payload)
+		var buf [8]payloadField
+		p := parsePayload(buf[:0], ev.Payload)
 		s.Status = store.RunRunning
 		if ref, ok := p.str("engineRunRef"); ok {
 			s.EngineRunRef = ref
@@ -58,13 +59,15 @@ func (r *reducer) applyRun(ev *store.RunEventRecord, res *Result) {
 			}
 		}
 	case store.EventRunPaused:
-		p := parsePayload(ev.Payload)
+		var buf [8]payloadField
+		p := parsePayload(buf[:0], ev.Payload)
 		s.Status = store.RunPaused
 		s.Substatus = p.strOr("substatus")
 	case store.EventRunResumed:
 		s.Status = store.RunRunning
 	case store.EventRunCompleted, store.EventRunFailed, store.EventRunCancelled:
-		p := parsePayload(ev.Payload)
+		var buf [8]payloadField
+		p := parsePayload(buf[:0], ev.Payload)
 		switch ev.EventType {
 		case store.EventRunCompleted:
 			s.Status = store.RunCompleted

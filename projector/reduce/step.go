@@ -75,7 +75,8 @@ func (r *reducer) applyStep(ev *store.RunEventRecord, res *Result) {
 		a = historyAttempt(st, logical)
 	}
 
-	applyAttempt(a, ev, parsePayload(ev.Payload), res)
+	var buf [8]payloadField // the payload's fields, on the stack
+	applyAttempt(a, ev, parsePayload(buf[:0], ev.Payload), res)
 
 	failed := 0
 	for i := range s.Steps {
