@@ -64,6 +64,9 @@ type Fetcher interface {
 type GapFunc func(ctx context.Context, runID string, afterSeq, beforeSeq int64) ([]store.RunEventRecord, error)
 
 // Hooks observe the consumer, for metrics. Every field is optional.
+//
+// An *Event a hook gets is valid only during the call: the consumer reuses
+// its memory for later records. Copy what you keep.
 type Hooks struct {
 	// Delivered is called after a handler succeeded (fromStore: a gap fill).
 	Delivered func(ev *Event)
@@ -406,7 +409,8 @@ type item struct {
 // batch in one checkpoint transaction (fast); if a handler fails it falls
 // back to one event per transaction, with retries, to isolate the failure.
 func (c *Consumer) partition(ctx context.Context, recs []*kgo.Record) error {
-	items := make([]item, len(recs))
+	items := getItems(len(recs))
+	defer putItems(items)
 	for i, r := range recs {
 		it := &items[i]
 		it.rec = r
@@ -430,6 +434,26 @@ func (c *Consumer) partition(ctx context.Context, recs []*kgo.Record) error {
 		}
 	}
 	return nil
+}
+
+// itemBuffers recycles partition's items (a few hundred bytes each, a
+// poll's worth per batch) across batches. Nothing keeps an item past its
+// batch: handlers get events by value, and hooks' pointers are valid only
+// during the call (see [Hooks]).
+var itemBuffers = sync.Pool{New: func() any { return new([]item) }}
+
+func getItems(n int) []item {
+	b := itemBuffers.Get().(*[]item)
+	if cap(*b) < n {
+		*b = make([]item, n)
+	}
+	return (*b)[:n]
+}
+
+func putItems(items []item) {
+	clear(items) // drop the records and events for the collector
+	items = items[:0]
+	itemBuffers.Put(&items)
 }
 
 // decode decodes it's record, or marks it poison. A record whose key and
