@@ -70,6 +70,7 @@ type pending struct {
 	runs  map[string]*runEvents
 	order []*runEvents
 	queue []queued
+	arena []store.RunEventRecord // the runs' evs, once grouped; see release
 }
 
 // queued is an event waiting for group, and its run.
@@ -81,6 +82,34 @@ type queued struct {
 // queues recycles pending.queue buffers: a partition's batches are about
 // the same size from one transaction to the next.
 var queues = sync.Pool{New: func() any { return new([]queued) }}
+
+// arenas recycles the slices group lays the runs' events out in.
+var arenas = sync.Pool{New: func() any { return new([]store.RunEventRecord) }}
+
+func getArena(n int) []store.RunEventRecord {
+	b := arenas.Get().(*[]store.RunEventRecord)
+	if cap(*b) < n {
+		*b = make([]store.RunEventRecord, n)
+	}
+	return (*b)[:n]
+}
+
+// release recycles p's events once its transaction is over (committed or
+// not). Nothing may use p's runs' evs afterwards; the snapshots built from
+// them (the run cache's) share only strings with them, which recycling
+// does not touch.
+func (p *pending) release() {
+	if p == nil || p.arena == nil {
+		return
+	}
+	clear(p.arena)
+	a := p.arena[:0]
+	p.arena = nil
+	for _, r := range p.order {
+		r.evs = nil
+	}
+	arenas.Put(&a)
+}
 
 // attemptKey names one step_attempts row of a run.
 type attemptKey struct {
@@ -168,7 +197,8 @@ func (p *pending) group() {
 	if len(p.queue) == 0 {
 		return
 	}
-	all := make([]store.RunEventRecord, len(p.queue))
+	all := getArena(len(p.queue))
+	p.arena = all
 	off := 0
 	for _, r := range p.order {
 		r.evs = all[off : off : off+r.n]
@@ -201,6 +231,7 @@ func (s *sink) Handle(ctx context.Context, ev consumer.Event) error {
 	var p pending
 	p.add(&ev.RunEventRecord)
 	err := s.flush(ctx, tx, &p, nil, s.upsertAll.Load())
+	p.release()
 	s.noteWriteError(err)
 	return err
 }
@@ -240,6 +271,7 @@ func (b *batcher) Transact(ctx context.Context, group string, fn func(context.Co
 	var p *pending
 	var flushed time.Time
 	err := b.inner.Transact(ctx, group, func(ctx context.Context, ctp consumer.CheckpointTx) error {
+		p.release() // a retried attempt's
 		p, flushed = &pending{}, time.Time{}
 		if err := fn(context.WithValue(ctx, pendingKey, p), ctp); err != nil {
 			return err
@@ -265,6 +297,7 @@ func (b *batcher) Transact(ctx context.Context, group string, fn func(context.Co
 	if err == nil && p != nil && b.sink.cache != nil {
 		b.sink.cache.commit(p)
 	}
+	p.release()
 	return err
 }
 
