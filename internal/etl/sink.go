@@ -341,6 +341,16 @@ func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch
 	// are new. With upsert set (the retry after a unique violation, which
 	// only a bug could cause) every row is upserted instead.
 	var ins, upd rows
+	// Most rows are new: size the new rows' columns for all of them, so
+	// that they are not grown (and copied) row by row.
+	nRuns, nAttempts := 0, 0
+	for _, r := range p.order {
+		if len(r.evs) > 0 {
+			nRuns++
+			nAttempts += len(r.touched)
+		}
+	}
+	ins.grow(nRuns, nAttempts)
 	for _, r := range p.order {
 		if len(r.evs) == 0 {
 			continue
@@ -507,6 +517,24 @@ type attemptCols struct {
 	duration                []*int64
 	code, message, category []*string
 	artifacts               []int32
+}
+
+// grow sizes o's columns for runs and attempts rows.
+func (o *rows) grow(runs, attempts int) {
+	r := &o.run
+	r.id, r.tenant, r.project, r.env = make([]string, 0, runs), make([]string, 0, runs), make([]string, 0, runs), make([]string, 0, runs)
+	r.plan, r.version, r.status = make([]string, 0, runs), make([]string, 0, runs), make([]string, 0, runs)
+	r.started, r.completed, r.updated = make([]*time.Time, 0, runs), make([]*time.Time, 0, runs), make([]*time.Time, 0, runs)
+	r.duration, r.seq = make([]*int64, 0, runs), make([]int64, 0, runs)
+	r.steps, r.failed, r.attempts = make([]int32, 0, runs), make([]int32, 0, runs), make([]int32, 0, runs)
+
+	a := &o.attempt
+	a.run, a.step, a.status = make([]string, 0, attempts), make([]string, 0, attempts), make([]string, 0, attempts)
+	a.logical, a.engine = make([]int64, 0, attempts), make([]int64, 0, attempts)
+	a.started, a.completed = make([]*time.Time, 0, attempts), make([]*time.Time, 0, attempts)
+	a.duration = make([]*int64, 0, attempts)
+	a.code, a.message, a.category = make([]*string, 0, attempts), make([]*string, 0, attempts), make([]*string, 0, attempts)
+	a.artifacts = make([]int32, 0, attempts)
 }
 
 func (o *rows) addRun(s *store.RunSnapshot) {
