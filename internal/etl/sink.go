@@ -626,48 +626,42 @@ const (
 			artifacts_count = EXCLUDED.artifacts_count`
 )
 
-// The tables' columns as COPY takes them, in runColumns' and
-// attemptColumns' order.
+// The tables' columns as COPY takes them.
 var (
-	runCopyColumns = []string{"run_id", "tenant_id", "project_id", "environment_id", "plan_id", "plan_version",
-		"status", "started_at", "completed_at", "duration_ms", "steps", "failed_steps", "attempts_total",
-		"last_event_seq", "updated_at"}
-	attemptCopyColumns = []string{"run_id", "step_id", "logical_attempt_id", "engine_attempt_id", "status",
-		"started_at", "completed_at", "duration_ms", "error_code", "error_message", "failure_category",
-		"artifacts_count"}
+	runCopyColumns     = columnList(runColumns)
+	attemptCopyColumns = columnList(attemptColumns)
 )
 
-// runCopy feeds runCols to CopyFrom row by row, through one reused slice
-// (CopyFrom encodes each row before it asks for the next).
-type runCopy struct {
-	c   *runCols
-	i   int
-	row [15]any
+// columnList splits a comma-separated list of column names.
+func columnList(cols string) []string {
+	return strings.Fields(strings.ReplaceAll(cols, ",", " "))
 }
 
-func (r *runCopy) Next() bool { r.i++; return r.i <= len(r.c.id) }
-func (r *runCopy) Err() error { return nil }
-func (r *runCopy) Values() ([]any, error) {
-	c, i := r.c, r.i-1
-	r.row = [15]any{c.id[i], c.tenant[i], c.project[i], c.env[i], c.plan[i], c.version[i], c.status[i],
-		c.started[i], c.completed[i], c.duration[i], c.steps[i], c.failed[i], c.attempts[i], c.seq[i], c.updated[i]}
-	return r.row[:], nil
+// columnCopy feeds n rows to CopyFrom through one reused slice (CopyFrom
+// encodes each row before it asks for the next); fill writes row i's
+// values into it, in the COPY's column order.
+type columnCopy struct {
+	n, i int
+	row  []any
+	fill func(i int, row []any)
 }
 
-// attemptCopy feeds attemptCols to CopyFrom, like runCopy.
-type attemptCopy struct {
-	c   *attemptCols
-	i   int
-	row [12]any
+func (c *columnCopy) Next() bool             { c.i++; return c.i <= c.n }
+func (c *columnCopy) Err() error             { return nil }
+func (c *columnCopy) Values() ([]any, error) { c.fill(c.i-1, c.row); return c.row, nil }
+
+func (c *runCols) copySource() *columnCopy {
+	return &columnCopy{n: len(c.id), row: make([]any, len(runCopyColumns)), fill: func(i int, row []any) {
+		copy(row, []any{c.id[i], c.tenant[i], c.project[i], c.env[i], c.plan[i], c.version[i], c.status[i],
+			c.started[i], c.completed[i], c.duration[i], c.steps[i], c.failed[i], c.attempts[i], c.seq[i], c.updated[i]})
+	}}
 }
 
-func (a *attemptCopy) Next() bool { a.i++; return a.i <= len(a.c.run) }
-func (a *attemptCopy) Err() error { return nil }
-func (a *attemptCopy) Values() ([]any, error) {
-	c, i := a.c, a.i-1
-	a.row = [12]any{c.run[i], c.step[i], c.logical[i], c.engine[i], c.status[i], c.started[i], c.completed[i],
-		c.duration[i], c.code[i], c.message[i], c.category[i], c.artifacts[i]}
-	return a.row[:], nil
+func (c *attemptCols) copySource() *columnCopy {
+	return &columnCopy{n: len(c.run), row: make([]any, len(attemptCopyColumns)), fill: func(i int, row []any) {
+		copy(row, []any{c.run[i], c.step[i], c.logical[i], c.engine[i], c.status[i], c.started[i], c.completed[i],
+			c.duration[i], c.code[i], c.message[i], c.category[i], c.artifacts[i]})
+	}}
 }
 
 func (o *rows) queueRuns(b *pgx.Batch, sql string) {
@@ -708,7 +702,7 @@ func writeRows(ctx context.Context, tx pgx.Tx, into *pgx.Batch, ins, upd *rows, 
 		upd.queueAttempts(b, upsertAttempts)
 	} else {
 		if len(ins.run.id) >= copyMinRows {
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"runs"}, runCopyColumns, &runCopy{c: &ins.run}); err != nil {
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"runs"}, runCopyColumns, ins.run.copySource()); err != nil {
 				return fmt.Errorf("copying new runs: %w", err)
 			}
 		} else {
@@ -716,7 +710,7 @@ func writeRows(ctx context.Context, tx pgx.Tx, into *pgx.Batch, ins, upd *rows, 
 		}
 		upd.queueRuns(b, updateRuns)
 		if len(ins.attempt.run) >= copyMinRows {
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"step_attempts"}, attemptCopyColumns, &attemptCopy{c: &ins.attempt}); err != nil {
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"step_attempts"}, attemptCopyColumns, ins.attempt.copySource()); err != nil {
 				return fmt.Errorf("copying new step attempts: %w", err)
 			}
 		} else {
