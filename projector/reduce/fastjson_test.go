@@ -32,8 +32,8 @@ func asMap(p payload) map[string]json.RawMessage {
 	return m
 }
 
-// dirtyPayload is a buffer holding fields of an earlier payload, as the
-// reducer's reused buffers do: a reader must not keep any of them.
+// dirtyPayload is a destination buffer still holding fields of another
+// payload: fastObject appends to dst[:0], so none of them may show.
 func dirtyPayload() payload {
 	return payload{{key: []byte("stale"), raw: json.RawMessage(`1`)}, {key: []byte("a"), raw: json.RawMessage(`"stale"`)}}
 }
