@@ -1,6 +1,18 @@
 // Package pgcheckpoint keeps consumer checkpoints in PostgreSQL, in the
 // same transaction as the handler's own writes: an effectively-once sink.
 // A handler gets the transaction with [Tx] and must write through it.
+//
+// # Checkpoints kept in the sink's own rows
+//
+// A sink whose rows already say how far each run got (a "last runSeq
+// applied" column, say) need not pay for a second write of the same fact:
+// open the store [WithOwnRows], giving the query that reads that column,
+// and have the handler call [Recorded] for each run whose row it writes.
+// A run's checkpoint is then the greater of its own row's and the
+// checkpoint table's, and the table is written only for runs no row
+// records (a run whose events so far the sink keeps nowhere). Checkpoints
+// the table holds from before keep counting, so a sink can start doing
+// this at any time.
 package pgcheckpoint
 
 import (
@@ -16,7 +28,20 @@ import (
 // Store keeps checkpoints in the table runstream_consumer_checkpoints of
 // the pool's search_path schema.
 type Store struct {
-	pool *pgxpool.Pool
+	pool    *pgxpool.Pool
+	ownRows string
+}
+
+// An Option configures a [Store].
+type Option func(*Store)
+
+// WithOwnRows makes the store read checkpoints from the handler's own
+// rows as well (see the package documentation). query takes the run IDs
+// as $1 (text[]) and returns (run_id text, run_seq bigint) rows: the
+// runSeq each run's rows record, for the runs that have rows. Whatever
+// the group, the rows count: they say what the sink holds.
+func WithOwnRows(query string) Option {
+	return func(s *Store) { s.ownRows = query }
 }
 
 var _ consumer.Checkpoints = (*Store)(nil)
@@ -31,7 +56,7 @@ const checkpointFillfactor = 70
 // New creates the checkpoint table when absent (and gives an existing one
 // the fillfactor it is created with now; pages written from then on
 // follow it).
-func New(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
+func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	_, err := pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS runstream_consumer_checkpoints (
 		group_id   text        NOT NULL,
 		run_id     text        NOT NULL,
@@ -51,7 +76,11 @@ func New(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
 			return nil, fmt.Errorf("setting runstream_consumer_checkpoints' fillfactor: %w", err)
 		}
 	}
-	return &Store{pool: pool}, nil
+	st := &Store{pool: pool}
+	for _, o := range opts {
+		o(st)
+	}
+	return st, nil
 }
 
 type ctxKey int
@@ -59,6 +88,7 @@ type ctxKey int
 const (
 	txKey ctxKey = iota
 	batchKey
+	checkpointTxKey
 )
 
 // Tx returns the transaction of the current Transact, for the handler's
@@ -81,10 +111,25 @@ func Batch(ctx context.Context) *pgx.Batch {
 	return b
 }
 
+// Recorded tells the current Transact that the handler's own rows, written
+// in its transaction, record runSeq as runID's checkpoint (see
+// [WithOwnRows]): a checkpoint set up to runSeq needs no write of its own.
+// Outside a Transact, or in one of a store opened without WithOwnRows
+// (which would not read the rows back), it does nothing.
+func Recorded(ctx context.Context, runID string, runSeq int64) {
+	if t, ok := ctx.Value(checkpointTxKey).(*pgTx); ok && t.ownRows != "" && runSeq > t.recorded[runID] {
+		t.recorded[runID] = runSeq
+	}
+}
+
 type pgTx struct {
-	tx    pgx.Tx
-	group string
-	sets  map[string]int64
+	tx      pgx.Tx
+	group   string
+	ownRows string
+	sets    map[string]int64
+	// recorded holds the runSeq the handler's own rows record, per run
+	// (Recorded).
+	recorded map[string]int64
 	// read holds, for each run Get read under its lock, whether it had a
 	// checkpoint row: Transact then inserts or updates it, and only a run
 	// set without being read goes through an upsert.
@@ -115,29 +160,45 @@ func (t *pgTx) Get(ctx context.Context, ids []string) (map[string]int64, error) 
 	b := &pgx.Batch{}
 	b.Queue(lockCheckpoints, t.group, ids)
 	b.Queue(readCheckpoints, t.group, ids)
+	if t.ownRows != "" {
+		b.Queue(t.ownRows, ids)
+	}
 	br := t.tx.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
 		return nil, fmt.Errorf("locking checkpoints: %w", err)
 	}
+	if err := readSeqs(br, out, t.read); err != nil {
+		return nil, fmt.Errorf("reading checkpoints: %w", err)
+	}
+	if t.ownRows != "" {
+		if err := readSeqs(br, out, nil); err != nil {
+			return nil, fmt.Errorf("reading the checkpoints the sink's own rows record: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// readSeqs reads the next (run_id, run_seq) result of br into out, keeping
+// the greater runSeq, and notes each run it saw in seen when not nil.
+func readSeqs(br pgx.BatchResults, out map[string]int64, seen map[string]bool) error {
 	rows, err := br.Query()
 	if err != nil {
-		return nil, fmt.Errorf("reading checkpoints: %w", err)
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id string
 		var seq int64
 		if err := rows.Scan(&id, &seq); err != nil {
-			return nil, fmt.Errorf("reading checkpoints: %w", err)
+			return err
 		}
-		out[id] = seq
-		t.read[id] = true
+		out[id] = max(out[id], seq)
+		if seen != nil {
+			seen[id] = true
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("reading checkpoints: %w", err)
-	}
-	return out, nil
+	return rows.Err()
 }
 
 func (t *pgTx) Set(id string, seq int64) {
@@ -169,6 +230,9 @@ func (t *pgTx) queue(b *pgx.Batch) {
 	var ids [3][]string
 	var seqs [3][]int64
 	for id, seq := range t.sets {
+		if seq <= t.recorded[id] {
+			continue // the handler's own rows record it
+		}
 		k := 2
 		if had, ok := t.read[id]; ok {
 			k = 0
@@ -190,9 +254,9 @@ func (t *pgTx) queue(b *pgx.Batch) {
 // Batch) and the checkpoints commit together or not at all.
 func (s *Store) Transact(ctx context.Context, group string, fn func(context.Context, consumer.CheckpointTx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		t := &pgTx{tx: tx, group: group, sets: map[string]int64{}, read: map[string]bool{}}
+		t := &pgTx{tx: tx, group: group, ownRows: s.ownRows, sets: map[string]int64{}, read: map[string]bool{}, recorded: map[string]int64{}}
 		b := &pgx.Batch{}
-		fctx := context.WithValue(context.WithValue(ctx, txKey, tx), batchKey, b)
+		fctx := context.WithValue(context.WithValue(context.WithValue(ctx, txKey, tx), batchKey, b), checkpointTxKey, t)
 		if err := fn(fctx, t); err != nil {
 			return err
 		}

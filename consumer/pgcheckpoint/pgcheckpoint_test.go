@@ -3,6 +3,7 @@ package pgcheckpoint_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -136,5 +137,98 @@ func TestTransact_InsertsUpdatesAndUpserts(t *testing.T) {
 		if got[id] != seq {
 			t.Errorf("checkpoint of %s = %d, want %d (all: %v)", id, got[id], seq, got)
 		}
+	}
+}
+
+// TestOwnRows_RecordedRunsSkipTheTable: with WithOwnRows, a run whose
+// checkpoint the handler's rows record (Recorded) gets no checkpoint row; a
+// run set past what its row records, or with no row, does; Get returns
+// the greater of row and table, so checkpoints the table held from before
+// keep counting. A store without WithOwnRows ignores Recorded.
+func TestOwnRows_RecordedRunsSkipTheTable(t *testing.T) {
+	t.Parallel()
+	pool, plain := newStore(t)
+	ctx := context.Background()
+	s, err := pgcheckpoint.New(ctx, pool, pgcheckpoint.WithOwnRows(`SELECT run_id, seq FROM progress WHERE run_id = ANY($1)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE progress (run_id text PRIMARY KEY, seq bigint NOT NULL);
+		INSERT INTO progress VALUES ('legacy', 3), ('behind', 2);
+		INSERT INTO runstream_consumer_checkpoints (group_id, run_id, run_seq) VALUES ('g', 'legacy', 7)`); err != nil {
+		t.Fatal(err)
+	}
+	// write stores each run's seq in its progress row and, when recorded
+	// is set, says so.
+	write := func(s *pgcheckpoint.Store, sets map[string]int64, recorded bool) map[string]int64 {
+		t.Helper()
+		var before map[string]int64
+		err := s.Transact(ctx, "g", func(ctx context.Context, tx consumer.CheckpointTx) error {
+			ids := []string{"legacy", "behind", "fresh", "rowless"}
+			cps, err := tx.Get(ctx, ids)
+			before = cps
+			if err != nil {
+				return err
+			}
+			for id, seq := range sets {
+				if id != "rowless" {
+					pgcheckpoint.Batch(ctx).Queue(`INSERT INTO progress VALUES ($1, $2)
+						ON CONFLICT (run_id) DO UPDATE SET seq = EXCLUDED.seq`, id, seq)
+					if recorded {
+						pgcheckpoint.Recorded(ctx, id, seq)
+					}
+				}
+				tx.Set(id, seq)
+			}
+			if recorded {
+				pgcheckpoint.Recorded(ctx, "behind", 4) // the row says less than the set below
+				tx.Set("behind", 5)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return before
+	}
+	table := func() map[string]int64 {
+		t.Helper()
+		out := map[string]int64{}
+		rows, err := pool.Query(ctx, `SELECT run_id, run_seq FROM runstream_consumer_checkpoints WHERE group_id = 'g'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id string
+			var seq int64
+			if err := rows.Scan(&id, &seq); err != nil {
+				t.Fatal(err)
+			}
+			out[id] = seq
+		}
+		return out
+	}
+	got := write(s, map[string]int64{"fresh": 2, "rowless": 1}, true)
+	if want := map[string]int64{"legacy": 7, "behind": 2}; !maps.Equal(got, want) {
+		t.Fatalf("first Get %v, want %v (the greater of row and table)", got, want)
+	}
+	if got, want := table(), map[string]int64{"legacy": 7, "rowless": 1, "behind": 5}; !maps.Equal(got, want) {
+		t.Fatalf("checkpoint table %v, want %v: only the runs no row records", got, want)
+	}
+	got = write(s, map[string]int64{"legacy": 9}, true)
+	if want := map[string]int64{"legacy": 7, "behind": 5, "fresh": 2, "rowless": 1}; !maps.Equal(got, want) {
+		t.Fatalf("second Get %v, want %v", got, want)
+	}
+	if got, want := table()["legacy"], int64(7); got != want {
+		t.Fatalf("legacy's table checkpoint moved to %d though its row records 9; want it left at %d", got, want)
+	}
+	// The plain store does not read the rows, so it must write the table.
+	write(plain, map[string]int64{"fresh": 3}, true)
+	if got := table()["fresh"]; got != 3 {
+		t.Fatalf("a store without WithOwnRows left fresh's checkpoint at %d after Recorded; want 3 in the table", got)
+	}
+	got = write(s, nil, false)
+	if want := map[string]int64{"legacy": 9, "behind": 5, "fresh": 3, "rowless": 1}; !maps.Equal(got, want) {
+		t.Fatalf("last Get %v, want %v", got, want)
 	}
 }
