@@ -69,6 +69,9 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ownCheckpoints reads the checkpoints the runs rows record.
+const ownCheckpoints = `SELECT run_id, last_event_seq FROM runs WHERE run_id = ANY($1)`
+
 // ETL consumes the run-event topic into the runs and step_attempts tables
 // of one Postgres schema, effectively once.
 type ETL struct {
@@ -124,7 +127,11 @@ func (e *ETL) Run(ctx context.Context) error {
 	if len(applied) > 0 {
 		e.log.Info("applied ETL migrations", "versions", applied)
 	}
-	cps, err := pgcheckpoint.New(ctx, e.pool)
+	// A run's checkpoint is the last_event_seq of its runs row, written
+	// anyway in the same transaction; the checkpoint table holds only
+	// those of runs without a row (unknown types so far) and those written
+	// before the ETL kept them in its rows, which still count.
+	cps, err := pgcheckpoint.New(ctx, e.pool, pgcheckpoint.WithOwnRows(ownCheckpoints))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

@@ -282,11 +282,16 @@ func countRows(t *testing.T, db *etlDB, table string) int {
 	return n
 }
 
-// handled is the sum of the checkpoints: how many events the ETL has
-// committed (0 before it created its tables).
+// handled is the sum of the checkpoints, the greater of each run's row and
+// checkpoint table: how many events the ETL has committed (0 before it
+// created its tables).
 func handled(db *etlDB) int {
 	var n int
-	err := db.pool.QueryRow(context.Background(), `SELECT coalesce(sum(run_seq), 0) FROM runstream_consumer_checkpoints`).Scan(&n)
+	err := db.pool.QueryRow(context.Background(), `SELECT coalesce(sum(seq), 0) FROM (
+		SELECT max(seq) AS seq FROM (
+			SELECT run_id, last_event_seq AS seq FROM runs
+			UNION ALL SELECT run_id, run_seq FROM runstream_consumer_checkpoints) AS cps
+		GROUP BY run_id) AS runs`).Scan(&n)
 	if err != nil {
 		return 0
 	}
@@ -311,12 +316,23 @@ func checkAgainstReducer(t *testing.T, db *etlDB, runs [][]store.RunEventRecord)
 	for _, recs := range runs {
 		snap, _ := reduce.Project(store.RunSnapshot{}, recs)
 		var status string
+		var updated time.Time
 		var steps, failed, attempts int
 		var dur *int64
-		err := db.pool.QueryRow(ctx, `SELECT status, steps, failed_steps, attempts_total, duration_ms FROM runs WHERE run_id = $1`,
-			snap.RunID).Scan(&status, &steps, &failed, &attempts, &dur)
+		var seq int64
+		err := db.pool.QueryRow(ctx, `SELECT status, steps, failed_steps, attempts_total, duration_ms, last_event_seq, updated_at FROM runs WHERE run_id = $1`,
+			snap.RunID).Scan(&status, &steps, &failed, &attempts, &dur, &seq, &updated)
 		if err != nil {
 			t.Fatalf("run %s: %v", snap.RunID, err)
+		}
+		// The run's checkpoint: the last event, of whatever type.
+		last := recs[len(recs)-1]
+		persisted, err := time.Parse(time.RFC3339Nano, last.PersistedAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seq != last.RunSeq || !updated.Equal(persisted.Truncate(time.Microsecond)) {
+			t.Fatalf("run %s: last_event_seq %d updated_at %s, want the last event's %d and %s", snap.RunID, seq, updated, last.RunSeq, last.PersistedAt)
 		}
 		wantAttempts := map[string]store.StepAttempt{}
 		for _, st := range snap.Steps {
@@ -829,4 +845,87 @@ func TestConfig_Validate(t *testing.T) {
 	if err := etl.CheckSchema(etl.DefaultSchema); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestETL_CheckpointsInRowsAndFromEarlierVersions: a run's checkpoint is its
+// runs row's last_event_seq, so a pass writes no checkpoint rows for runs
+// that have one. A schema an earlier version wrote (every checkpoint in
+// runstream_consumer_checkpoints, last_event_seq counting known types
+// only, so behind the checkpoint when a run's last event was of an
+// unknown type) is taken over as it is: no event at or below those
+// checkpoints reaches the sink again, and the tables end equal to a clean
+// single pass.
+func TestETL_CheckpointsInRowsAndFromEarlierVersions(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 2, "clean", "upgraded")
+	var runs [][]store.RunEventRecord
+	var all []store.RunEventRecord
+	cut := -1 // just past an unknown-type event its run has more events after
+	for cut < 0 {
+		if len(runs) > 200 {
+			t.Fatal("no run with an unknown-type event before its last in 200 runs")
+		}
+		runs = append(runs, f.runs(t, 10)...)
+		all = interleave(runs)
+		after := map[string]bool{}
+		for i := len(all) - 1; i >= 0 && cut < 0; i-- {
+			if !store.IsKnownEvent(all[i].EventType) && after[all[i].RunID] {
+				cut = i + 1
+			}
+			after[all[i].RunID] = true
+		}
+	}
+	_, clean := f.cleanPass(t, "clean", all, nil)
+
+	ctx := context.Background()
+	db := newETLDB(t)
+	f.publish(t, "upgraded", all[:cut])
+	r := f.start(t, db, "upgraded", "first", nil)
+	f.waitConsumed(t, "upgraded", "first")
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, db, "runstream_consumer_checkpoints"); n != 0 {
+		t.Fatalf("%d checkpoint rows after a pass over runs that all have rows; want none (their rows hold them)", n)
+	}
+
+	// What an earlier version would have left, for a group with no Kafka
+	// offsets yet (so everything is delivered again).
+	lastAny, lastKnown := map[string]int64{}, map[string]store.RunEventRecord{}
+	for _, ev := range all[:cut] {
+		lastAny[ev.RunID] = ev.RunSeq
+		if store.IsKnownEvent(ev.EventType) {
+			lastKnown[ev.RunID] = ev
+		}
+	}
+	behind := 0
+	for id, seq := range lastAny {
+		k, ok := lastKnown[id]
+		if !ok {
+			t.Fatalf("run %s has no known event before the cut", id)
+		}
+		if k.RunSeq < seq {
+			behind++
+		}
+		if _, err := db.pool.Exec(ctx, `INSERT INTO runstream_consumer_checkpoints (group_id, run_id, run_seq) VALUES ('second', $1, $2)`, id, seq); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.pool.Exec(ctx, `UPDATE runs SET last_event_seq = $2, updated_at = $3 WHERE run_id = $1`, id, k.RunSeq, k.PersistedAt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if behind == 0 {
+		t.Fatal("the cut left no run whose known events end before its checkpoint")
+	}
+	f.publish(t, "upgraded", all[cut:])
+	r = f.start(t, db, "upgraded", "second", nil)
+	f.waitConsumed(t, "upgraded", "second")
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if dup, handled := r.count("duplicate"), r.count("applied")+r.count("unknown_type"); dup != cut || handled != len(all)-cut {
+		t.Fatalf("%d duplicates and %d handled, want %d and %d: events at or below the earlier version's checkpoints reached the sink (%d runs' rows were behind them)",
+			dup, handled, cut, len(all)-cut, behind)
+	}
+	sameTables(t, "taken over from an earlier version", dump(t, db), clean)
 }

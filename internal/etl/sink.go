@@ -128,10 +128,10 @@ type runEvents struct {
 	// first and last are the runSeq of the run's first and last event in
 	// the transaction, unknown types included.
 	first, last int64
-	// n counts the run's events of known types; evs holds them once
-	// grouped.
-	n   int
-	evs []store.RunEventRecord
+	// n counts the run's events, known counts those of known types; evs
+	// holds them once grouped.
+	n, known int
+	evs      []store.RunEventRecord
 	// next is the run's snapshot after the transaction, once flushed.
 	next *store.RunSnapshot
 	// touched lists the step attempts the events name, each once.
@@ -153,12 +153,14 @@ func (p *pending) add(ev *store.RunEventRecord) {
 		p.order = append(p.order, r)
 	}
 	r.last = ev.RunSeq
-	if !store.IsKnownEvent(ev.EventType) {
-		// Forward compatibility: a future event type is recorded nowhere
-		// (it still moves the run's checkpoint, in the consumer).
-		return
-	}
 	r.n++
+	// A future event type changes no column but last_event_seq and
+	// updated_at, as it changes only lastEventSeq and updatedAt in the
+	// snapshot: the reducer says so. It makes no row of its own (see
+	// flush).
+	if store.IsKnownEvent(ev.EventType) {
+		r.known++
+	}
 	p.queue = append(p.queue, queued{run: r, ev: *ev})
 	microseconds(&p.queue[len(p.queue)-1].ev)
 	if store.IsStepEvent(ev.EventType) && ev.StepID != "" {
@@ -360,10 +362,15 @@ func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch
 			base = sn
 		}
 		next, _ := reduce.Project(base, r.evs)
-		if next.RunID == "" {
-			continue // every event was a duplicate of what the rows hold
+		if next.RunID == "" || (base.RunID == "" && r.known == 0) {
+			// Every event was a duplicate of what the rows hold, or the run
+			// has no rows and only events of unknown types, which make none:
+			// its checkpoint goes to the checkpoint table.
+			continue
 		}
 		r.next = &next
+		// The run's row records its checkpoint (see Run).
+		pgcheckpoint.Recorded(ctx, r.id, next.LastEventSeq)
 		if base.RunID == "" {
 			ins.addRun(&next)
 		} else {
