@@ -12,6 +12,7 @@ import (
 	mrand "math/rand/v2"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -322,6 +323,12 @@ func RunETL(ctx context.Context, cfg ETLConfig) (rep *ETLReport, err error) {
 
 	runs, order := etlGenerate(uint64(time.Now().UnixNano()), cfg.Events, cfg.ActiveRuns)
 	rep.Runs = len(runs)
+	// What the check expects is worked out now, so that the records need
+	// not stay in memory while the sink is timed: a million of them are a
+	// gigabyte of pointers the collector would scan again and again, at
+	// the sink's expense.
+	want := etlExpect(runs)
+	runs = nil
 	if err := b.startBroker(ctx); err != nil {
 		return nil, err
 	}
@@ -330,6 +337,7 @@ func RunETL(ctx context.Context, cfg ETLConfig) (rep *ETLReport, err error) {
 		return nil, err
 	}
 	rep.Fill = time.Since(start)
+	order = nil
 
 	sinkSchema := "bench_etl_" + etlHex(5)
 	sink, err := b.connect(ctx, sinkSchema, cfg.PoolConns)
@@ -343,7 +351,7 @@ func RunETL(ctx context.Context, cfg ETLConfig) (rep *ETLReport, err error) {
 		return nil, err
 	}
 	b.closeBroker() // its records are not needed any more
-	if err := etlVerify(ctx, sink, runs, rep); err != nil {
+	if err := etlVerify(ctx, sink, want, rep); err != nil {
 		return nil, err
 	}
 	if rep.Baseline, err = b.baseline(ctx, sink); err != nil {
@@ -682,33 +690,16 @@ func (b *etlBench) waitCommitted(ctx context.Context, group string, end int64, d
 	}
 }
 
-// etlVerify counts the rows and checks each run's against projector/reduce.
-func etlVerify(ctx context.Context, pool *pgxpool.Pool, runs [][]store.RunEventRecord, rep *ETLReport) error {
-	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM step_attempts)`).Scan(&rep.RunRows, &rep.AttemptRows); err != nil {
-		return fmt.Errorf("counting the sink's rows: %w", err)
-	}
-	type row struct {
-		status                  string
-		steps, failed, attempts int
-	}
-	got := make(map[string]row, len(runs))
-	rows, err := pool.Query(ctx, `SELECT run_id, status, steps, failed_steps, attempts_total FROM runs`)
-	if err != nil {
-		return fmt.Errorf("reading the sink's runs: %w", err)
-	}
-	for rows.Next() {
-		var id string
-		var r row
-		if err := rows.Scan(&id, &r.status, &r.steps, &r.failed, &r.attempts); err != nil {
-			rows.Close()
-			return err
-		}
-		got[id] = r
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
+// etlRow is what the check compares of a run's row.
+type etlRow struct {
+	status                  string
+	steps, failed, attempts int
+}
+
+// etlExpect works out each run's row with projector/reduce, for the runs
+// that get one (those with an event of a known type), by run ID.
+func etlExpect(runs [][]store.RunEventRecord) map[string]etlRow {
+	want := make(map[string]etlRow, len(runs))
 	for _, recs := range runs {
 		knownEvent := false
 		for i := range recs {
@@ -722,18 +713,53 @@ func etlVerify(ctx context.Context, pool *pgxpool.Pool, runs [][]store.RunEventR
 		for _, st := range snap.Steps {
 			attempts += 1 + len(st.Attempts)
 		}
-		want := row{snap.Status, len(snap.Steps), snap.FailedSteps, attempts}
-		g, ok := got[snap.RunID]
+		want[snap.RunID] = etlRow{snap.Status, len(snap.Steps), snap.FailedSteps, attempts}
+	}
+	return want
+}
+
+// etlVerify counts the rows and checks each run's against what etlExpect
+// worked out.
+func etlVerify(ctx context.Context, pool *pgxpool.Pool, want map[string]etlRow, rep *ETLReport) error {
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM step_attempts)`).Scan(&rep.RunRows, &rep.AttemptRows); err != nil {
+		return fmt.Errorf("counting the sink's rows: %w", err)
+	}
+	got := make(map[string]etlRow, len(want))
+	rows, err := pool.Query(ctx, `SELECT run_id, status, steps, failed_steps, attempts_total FROM runs`)
+	if err != nil {
+		return fmt.Errorf("reading the sink's runs: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		var r etlRow
+		if err := rows.Scan(&id, &r.status, &r.steps, &r.failed, &r.attempts); err != nil {
+			rows.Close()
+			return err
+		}
+		got[id] = r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // the same first problem for the same rows
+	for _, id := range ids {
+		w := want[id]
+		g, ok := got[id]
 		switch {
 		case !ok:
 			rep.Missing++
 			if rep.FirstProblem == "" {
-				rep.FirstProblem = fmt.Sprintf("run %s has no row", snap.RunID)
+				rep.FirstProblem = fmt.Sprintf("run %s has no row", id)
 			}
-		case g != want:
+		case g != w:
 			rep.Wrong++
 			if rep.FirstProblem == "" {
-				rep.FirstProblem = fmt.Sprintf("run %s: row %+v, reducer %+v", snap.RunID, g, want)
+				rep.FirstProblem = fmt.Sprintf("run %s: row %+v, reducer %+v", id, g, w)
 			}
 		default:
 			rep.Verified++
