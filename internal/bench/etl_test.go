@@ -105,3 +105,46 @@ func TestETLGenerate_RunsAreContiguousAndInterleaved(t *testing.T) {
 		}
 	}
 }
+
+// TestETLVerify_FindsWrongAndMissingRows: the bench's check is what makes
+// its numbers worth anything, so it must catch a row that disagrees with
+// the reducer and a run without a row.
+func TestETLVerify_FindsWrongAndMissingRows(t *testing.T) {
+	pool, _ := testenv.Postgres(t, 2)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `CREATE TABLE runs (run_id text PRIMARY KEY, status text, steps int, failed_steps int, attempts_total int);
+		CREATE TABLE step_attempts (run_id text)`); err != nil {
+		t.Fatal(err)
+	}
+	runs, _ := etlGenerate(3, 300, 20)
+	want := etlExpect(runs)
+	if len(want) < 10 {
+		t.Fatalf("only %d runs expected from %d generated", len(want), len(runs))
+	}
+	i := 0
+	var wrong, missing string
+	for id, w := range want {
+		switch i++; i {
+		case 1:
+			missing = id
+			continue
+		case 2:
+			wrong = id
+			w.failed++
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO runs VALUES ($1, $2, $3, $4, $5)`, id, w.status, w.steps, w.failed, w.attempts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := &ETLReport{}
+	if err := etlVerify(ctx, pool, want, rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verified != len(want)-2 || rep.Wrong != 1 || rep.Missing != 1 || rep.RunRows != int64(len(want)-1) {
+		t.Fatalf("%d verified, %d wrong, %d missing, %d rows; want %d, 1, 1, %d (wrong %s, missing %s)",
+			rep.Verified, rep.Wrong, rep.Missing, rep.RunRows, len(want)-2, len(want)-1, wrong, missing)
+	}
+	if !strings.Contains(rep.FirstProblem, wrong) && !strings.Contains(rep.FirstProblem, missing) {
+		t.Fatalf("first problem %q names neither %s nor %s", rep.FirstProblem, wrong, missing)
+	}
+}
