@@ -877,8 +877,10 @@ func microseconds(ev *store.RunEventRecord) {
 		ev.EmittedAt = t
 	}
 	p := ev.Payload
-	if len(p) == 0 || (!bytes.Contains(p, []byte(`"sourceOccurredAt"`)) && !bytes.Contains(p, []byte(`"startedAt"`))) ||
-		!mayHaveLongFraction(p) {
+	// The cheaper test first: most payloads hold no time at all, so no '.'
+	// followed by seven digits, which one fast pass over them shows.
+	if len(p) == 0 || !mayHaveLongFraction(p) ||
+		(!bytes.Contains(p, []byte(`"sourceOccurredAt"`)) && !bytes.Contains(p, []byte(`"startedAt"`))) {
 		return
 	}
 	if out, ok := truncatePayloadTimes(p); ok {

@@ -3,8 +3,10 @@ package etl
 import (
 	"encoding/json"
 	"reflect"
+	"math/rand/v2"
 	"testing"
 
+	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/store"
 )
 
@@ -107,4 +109,22 @@ func FuzzTruncatePayloadTimes(f *testing.F) {
 			t.Fatalf("%q: a rewrite that cut nothing: %q", p, fast)
 		}
 	})
+}
+
+// BenchmarkMicroseconds runs microseconds over a realistic mix of events
+// (internal/workload), whose times have nanosecond digits.
+func BenchmarkMicroseconds(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var evs []store.RunEventRecord
+	for len(evs) < 1000 {
+		for _, w := range workload.Run(rng, "tenant", workload.Options{}) {
+			evs = append(evs, store.RunEventRecord{RunEventWrite: w})
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		ev := evs[i%len(evs)]
+		microseconds(&ev)
+	}
 }
