@@ -2,8 +2,8 @@ package etl
 
 import (
 	"encoding/json"
-	"reflect"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/runstream/runstream/internal/workload"
