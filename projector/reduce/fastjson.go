@@ -39,14 +39,18 @@ func fastObject(dst payload, raw []byte) (p payload, ok bool) {
 }
 
 // fastArray reads a JSON array's elements, as json.Unmarshal(raw,
-// &[]json.RawMessage) would; ok is false when it gave up.
-func fastArray(raw []byte) (items []json.RawMessage, ok bool) {
+// &[]json.RawMessage) would, appending them to dst[:0] (nil: a fresh
+// slice); ok is false when it gave up.
+func fastArray(dst []json.RawMessage, raw []byte) (items []json.RawMessage, ok bool) {
 	s := scanner{jsonscan.Scanner{B: raw}}
 	s.WS()
 	if !s.Eat('[') {
 		return nil, false
 	}
-	items = []json.RawMessage{}
+	items = dst[:0]
+	if items == nil {
+		items = []json.RawMessage{}
+	}
 	s.WS()
 	if s.Eat(']') {
 		return items, s.End()

@@ -68,7 +68,7 @@ func FuzzFastJSON(f *testing.F) {
 		if got, want := asMap(parsePayload(dirtyPayload(), raw)), asMap(decodePayload(raw)); len(raw) > 0 && !reflect.DeepEqual(got, want) {
 			t.Fatalf("parsePayload(%q) = %v, decodePayload %v", raw, got, want)
 		}
-		if got, ok := fastArray(raw); ok {
+		if got, ok := fastArray(dirtyItems(), raw); ok {
 			var want []json.RawMessage
 			if err := json.Unmarshal(raw, &want); err != nil || !reflect.DeepEqual(got, want) {
 				t.Fatalf("fastArray(%q) = %v, encoding/json %v (%v)", raw, got, want, err)
@@ -97,7 +97,7 @@ func TestFastJSON_AgreesWithEncodingJSON(t *testing.T) {
 				t.Errorf("fastObject(%q) = %v, encoding/json %v (%v)", raw, asMap(got), want, err)
 			}
 		}
-		if got, ok := fastArray(raw); ok {
+		if got, ok := fastArray(dirtyItems(), raw); ok {
 			var want []json.RawMessage
 			if err := json.Unmarshal(raw, &want); err != nil || !reflect.DeepEqual(got, want) {
 				t.Errorf("fastArray(%q) = %v, encoding/json %v (%v)", raw, got, want, err)
@@ -114,10 +114,16 @@ func TestFastJSON_AgreesWithEncodingJSON(t *testing.T) {
 	if _, ok := fastObject(nil, []byte(fastJSONSeeds[len(fastJSONSeeds)-3])); !ok {
 		t.Error("fastObject gave up on a plain payload")
 	}
-	if _, ok := fastArray([]byte(`[{"uri":"s3://a"},{"uri":"s3://b"}]`)); !ok {
+	if _, ok := fastArray(nil, []byte(`[{"uri":"s3://a"},{"uri":"s3://b"}]`)); !ok {
 		t.Error("fastArray gave up on a plain artifacts list")
 	}
 	if _, ok := fastString([]byte(`"2026-02-16T10:00:00Z"`)); !ok {
 		t.Error("fastString gave up on a plain string")
 	}
+}
+
+// dirtyItems is a buffer for fastArray that holds stale items: fastArray
+// must append from dst[:0], never keep what dst held.
+func dirtyItems() []json.RawMessage {
+	return append(make([]json.RawMessage, 0, 4), json.RawMessage(`"stale"`), json.RawMessage(`{"stale":1}`))
 }

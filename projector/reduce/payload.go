@@ -176,15 +176,20 @@ func (p payload) artifacts() (refs []store.ArtifactRef, ok bool) {
 	if !present {
 		return nil, false
 	}
-	items, fast := fastArray(raw)
+	// The items and each item's fields are read into buffers on the
+	// stack: only the strings taken from them outlive this call.
+	var itemBuf [8]json.RawMessage
+	var fieldBuf [8]payloadField
+	items, fast := fastArray(itemBuf[:0], raw)
 	if !fast {
+		items = nil
 		if err := json.Unmarshal(raw, &items); err != nil || items == nil {
 			return nil, false
 		}
 	}
 	refs = make([]store.ArtifactRef, 0, len(items))
 	for _, item := range items {
-		f, fast := fastObject(nil, item)
+		f, fast := fastObject(fieldBuf[:0], item)
 		if !fast {
 			if f = decodePayload(item); f == nil {
 				continue
