@@ -13,14 +13,18 @@
 //
 // # Effectively once
 //
-// Delivery on the topic is at least once. The consumer library's Postgres
-// checkpoints (consumer/pgcheckpoint) live in the same schema, and every
-// row the sink writes commits in the transaction that commits the
-// checkpoints of the events behind it; so a redelivered or duplicated
-// record never reaches the sink twice, and a crash at any point leaves
-// rows and checkpoints agreeing. Gaps are filled from the store (through
-// the HTTP API or Postgres) before the run goes on. Unknown (future) event
-// types are recorded nowhere, and never fail.
+// Delivery on the topic is at least once. A run's consumer checkpoint is
+// its runs row's last_event_seq (the last runSeq consumed, unknown types
+// included, as the snapshot's lastEventSeq), written in the transaction
+// that writes the row (consumer/pgcheckpoint, WithOwnRows); runs without a
+// row (only unknown types so far) keep theirs in
+// runstream_consumer_checkpoints in the same schema, which also holds the
+// checkpoints earlier versions wrote for every run (the greater of the two
+// counts). So a redelivered or duplicated record never reaches the sink
+// twice, and a crash at any point leaves rows and checkpoints agreeing.
+// Gaps are filled from the store (through the HTTP API or Postgres) before
+// the run goes on. Unknown (future) event types move last_event_seq and
+// updated_at only, and never fail.
 //
 // # Agreement with the snapshots
 //
