@@ -157,6 +157,7 @@ func runBenchRelay(ctx context.Context, env *environment, args []string) error {
 	fs.IntVar(&cfg.Rate, "rate", 2000, "offered append rate of the latency phase, events/s")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long the latency phase appends")
 	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "how long the latency phase appends at --rate before its window, unmeasured (0: none)")
+	fs.DurationVar(&cfg.Settle, "settle", 40*time.Second, "how long to wait, the relay idle, between the drain and the latency phase, so that the drain's writes are on disk and the latency phase sees the steady state (0: none)")
 	fs.IntVar(&cfg.Appenders, "appenders", 16, "goroutines appending in the latency phase (concurrent API requests)")
 	fs.IntVar(&cfg.AppendConns, "append-conns", 0, "connections of the appenders' store pool; appends beyond them share transactions (0: what runstream api opens, pgxpool's default max(4, cores) or the URL's pool_max_conns)")
 	fs.BoolVar(&cfg.KeepSchema, "keep-schema", false, "keep the bench_<random> schema (and the topic on --brokers) for inspection")
@@ -172,7 +173,8 @@ func runBenchRelay(ctx context.Context, env *environment, args []string) error {
 			"complete and in runSeq order (duplicates are counted). Target: >= 50,000 events/s.\n"+
 			"Latency: with the relay running, appends through the store at --rate events/s for\n"+
 			"--duration (open loop, outbox NOTIFY on) while a consumer reads the topic, and reports\n"+
-			"commit-to-consume per event (consume time minus the record's persistedAt) p50/p95/p99/max.\n"+
+			"commit-to-consume per event (consume time minus the record's persistedAt) p50/p95/p99/max,\n"+
+			"after waiting --settle with the relay idle once the drain is done (its writes reach disk).\n"+
 			"Target: p99 < 20ms at 2,000 events/s. Progress goes to stderr every second. See bench/README.md."); err != nil {
 		return err
 	}
@@ -184,6 +186,9 @@ func runBenchRelay(ctx context.Context, env *environment, args []string) error {
 	}
 	if cfg.Warmup == 0 {
 		cfg.Warmup = -1 // --warmup 0: none (0 in RelayConfig is the default)
+	}
+	if cfg.Settle == 0 {
+		cfg.Settle = -1 // --settle 0: none
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg.Progress = func(p bench.PhaseProgress) {
@@ -243,6 +248,9 @@ func checkBenchRelayFlags(cfg bench.RelayConfig, partitions int) error {
 	}
 	if cfg.Warmup < 0 {
 		errs = append(errs, fmt.Errorf("--warmup must be >= 0, got %s", cfg.Warmup))
+	}
+	if cfg.Settle < 0 {
+		errs = append(errs, fmt.Errorf("--settle must be >= 0, got %s", cfg.Settle))
 	}
 	if err := errors.Join(append(errs, cfg.Validate())...); err != nil {
 		return usageError{err}

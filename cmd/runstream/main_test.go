@@ -71,6 +71,7 @@ func TestRun_UsageErrors(t *testing.T) {
 		{[]string{"relay", "dlq", "retry"}, nil, "--id N"},
 		{[]string{"relay", "dlq", "frob"}, nil, "list or retry"},
 		{[]string{"projector", "--snapshot-cache-mb", "-1"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1"}, "--snapshot-cache-mb"},
+		{[]string{"bench", "relay", "--settle", "-1s"}, nil, "--settle must be >= 0"},
 	} {
 		var out syncBuffer
 		err := run(context.Background(), tc.args, func(k string) string { return tc.env[k] }, &out, &out)

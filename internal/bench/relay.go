@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	mrand "math/rand/v2"
+	"os"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -102,6 +103,15 @@ type RelayConfig struct {
 	// plans, and its backlog (~200 ms) would otherwise reach the relay as
 	// bursts. 0 means 2s; negative means none.
 	Warmup time.Duration
+	// Settle is how long the bench waits between the drain and the latency
+	// phase, the relay idle, so that the latency phase measures the steady
+	// state and not the drain's aftermath: a million rows written and as
+	// many outbox rows deleted leave the kernel writing dirty pages back
+	// (Linux does so 30 s after they were written) and Postgres
+	// checkpointing them, and an append's commit then waits for its WAL
+	// flush behind those writes (see bench/README.md). 0 means 40s;
+	// negative means none. Without the drain there is nothing to settle.
+	Settle time.Duration
 	// Appenders is the goroutines appending in the latency phase (the
 	// concurrent requests an API would serve); 0 means 16.
 	Appenders int
@@ -181,6 +191,10 @@ func (c RelayConfig) withDefaults() RelayConfig {
 		c.Warmup = 2 * time.Second
 	}
 	c.Warmup = max(c.Warmup, 0)
+	if c.Settle == 0 {
+		c.Settle = defaultRelaySettle
+	}
+	c.Settle = max(c.Settle, 0)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -233,6 +247,12 @@ func RunRelay(ctx context.Context, cfg RelayConfig) (rep *RelayReport, err error
 			return nil, err
 		}
 	}
+	var settled *SettleReport
+	if !cfg.DisableDrain && !cfg.DisableLatency && cfg.Settle > 0 {
+		if settled, err = b.settle(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if !cfg.DisableLatency {
 		if cfg.DisableDrain {
 			if err := b.fill(ctx, newRuns(min(cfg.Runs, cfg.Events)), false); err != nil {
@@ -245,8 +265,72 @@ func RunRelay(ctx context.Context, cfg RelayConfig) (rep *RelayReport, err error
 		if rep.Latency, err = b.latency(ctx); err != nil {
 			return nil, err
 		}
+		rep.Latency.Settle = settled
 	}
 	return rep, nil
+}
+
+// defaultRelaySettle is RelayConfig.Settle's default.
+const defaultRelaySettle = 40 * time.Second
+
+// SettleReport is the wait between the drain and the latency phase.
+type SettleReport struct {
+	Duration time.Duration `json:"-"`
+	// DirtyBefore and DirtyAfter are the machine's dirty and writeback
+	// page cache (Dirty + Writeback in /proc/meminfo) when the wait began
+	// and ended, in MB; -1 where /proc/meminfo cannot be read.
+	DirtyBefore float64 `json:"dirtyBeforeMB"`
+	DirtyAfter  float64 `json:"dirtyAfterMB"`
+}
+
+// MarshalJSON adds the duration in seconds.
+func (s *SettleReport) MarshalJSON() ([]byte, error) {
+	type plain SettleReport
+	return json.Marshal(struct {
+		*plain
+		Seconds float64 `json:"seconds"`
+	}{(*plain)(s), s.Duration.Seconds()})
+}
+
+// settle waits cfg.Settle with the relay idle (see RelayConfig.Settle),
+// reporting progress each second.
+func (b *relayBench) settle(ctx context.Context) (*SettleReport, error) {
+	rep := &SettleReport{Duration: b.cfg.Settle, DirtyBefore: dirtyMB()}
+	start := time.Now()
+	stop := b.progress("settle", int64(b.cfg.Settle.Seconds()), func() int64 { return int64(time.Since(start).Seconds()) })
+	ok := sleepCtx(ctx, b.cfg.Settle)
+	stop()
+	if !ok {
+		return nil, fmt.Errorf("bench interrupted while settling after the drain: %w", ctx.Err())
+	}
+	rep.DirtyAfter = dirtyMB()
+	return rep, nil
+}
+
+// dirtyMB reads the page cache waiting to be written (Dirty + Writeback)
+// from /proc/meminfo, in MB; -1 when it cannot.
+func dirtyMB() float64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return -1
+	}
+	kb, found := 0.0, 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || (f[0] != "Dirty:" && f[0] != "Writeback:") {
+			continue
+		}
+		n, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			return -1
+		}
+		kb += n
+		found++
+	}
+	if found != 2 {
+		return -1
+	}
+	return round(kb/1024, 1)
 }
 
 // relayDefaultBatch is relay.Config's BatchSize default, for the report.
@@ -1414,6 +1498,8 @@ type LatencyReport struct {
 	SharedTransactions uint64 `json:"sharedTransactions"`
 	// Warmup is how long the same load ran before the window, unmeasured.
 	Warmup time.Duration `json:"-"`
+	// Settle is the wait after the drain, when there was one.
+	Settle *SettleReport `json:"settle,omitempty"`
 	// Window is from the first due time until the last append returned.
 	Window time.Duration `json:"-"`
 	// Appended and Errors split Offered.
@@ -1546,6 +1632,10 @@ func (r *RelayReport) WriteText(w io.Writer) error {
 	if l := r.Latency; l != nil {
 		fmt.Fprintf(&b, "latency: %d events/s offered for %s by %d appenders (store.AppendEvent on %d connections, outbox NOTIFY on), after %s of the same load unmeasured\n",
 			l.Rate, l.Duration, l.Appenders, l.AppendConns, l.Warmup)
+		if st := l.Settle; st != nil {
+			fmt.Fprintf(&b, "  settle     %s idle after the drain first (--settle); dirty page cache %s MB -> %s MB\n",
+				st.Duration, mb(st.DirtyBefore), mb(st.DirtyAfter))
+		}
 		fmt.Fprintf(&b, "  appends    %d of %d appended (%.0f events/s achieved), %d errors; %d received from the topic, %d duplicates\n",
 			l.Appended, l.Offered, l.AchievedRate(), l.Errors, l.Received, l.Duplicates)
 		fmt.Fprintf(&b, "  append tx  %d alone, %d shared by the others (appends beyond the %d connections wait and go together)\n",
@@ -1604,4 +1694,12 @@ func fmtLatency(l Latency, withMax bool) string {
 		s += "  max " + fmtMs(l.Max)
 	}
 	return s
+}
+
+// mb formats a size in MB, or "?" for an unknown one (negative).
+func mb(v float64) string {
+	if v < 0 {
+		return "?"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
 }

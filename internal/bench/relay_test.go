@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func TestBenchRelay_BothPhases(t *testing.T) {
 	defer cancel()
 	var phases []string
 	rep, err := RunRelay(ctx, RelayConfig{PostgresURL: pgURL, Events: 20000, Runs: 300,
-		Rate: 200, Duration: time.Second, Appenders: 4, Relays: 2,
+		Rate: 200, Duration: time.Second, Appenders: 4, Relays: 2, Settle: 1500 * time.Millisecond,
 		fillChunk: 3000, // 7 chunks, filled in parallel
 		Progress:  func(p PhaseProgress) { phases = append(phases, p.Phase) }})
 	if err != nil {
@@ -66,6 +67,9 @@ func TestBenchRelay_BothPhases(t *testing.T) {
 	l := rep.Latency
 	if l == nil {
 		t.Fatal("no latency in the report")
+	}
+	if st := l.Settle; st == nil || st.Duration != 1500*time.Millisecond || !slices.Contains(phases, "settle") {
+		t.Errorf("settle = %+v (phases %v); want 1.5s between the drain and the latency phase, with progress", st, phases)
 	}
 	if l.Offered != 200 || l.Appended != l.Offered || l.Errors != 0 {
 		t.Errorf("latency: %d offered, %d appended, %d errors; want 200, 200, 0", l.Offered, l.Appended, l.Errors)
@@ -104,7 +108,7 @@ func TestBenchRelay_BothPhases(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"drain: 20000 events over 300 runs", "target >= 50000", "commit-to-ack p99 < 20.00ms at 2000 events/s", "relay within 20.00ms"} {
+	for _, want := range []string{"drain: 20000 events over 300 runs", "target >= 50000", "commit-to-ack p99 < 20.00ms at 2000 events/s", "relay within 20.00ms", "settle     1.5s idle after the drain"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}
@@ -122,17 +126,21 @@ func TestBenchRelay_BothPhases(t *testing.T) {
 			CommitToConsume struct {
 				P99 *float64 `json:"p99"`
 			} `json:"commitToConsumeMs"`
-			Met *bool `json:"met"`
+			Met    *bool `json:"met"`
+			Settle struct {
+				Seconds float64 `json:"seconds"`
+			} `json:"settle"`
 		} `json:"latency"`
 	}
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatalf("decoding the JSON report: %v\n%s", err, b)
 	}
-	if got.Drain.EventsPerSec <= 0 || got.Drain.Met == nil || got.Latency.Met == nil || got.Latency.CommitToConsume.P99 == nil {
+	if got.Drain.EventsPerSec <= 0 || got.Drain.Met == nil || got.Latency.Met == nil || got.Latency.CommitToConsume.P99 == nil ||
+		got.Latency.Settle.Seconds != 1.5 {
 		t.Errorf("JSON report lacks the rates or verdicts: %s", b)
 	}
 	for _, p := range phases {
-		if p != "fill" && p != "drain" && p != "verify" && p != "latency" {
+		if p != "fill" && p != "drain" && p != "verify" && p != "settle" && p != "latency" {
 			t.Errorf("progress reported phase %q", p)
 		}
 	}
@@ -150,6 +158,9 @@ func TestBenchRelay_LatencyOnly(t *testing.T) {
 	}
 	if rep.Drain != nil {
 		t.Errorf("drain ran with DisableDrain: %+v", rep.Drain)
+	}
+	if rep.Latency != nil && rep.Latency.Settle != nil {
+		t.Errorf("settled without a drain: %+v", rep.Latency.Settle)
 	}
 	if l := rep.Latency; l == nil || l.Offered != 50 || l.Received != l.Appended || l.Appended != 50 {
 		t.Errorf("latency = %+v; want 50 offered, appended and received", l)
