@@ -706,7 +706,7 @@ func etlExpect(runs [][]store.RunEventRecord) map[string]etlRow {
 			knownEvent = knownEvent || store.IsKnownEvent(recs[i].EventType)
 		}
 		if !knownEvent {
-			continue // recorded nowhere
+			continue // no row: only events of unknown types
 		}
 		snap, _ := reduce.Project(store.RunSnapshot{}, recs)
 		attempts := 0

@@ -27,7 +27,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "runstream_etl_events_total",
-			Help: "Events by what the ETL did with them: applied, gap_filled (fetched from the store and applied), unknown_type (recorded nowhere), duplicate (at or below the run's checkpoint: skipped), handler_error (a failed attempt, retried), dead_lettered.",
+			Help: "Events by what the ETL did with them: applied, gap_filled (fetched from the store and applied), unknown_type (moves only its run's last_event_seq), duplicate (at or below the run's checkpoint: skipped), handler_error (a failed attempt, retried), dead_lettered.",
 		}, []string{"result"}),
 		gaps: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "runstream_etl_gaps_total",

@@ -851,8 +851,8 @@ func (c *runCache) commit(p *pending) {
 			}
 			c.runs[r.id] = cachedRun{snap: *r.next, seq: r.last}
 		case r.next == nil:
-			// Only unknown types (or nothing new): the rows did not change,
-			// the checkpoint did.
+			// No row written: the run has none (only unknown types so far,
+			// its checkpoint in the checkpoint table) or nothing was new.
 			if e, ok := c.runs[r.id]; ok && e.seq == r.first-1 {
 				e.seq = r.last
 				c.runs[r.id] = e
