@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	crand "crypto/rand"
 	"encoding/binary"
@@ -1105,30 +1104,33 @@ func (b *projBench) baseline(ctx context.Context, tenant string, plans []*projPl
 // procMemory reads VmRSS and VmHWM (peak RSS) from a /proc/<pid>/status
 // file, in bytes; zeros when it is not available.
 func procMemory(status string) (rss, hwm uint64) {
-	f, err := os.Open(status)
+	kb, _ := procKB(status, "VmRSS", "VmHWM")
+	return kb[0] << 10, kb[1] << 10
+}
+
+// procKB reads the "Key: N kB" lines of a /proc file (status, meminfo):
+// the value of each of keys in kB (0 when absent or unreadable), and
+// whether it was read.
+func procKB(path string, keys ...string) (kb []uint64, found []bool) {
+	kb, found = make([]uint64, len(keys)), make([]bool, len(keys))
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, 0
+		return kb, found
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Bytes()
-		var dst *uint64
-		switch {
-		case bytes.HasPrefix(line, []byte("VmRSS:")):
-			dst = &rss
-		case bytes.HasPrefix(line, []byte("VmHWM:")):
-			dst = &hwm
-		default:
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
 			continue
 		}
-		fields := strings.Fields(string(line))
-		if len(fields) >= 2 {
-			kb, _ := strconv.ParseUint(fields[1], 10, 64)
-			*dst = kb << 10
+		i := slices.Index(keys, strings.TrimSuffix(f[0], ":"))
+		if i < 0 {
+			continue
+		}
+		if n, err := strconv.ParseUint(f[1], 10, 64); err == nil {
+			kb[i], found[i] = n, true
 		}
 	}
-	return rss, hwm
+	return kb, found
 }
 
 func heapInuse() uint64 {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	mrand "math/rand/v2"
-	"os"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -310,27 +309,11 @@ func (b *relayBench) settle(ctx context.Context) (*SettleReport, error) {
 // dirtyMB reads the page cache waiting to be written (Dirty + Writeback)
 // from /proc/meminfo, in MB; -1 when it cannot.
 func dirtyMB() float64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
+	kb, found := procKB("/proc/meminfo", "Dirty", "Writeback")
+	if !found[0] || !found[1] {
 		return -1
 	}
-	kb, found := 0.0, 0
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 || (f[0] != "Dirty:" && f[0] != "Writeback:") {
-			continue
-		}
-		n, err := strconv.ParseFloat(f[1], 64)
-		if err != nil {
-			return -1
-		}
-		kb += n
-		found++
-	}
-	if found != 2 {
-		return -1
-	}
-	return round(kb/1024, 1)
+	return round(float64(kb[0]+kb[1])/1024, 1)
 }
 
 // relayDefaultBatch is relay.Config's BatchSize default, for the report.
