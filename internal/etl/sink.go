@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"strings"
 	"sync"
@@ -56,59 +57,81 @@ type sink struct {
 	// batch need not read its rows back; nil without the batcher, which
 	// tells it what committed.
 	cache *runCache
+	// queues holds the partitions' event queues between transactions.
+	queues queueBuffers
 }
 
 // pending holds one transaction's events, grouped by run in first-seen
 // order.
 //
-// add copies each event once into queue, in arrival order, and only
-// counts it for its run; group then lays the events out run by run in one
-// slice of the exact size, so a batch of thousands of events costs two
-// allocations rather than a growing slice per run. queue is recycled
-// across transactions (queues).
+// add copies each event once into queue, in arrival order, and links it
+// to its run's previous event there: a run's events are a chain through
+// the queue (runEvents.events), so a batch of thousands of events costs
+// one slice, kept across the partition's transactions (queueBuffers), rather than a slice
+// per run or a second copy laid out run by run.
 type pending struct {
 	runs  map[string]*runEvents
 	order []*runEvents
 	queue []queued
-	arena []store.RunEventRecord // the runs' evs, once grouped; see release
+	// from is the partition of the events, whose buffer queue is (see
+	// queueBuffers).
+	from partitionKey
 }
 
-// queued is an event waiting for group, and its run.
+// queued is an event waiting for flush, its run, and the index + 1 in the
+// queue of the run's next event (0: none yet).
 type queued struct {
-	run *runEvents
-	ev  store.RunEventRecord
+	run  *runEvents
+	next int32
+	ev   store.RunEventRecord
 }
 
-// queues recycles pending.queue buffers: a partition's batches are about
-// the same size from one transaction to the next.
-var queues = sync.Pool{New: func() any { return new([]queued) }}
+// queueBuffers keeps each partition's pending.queue buffer between its
+// transactions (one at a time per partition in a process): a partition's
+// batches are about the same size from one transaction to the next, so the
+// queue is neither grown, and copied, step by step as events arrive, nor
+// allocated and zeroed afresh (as a sync.Pool's buffers are once the
+// collector emptied it).
+type queueBuffers struct {
+	mu sync.Mutex
+	m  map[partitionKey][]queued
+}
 
-// arenas recycles the slices group lays the runs' events out in.
-var arenas = sync.Pool{New: func() any { return new([]store.RunEventRecord) }}
+type partitionKey struct {
+	topic     string
+	partition int32
+}
 
-func getArena(n int) []store.RunEventRecord {
-	b := arenas.Get().(*[]store.RunEventRecord)
-	if cap(*b) < n {
-		*b = make([]store.RunEventRecord, n)
+// take hands k's buffer over, empty; nil when there is none (or another
+// transaction of k holds it).
+func (q *queueBuffers) take(k partitionKey) []queued {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b := q.m[k]
+	delete(q.m, k)
+	return b[:0]
+}
+
+func (q *queueBuffers) give(k partitionKey, b []queued) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.m == nil {
+		q.m = map[partitionKey][]queued{}
 	}
-	return (*b)[:n]
+	q.m[k] = b[:0]
 }
 
-// release recycles p's events once its transaction is over (committed or
-// not). Nothing may use p's runs' evs afterwards; the snapshots built from
-// them (the run cache's) share only strings with them, which recycling
-// does not touch.
-func (p *pending) release() {
-	if p == nil || p.arena == nil {
+// release gives p's queue back to bufs once its transaction is over
+// (committed or not). Nothing may use p's runs' events afterwards; the
+// snapshots built from them (the run cache's) share only strings with
+// them, which reuse does not touch.
+func (p *pending) release(bufs *queueBuffers) {
+	if p == nil || p.queue == nil {
 		return
 	}
-	clear(p.arena)
-	a := p.arena[:0]
-	p.arena = nil
-	for _, r := range p.order {
-		r.evs = nil
-	}
-	arenas.Put(&a)
+	clear(p.queue) // drop the references for the collector
+	bufs.give(p.from, p.queue)
+	p.queue = nil
 }
 
 // attemptKey names one step_attempts row of a run.
@@ -128,10 +151,11 @@ type runEvents struct {
 	// first and last are the runSeq of the run's first and last event in
 	// the transaction, unknown types included.
 	first, last int64
-	// n counts the run's events, known counts those of known types; evs
-	// holds them once grouped.
+	// n counts the run's events, known counts those of known types.
 	n, known int
-	evs      []store.RunEventRecord
+	// head and tail are the index + 1 in pending.queue of the run's first
+	// and last event (see events).
+	head, tail int32
 	// next is the run's snapshot after the transaction, once flushed.
 	next *store.RunSnapshot
 	// touched lists the step attempts the events name, each once.
@@ -142,9 +166,6 @@ type runEvents struct {
 func (p *pending) add(ev *store.RunEventRecord) {
 	if p.runs == nil {
 		p.runs = map[string]*runEvents{}
-		if p.queue == nil {
-			p.queue = (*queues.Get().(*[]queued))[:0]
-		}
 	}
 	r := p.runs[ev.RunID]
 	if r == nil {
@@ -163,6 +184,13 @@ func (p *pending) add(ev *store.RunEventRecord) {
 	}
 	p.queue = append(p.queue, queued{run: r, ev: *ev})
 	microseconds(&p.queue[len(p.queue)-1].ev)
+	at := int32(len(p.queue))
+	if r.tail == 0 {
+		r.head = at
+	} else {
+		p.queue[r.tail-1].next = at
+	}
+	r.tail = at
 	if store.IsStepEvent(ev.EventType) && ev.StepID != "" {
 		r.touch(attemptKey{ev.StepID, ev.LogicalAttemptID})
 	}
@@ -193,27 +221,17 @@ func (r *runEvents) touch(k attemptKey) {
 	}
 }
 
-// group moves the queued events into their runs' evs, run by run in one
-// allocation, and recycles the queue.
-func (p *pending) group() {
-	if len(p.queue) == 0 {
-		return
+// events yields r's events in p's queue, in arrival order.
+func (p *pending) events(r *runEvents) iter.Seq[*store.RunEventRecord] {
+	return func(yield func(*store.RunEventRecord) bool) {
+		for i := r.head; i != 0; {
+			q := &p.queue[i-1]
+			if !yield(&q.ev) {
+				return
+			}
+			i = q.next
+		}
 	}
-	all := getArena(len(p.queue))
-	p.arena = all
-	off := 0
-	for _, r := range p.order {
-		r.evs = all[off : off : off+r.n]
-		off += r.n
-	}
-	for i := range p.queue {
-		q := &p.queue[i]
-		q.run.evs = append(q.run.evs, q.ev)
-	}
-	clear(p.queue) // drop the references for the collector
-	q := p.queue[:0]
-	p.queue = nil
-	queues.Put(&q)
 }
 
 type ctxKey int
@@ -223,6 +241,10 @@ const pendingKey ctxKey = 0
 // Handle implements consumer.Handler.
 func (s *sink) Handle(ctx context.Context, ev consumer.Event) error {
 	if p, ok := ctx.Value(pendingKey).(*pending); ok {
+		if p.queue == nil {
+			p.from = partitionKey{ev.Topic, ev.Partition}
+			p.queue = s.queues.take(p.from)
+		}
 		p.add(&ev.RunEventRecord)
 		return nil
 	}
@@ -233,7 +255,6 @@ func (s *sink) Handle(ctx context.Context, ev consumer.Event) error {
 	var p pending
 	p.add(&ev.RunEventRecord)
 	err := s.flush(ctx, tx, &p, nil, s.upsertAll.Load())
-	p.release()
 	s.noteWriteError(err)
 	return err
 }
@@ -273,7 +294,7 @@ func (b *batcher) Transact(ctx context.Context, group string, fn func(context.Co
 	var p *pending
 	var flushed time.Time
 	err := b.inner.Transact(ctx, group, func(ctx context.Context, ctp consumer.CheckpointTx) error {
-		p.release() // a retried attempt's
+		p.release(&b.sink.queues) // a retried attempt's
 		p, flushed = &pending{}, time.Time{}
 		if err := fn(context.WithValue(ctx, pendingKey, p), ctp); err != nil {
 			return err
@@ -299,7 +320,7 @@ func (b *batcher) Transact(ctx context.Context, group string, fn func(context.Co
 	if err == nil && p != nil && b.sink.cache != nil {
 		b.sink.cache.commit(p)
 	}
-	p.release()
+	p.release(&b.sink.queues)
 	return err
 }
 
@@ -313,11 +334,10 @@ func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch
 		start := time.Now()
 		defer func() { s.flushTime.Observe(time.Since(start).Seconds()) }()
 	}
-	p.group()
 	var load []string
 	var cached map[string]store.RunSnapshot
 	for _, r := range p.order {
-		if r.fresh || len(r.evs) == 0 {
+		if r.fresh || r.n == 0 {
 			continue
 		}
 		if sn, ok := s.cache.get(r.id, r.first-1); ok {
@@ -347,21 +367,21 @@ func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch
 	// that they are not grown (and copied) row by row.
 	nRuns, nAttempts := 0, 0
 	for _, r := range p.order {
-		if len(r.evs) > 0 {
+		if r.n > 0 {
 			nRuns++
 			nAttempts += len(r.touched)
 		}
 	}
 	ins.grow(nRuns, nAttempts)
 	for _, r := range p.order {
-		if len(r.evs) == 0 {
+		if r.n == 0 {
 			continue
 		}
 		var base store.RunSnapshot
 		if sn, ok := prev[clean(r.id)]; ok {
 			base = sn
 		}
-		next, _ := reduce.Project(base, r.evs)
+		next, _ := reduce.ProjectSeq(base, p.events(r))
 		if next.RunID == "" || (base.RunID == "" && r.known == 0) {
 			// Every event was a duplicate of what the rows hold, or the run
 			// has no rows and only events of unknown types, which make none:

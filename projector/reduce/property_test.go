@@ -2,6 +2,7 @@ package reduce
 
 import (
 	"fmt"
+	"iter"
 	"math/rand"
 	"os"
 	"reflect"
@@ -268,6 +269,13 @@ func TestProject_Properties(t *testing.T) {
 		if diff := quickDiff(sum, fullSum); diff != "" {
 			fail("Project summary differs from folding Apply (-fold +project):\n%s", diff)
 		}
+		seq, seqSum := ProjectSeq(store.RunSnapshot{}, pointers(evs))
+		if diff := quickDiff(full, seq); diff != "" {
+			fail("ProjectSeq differs from Project (-project +seq):\n%s", diff)
+		}
+		if diff := quickDiff(fullSum, seqSum); diff != "" {
+			fail("ProjectSeq summary differs from Project's (-project +seq):\n%s", diff)
+		}
 		if got := fullSum.Applied + fullSum.Duplicate + fullSum.UnknownType; got != len(evs) {
 			fail("summary counts %d outcomes for %d events: %+v", got, len(evs), fullSum)
 		}
@@ -285,6 +293,9 @@ func TestProject_Properties(t *testing.T) {
 			if diff := quickDiff(full, inc); diff != "" {
 				fail("prefix %d then rest differs from all at once (-full +incremental):\n%s", k, diff)
 			}
+			if seqInc, _ := ProjectSeq(head, pointers(evs[k:])); quickDiff(full, seqInc) != "" {
+				fail("prefix %d then the rest through ProjectSeq differs from all at once (-full +incremental):\n%s", k, quickDiff(full, seqInc))
+			}
 			inc, _ = Project(jsonClone(head), evs[k:])
 			if diff := quickDiff(full, inc); diff != "" {
 				fail("prefix %d via JSON then rest differs from all at once (-full +incremental):\n%s", k, diff)
@@ -297,5 +308,16 @@ func TestProject_Properties(t *testing.T) {
 	if violations == 0 || terminal == 0 {
 		t.Errorf("seed=%d: generator produced %d causal violations and %d terminal runs in %d runs; want both > 0",
 			seed, violations, terminal, propertyRuns)
+	}
+}
+
+// pointers yields pointers to evs' elements, as ProjectSeq takes them.
+func pointers(evs []store.RunEventRecord) iter.Seq[*store.RunEventRecord] {
+	return func(yield func(*store.RunEventRecord) bool) {
+		for i := range evs {
+			if !yield(&evs[i]) {
+				return
+			}
+		}
 	}
 }

@@ -1,6 +1,10 @@
 package reduce
 
-import "github.com/runstream/runstream/store"
+import (
+	"iter"
+
+	"github.com/runstream/runstream/store"
+)
 
 // Outcome says what Apply did with an event.
 type Outcome string
@@ -111,21 +115,40 @@ func Apply(prev store.RunSnapshot, ev store.RunEventRecord) (store.RunSnapshot, 
 // once, on the first event it applies, and then updates its private copy
 // in place.
 func Project(prev store.RunSnapshot, events []store.RunEventRecord) (store.RunSnapshot, Summary) {
-	r := reducer{s: prev}
-	var sum Summary
+	p := projection{r: reducer{s: prev}}
 	for i := range events {
-		ev := &events[i]
-		if ev.RunSeq <= r.s.LastEventSeq {
-			sum.add(ev, Result{Outcome: Duplicate})
-			continue
-		}
-		if !r.private {
-			r.s = cloneSnapshot(r.s)
-			r.private = true
-		}
-		sum.add(ev, r.apply(ev))
+		p.add(&events[i])
 	}
-	return r.s, sum
+	return p.r.s, p.sum
+}
+
+// ProjectSeq is [Project] for events that are not in one slice: it
+// applies them in the order events yields them, which the caller sorts by
+// RunSeq. The pointers need to be valid only during the call.
+func ProjectSeq(prev store.RunSnapshot, events iter.Seq[*store.RunEventRecord]) (store.RunSnapshot, Summary) {
+	p := projection{r: reducer{s: prev}}
+	for ev := range events {
+		p.add(ev)
+	}
+	return p.r.s, p.sum
+}
+
+// projection is one Project call in progress.
+type projection struct {
+	r   reducer
+	sum Summary
+}
+
+func (p *projection) add(ev *store.RunEventRecord) {
+	if ev.RunSeq <= p.r.s.LastEventSeq {
+		p.sum.add(ev, Result{Outcome: Duplicate})
+		return
+	}
+	if !p.r.private {
+		p.r.s = cloneSnapshot(p.r.s)
+		p.r.private = true
+	}
+	p.sum.add(ev, p.r.apply(ev))
 }
 
 // reducer holds the snapshot being built. When private is false, s is a
