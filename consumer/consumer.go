@@ -111,8 +111,18 @@ type Config struct {
 	// StopOnPoison makes Run return an error for a poison record instead of
 	// dead-lettering it.
 	StopOnPoison bool
-	// MaxPollRecords bounds one batch; 0 means 1000.
+	// MaxPollRecords bounds one poll; 0 means 1000.
 	MaxPollRecords int
+	// MaxQueuedRecords bounds the records polled for a partition that wait
+	// while it handles earlier ones: they all go into its next transaction
+	// together, and the poll loop waits while a partition has this many.
+	// So under load a partition's transactions grow (their checkpoint reads
+	// and writes cover more records), while the records waiting stay
+	// within a few polls' worth across partitions. 0 means a quarter of
+	// MaxPollRecords: larger queues save the database a little more and
+	// cost this process more (memory traffic and collection) than they save,
+	// in `runstream bench etl` (bench/README.md).
+	MaxQueuedRecords int
 	// DecodeDuplicates makes the consumer decode every record before
 	// deciding whether it is a duplicate. By default a record with a key
 	// (the runId, as the relay keys records) and a "runSeq" header (which
@@ -142,8 +152,8 @@ func (c Config) Validate() error {
 	if c.OnGap == nil && c.Fetcher == nil {
 		errs = append(errs, errors.New("consumer: set OnGap or Fetcher: gaps must be filled, never skipped"))
 	}
-	if c.MaxAttempts < 0 || c.MaxPollRecords < 0 {
-		errs = append(errs, errors.New("consumer: MaxAttempts and MaxPollRecords must be >= 0"))
+	if c.MaxAttempts < 0 || c.MaxPollRecords < 0 || c.MaxQueuedRecords < 0 {
+		errs = append(errs, errors.New("consumer: MaxAttempts, MaxPollRecords and MaxQueuedRecords must be >= 0"))
 	}
 	return errors.Join(errs...)
 }
@@ -192,6 +202,9 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 	if cfg.MaxPollRecords == 0 {
 		cfg.MaxPollRecords = 1000
 	}
+	if cfg.MaxQueuedRecords == 0 {
+		cfg.MaxQueuedRecords = max(1, cfg.MaxPollRecords/4)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -226,10 +239,10 @@ func FetchGap(f Fetcher) GapFunc {
 // it (with StopOnPoison).
 //
 // Each partition has a goroutine of its own, fed by the poll loop: it
-// handles its partition's share of each poll in order, one transaction
-// each, and commits its offsets as soon as that transaction committed, so
-// a partition never waits for a slower one and the next poll is fetched
-// while the previous one is handled. A revoked (or lost) partition's
+// handles its partition's records in order, in one transaction for all
+// that queued up since its previous one, and commits their offsets as soon
+// as that transaction committed, so a partition never waits for a slower
+// one and the next poll is fetched while the previous one is handled. A revoked (or lost) partition's
 // goroutine finishes the transaction in flight and stops before the
 // rebalance goes on.
 func (c *Consumer) Run(ctx context.Context) error {
@@ -302,28 +315,82 @@ func (ws *workers) fail(err error) {
 }
 
 type worker struct {
-	recs chan []*kgo.Record
-	quit chan struct{}
-	done chan struct{}
+	limit int // records queued beyond which dispatch waits
+
+	mu     sync.Mutex
+	queued [][]*kgo.Record // polls' records not yet taken, in order
+	n      int             // records in queued
+
+	ready chan struct{} // cap 1: something was queued
+	room  chan struct{} // cap 1: the queue was taken
+	quit  chan struct{}
+	done  chan struct{}
+	buf   []*kgo.Record // take's result, reused
+	items []item        // partition's, reused
 }
 
-// dispatch hands a partition's records to its goroutine, starting it if
-// needed; it waits while the goroutine has a poll's records queued
-// already.
+// dispatch queues a partition's records for its goroutine, starting it if
+// needed. It waits while the goroutine has MaxQueuedRecords or more records
+// queued already, so that a partition slower than the others holds back
+// the poll loop rather than piling up records.
 func (ws *workers) dispatch(tp topicPartition, recs []*kgo.Record) {
 	ws.mu.Lock()
 	w := ws.m[tp]
 	if w == nil {
-		w = &worker{recs: make(chan []*kgo.Record, 1), quit: make(chan struct{}), done: make(chan struct{})}
+		w = &worker{limit: ws.c.cfg.MaxQueuedRecords, ready: make(chan struct{}, 1), room: make(chan struct{}, 1),
+			quit: make(chan struct{}), done: make(chan struct{})}
 		ws.m[tp] = w
 		go ws.run(w)
 	}
 	ws.mu.Unlock()
-	select {
-	case w.recs <- recs:
-	case <-w.done:
-	case <-ws.ctx.Done():
+	for {
+		w.mu.Lock()
+		if w.n < w.limit {
+			w.queued = append(w.queued, recs)
+			w.n += len(recs)
+			w.mu.Unlock()
+			signal(w.ready)
+			return
+		}
+		w.mu.Unlock()
+		select {
+		case <-w.room:
+		case <-w.done:
+			return
+		case <-ws.ctx.Done():
+			return
+		}
 	}
+}
+
+// signal wakes the receiver of c, a channel of capacity 1, unless it has
+// a wake-up pending already.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// take returns every record queued, in order, as one batch: the polls
+// that arrived while the previous transaction ran go into the next one
+// together. Under load a partition's transactions grow (fewer of them, each
+// amortising its checkpoint reads and writes over more records); when the
+// goroutine keeps up, each poll still goes out on its own, at once.
+func (w *worker) take() []*kgo.Record {
+	w.mu.Lock()
+	queued := w.queued
+	w.queued, w.n = nil, 0
+	w.mu.Unlock()
+	signal(w.room)
+	if len(queued) == 1 {
+		return queued[0]
+	}
+	w.buf = w.buf[:0]
+	for _, recs := range queued {
+		w.buf = append(w.buf, recs...)
+	}
+	return w.buf
 }
 
 func (ws *workers) run(w *worker) {
@@ -335,8 +402,17 @@ func (ws *workers) run(w *worker) {
 			return
 		case <-ws.ctx.Done():
 			return
-		case recs := <-w.recs:
-			if err := c.partition(ws.ctx, recs); err != nil {
+		case <-w.ready:
+			select {
+			case <-w.quit: // revoked meanwhile: the queue is the next owner's
+				return
+			default:
+			}
+			recs := w.take()
+			if len(recs) == 0 {
+				continue
+			}
+			if err := c.partition(ws.ctx, recs, &w.items); err != nil {
 				if ws.ctx.Err() == nil {
 					ws.fail(err)
 				}
@@ -345,6 +421,7 @@ func (ws *workers) run(w *worker) {
 			if err := c.cl.CommitRecords(ws.ctx, recs[len(recs)-1]); err != nil && ws.ctx.Err() == nil {
 				c.log.Warn("committing offsets failed; records will be redelivered and skipped as duplicates", "err", err)
 			}
+			clear(recs) // the buffer is reused: let the records go
 		}
 	}
 }
@@ -408,9 +485,18 @@ type item struct {
 // partition handles one partition's records in order. It tries the whole
 // batch in one checkpoint transaction (fast); if a handler fails it falls
 // back to one event per transaction, with retries, to isolate the failure.
-func (c *Consumer) partition(ctx context.Context, recs []*kgo.Record) error {
-	items := getItems(len(recs))
-	defer putItems(items)
+//
+// buf holds the items of the partition's previous batch (a few hundred
+// bytes each), reused so that a batch of thousands of records does not
+// allocate, and zero, megabytes afresh; nothing keeps an item past its
+// batch: handlers get events by value, and hooks' pointers are valid only
+// during the call (see [Hooks]).
+func (c *Consumer) partition(ctx context.Context, recs []*kgo.Record, buf *[]item) error {
+	if cap(*buf) < len(recs) {
+		*buf = make([]item, len(recs))
+	}
+	items := (*buf)[:len(recs)]
+	defer clear(items) // drop the records and events for the collector
 	for i, r := range recs {
 		it := &items[i]
 		it.rec = r
@@ -434,26 +520,6 @@ func (c *Consumer) partition(ctx context.Context, recs []*kgo.Record) error {
 		}
 	}
 	return nil
-}
-
-// itemBuffers recycles partition's items (a few hundred bytes each, a
-// poll's worth per batch) across batches. Nothing keeps an item past its
-// batch: handlers get events by value, and hooks' pointers are valid only
-// during the call (see [Hooks]).
-var itemBuffers = sync.Pool{New: func() any { return new([]item) }}
-
-func getItems(n int) []item {
-	b := itemBuffers.Get().(*[]item)
-	if cap(*b) < n {
-		*b = make([]item, n)
-	}
-	return (*b)[:n]
-}
-
-func putItems(items []item) {
-	clear(items) // drop the records and events for the collector
-	items = items[:0]
-	itemBuffers.Put(&items)
 }
 
 // decode decodes it's record, or marks it poison. A record whose key and
