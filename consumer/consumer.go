@@ -119,9 +119,9 @@ type Config struct {
 	// So under load a partition's transactions grow (their checkpoint reads
 	// and writes cover more records), while the records waiting stay
 	// within a few polls' worth across partitions. 0 means a quarter of
-	// MaxPollRecords: larger queues save the database a little more and
-	// cost this process more (memory traffic and collection) than they save,
-	// in `runstream bench etl` (bench/README.md).
+	// MaxPollRecords: in `runstream bench etl` (bench/README.md), larger
+	// queues cost this process more (memory traffic, collection) than they
+	// saved the database, on a machine the two share.
 	MaxQueuedRecords int
 	// DecodeDuplicates makes the consumer decode every record before
 	// deciding whether it is a duplicate. By default a record with a key
@@ -242,9 +242,9 @@ func FetchGap(f Fetcher) GapFunc {
 // handles its partition's records in order, in one transaction for all
 // that queued up since its previous one, and commits their offsets as soon
 // as that transaction committed, so a partition never waits for a slower
-// one and the next poll is fetched while the previous one is handled. A revoked (or lost) partition's
-// goroutine finishes the transaction in flight and stops before the
-// rebalance goes on.
+// one and the next poll is fetched while the previous one is handled. A
+// revoked (or lost) partition's goroutine finishes the transaction in
+// flight and stops before the rebalance goes on.
 func (c *Consumer) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
