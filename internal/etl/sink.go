@@ -66,15 +66,14 @@ type sink struct {
 //
 // add copies each event once into queue, in arrival order, and links it
 // to its run's previous event there: a run's events are a chain through
-// the queue (runEvents.events), so a batch of thousands of events costs
-// one slice, kept across the partition's transactions (queueBuffers), rather than a slice
-// per run or a second copy laid out run by run.
+// the queue (pending.events). A batch of thousands of events costs one
+// slice, kept across the partition's transactions (queueBuffers), rather
+// than a slice per run or a second copy laid out run by run.
 type pending struct {
 	runs  map[string]*runEvents
 	order []*runEvents
 	queue []queued
-	// from is the partition of the events, whose buffer queue is (see
-	// queueBuffers).
+	// from is the events' partition; queue is its buffer (queueBuffers).
 	from partitionKey
 }
 
