@@ -361,9 +361,10 @@ func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch
 	// insertion costs Postgres about twice a plain insert, and most rows
 	// are new. With upsert set (the retry after a unique violation, which
 	// only a bug could cause) every row is upserted instead.
-	var ins, upd rows
-	// Most rows are new: size the new rows' columns for all of them, so
-	// that they are not grown (and copied) row by row.
+	var ins newRows
+	var upd rows
+	// Most rows are new: size the new rows' list for all of them, so that
+	// it is not grown (and copied) row by row.
 	nRuns, nAttempts := 0, 0
 	for _, r := range p.order {
 		if r.n > 0 {
@@ -371,7 +372,7 @@ func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch
 			nAttempts += len(r.touched)
 		}
 	}
-	ins.grow(nRuns, nAttempts)
+	ins.runs, ins.attempts = make([]*store.RunSnapshot, 0, nRuns), make([]newAttempt, 0, nAttempts)
 	for _, r := range p.order {
 		if r.n == 0 {
 			continue
@@ -391,7 +392,7 @@ func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch
 		// The run's row records its checkpoint (see Run).
 		pgcheckpoint.Recorded(ctx, r.id, next.LastEventSeq)
 		if base.RunID == "" {
-			ins.addRun(&next)
+			ins.runs = append(ins.runs, &next)
 		} else {
 			upd.addRun(&next)
 		}
@@ -401,7 +402,7 @@ func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch
 				continue
 			}
 			if _, old := findAttempt(&base, k); old == nil {
-				ins.addAttempt(next.RunID, st, a)
+				ins.attempts = append(ins.attempts, newAttempt{next.RunID, st, a})
 			} else {
 				upd.addAttempt(next.RunID, st, a)
 			}
@@ -652,42 +653,9 @@ const (
 			artifacts_count = EXCLUDED.artifacts_count`
 )
 
-// The tables' columns as COPY takes them.
-var (
-	runCopyColumns     = columnList(runColumns)
-	attemptCopyColumns = columnList(attemptColumns)
-)
-
 // columnList splits a comma-separated list of column names.
 func columnList(cols string) []string {
 	return strings.Fields(strings.ReplaceAll(cols, ",", " "))
-}
-
-// columnCopy feeds n rows to CopyFrom through one reused slice (CopyFrom
-// encodes each row before it asks for the next); fill writes row i's
-// values into it, in the COPY's column order.
-type columnCopy struct {
-	n, i int
-	row  []any
-	fill func(i int, row []any)
-}
-
-func (c *columnCopy) Next() bool             { c.i++; return c.i <= c.n }
-func (c *columnCopy) Err() error             { return nil }
-func (c *columnCopy) Values() ([]any, error) { c.fill(c.i-1, c.row); return c.row, nil }
-
-func (c *runCols) copySource() *columnCopy {
-	return &columnCopy{n: len(c.id), row: make([]any, len(runCopyColumns)), fill: func(i int, row []any) {
-		copy(row, []any{c.id[i], c.tenant[i], c.project[i], c.env[i], c.plan[i], c.version[i], c.status[i],
-			c.started[i], c.completed[i], c.duration[i], c.steps[i], c.failed[i], c.attempts[i], c.seq[i], c.updated[i]})
-	}}
-}
-
-func (c *attemptCols) copySource() *columnCopy {
-	return &columnCopy{n: len(c.run), row: make([]any, len(attemptCopyColumns)), fill: func(i int, row []any) {
-		copy(row, []any{c.run[i], c.step[i], c.logical[i], c.engine[i], c.status[i], c.started[i], c.completed[i],
-			c.duration[i], c.code[i], c.message[i], c.category[i], c.artifacts[i]})
-	}}
 }
 
 func (o *rows) queueRuns(b *pgx.Batch, sql string) {
@@ -707,41 +675,52 @@ func (o *rows) queueAttempts(b *pgx.Batch, sql string) {
 // copyMinRows is the fewest new rows of a table that go through COPY
 // rather than an INSERT of unnested arrays. COPY costs Postgres less per
 // row (no array to unpack into a tuplestore, several rows per heap page
-// and WAL record) and the client less (rows stream through a reused
-// buffer instead of one Bind message the size of the batch), but it is a
-// round trip of its own, which a handful of rows does not repay.
+// and WAL record) and the client less (rows are encoded straight from the
+// snapshots into a reused buffer instead of one Bind message the size of
+// the batch), but it is a round trip of its own, which a handful of rows
+// does not repay.
 const copyMinRows = 64
 
 // writeRows writes the new rows (ins) and the changed ones (upd): new rows
 // by COPY when there are enough of them, the rest in one pipelined round
 // trip, or queued into b when it is not nil. With upsert, every row goes
 // through INSERT ... ON CONFLICT DO UPDATE.
-func writeRows(ctx context.Context, tx pgx.Tx, into *pgx.Batch, ins, upd *rows, upsert bool) error {
+func writeRows(ctx context.Context, tx pgx.Tx, into *pgx.Batch, ins *newRows, upd *rows, upsert bool) error {
 	b := into
 	if b == nil {
 		b = &pgx.Batch{}
 	}
 	if upsert {
-		ins.queueRuns(b, upsertRuns)
+		cols := ins.columns()
+		cols.queueRuns(b, upsertRuns)
 		upd.queueRuns(b, upsertRuns)
-		ins.queueAttempts(b, upsertAttempts)
+		cols.queueAttempts(b, upsertAttempts)
 		upd.queueAttempts(b, upsertAttempts)
 	} else {
-		if len(ins.run.id) >= copyMinRows {
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"runs"}, runCopyColumns, ins.run.copySource()); err != nil {
-				return fmt.Errorf("copying new runs: %w", err)
+		copyRunRows, copyAttemptRows := len(ins.runs) >= copyMinRows, len(ins.attempts) >= copyMinRows
+		if copyRunRows {
+			if err := copyRuns(ctx, tx, ins.runs); err != nil {
+				return err
 			}
-		} else {
-			ins.queueRuns(b, insertRuns)
+		}
+		if copyAttemptRows {
+			if err := copyAttempts(ctx, tx, ins.attempts); err != nil {
+				return err
+			}
+		}
+		if !copyRunRows || !copyAttemptRows {
+			small := newRows{}
+			if !copyRunRows {
+				small.runs = ins.runs
+			}
+			if !copyAttemptRows {
+				small.attempts = ins.attempts
+			}
+			cols := small.columns()
+			cols.queueRuns(b, insertRuns)
+			cols.queueAttempts(b, insertAttempts)
 		}
 		upd.queueRuns(b, updateRuns)
-		if len(ins.attempt.run) >= copyMinRows {
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"step_attempts"}, attemptCopyColumns, ins.attempt.copySource()); err != nil {
-				return fmt.Errorf("copying new step attempts: %w", err)
-			}
-		} else {
-			ins.queueAttempts(b, insertAttempts)
-		}
 		upd.queueAttempts(b, updateAttempts)
 	}
 	if into != nil || b.Len() == 0 {
@@ -757,15 +736,23 @@ func writeRows(ctx context.Context, tx pgx.Tx, into *pgx.Batch, ins, upd *rows, 
 // (the store validates times, so only a damaged record has such a one).
 // Postgres keeps microseconds: a time with finer digits is truncated.
 func parseTime(s string) *time.Time {
-	if s == "" {
+	t, ok := parseTimeValue(s)
+	if !ok {
 		return nil
+	}
+	return &t
+}
+
+// parseTimeValue is parseTime without the pointer: ok is false for NULL.
+func parseTimeValue(s string) (t time.Time, ok bool) {
+	if s == "" {
+		return time.Time{}, false
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return nil
+		return time.Time{}, false
 	}
-	t = t.Truncate(time.Microsecond)
-	return &t
+	return t.Truncate(time.Microsecond), true
 }
 
 func formatTime(t *time.Time) string {
