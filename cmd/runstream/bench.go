@@ -368,7 +368,8 @@ func runBenchEtl(ctx context.Context, env *environment, args []string) error {
 	var cfg bench.ETLConfig
 	fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL; the sink and the baseline work in fresh schemas bench_etl_<random> (dropped at the end)")
 	partitions := fs.Int("partitions", 12, "partitions of the fresh topic (in-process kfake)")
-	fs.IntVar(&cfg.Events, "events", 200_000, "records pre-filled into the topic")
+	fs.IntVar(&cfg.Events, "events", 1_000_000, "records pre-filled into the topic")
+	fs.IntVar(&cfg.Rounds, "rounds", 3, "repeat the whole measurement this many times (fresh runs, topic and schemas each) and report the round with the median ratio")
 	fs.IntVar(&cfg.ActiveRuns, "active-runs", 2000, "runs in flight at once while the topic is filled (each record belongs to one of them at random)")
 	fs.IntVar(&cfg.Batch, "batch", 20000, "the ETL's max poll records (each partition's share is one transaction)")
 	fs.IntVar(&cfg.PoolConns, "pool-conns", 0, "the sink's Postgres connections; 0: what runstream etl gets by default (pgxpool's max(4, cores))")
@@ -378,8 +379,8 @@ func runBenchEtl(ctx context.Context, env *environment, args []string) error {
 	fs.BoolVar(&cfg.KeepSchema, "keep-schema", false, "keep the bench_etl_<random> schemas for inspection")
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of text")
 	jsonFile := fs.String("json-file", "", "also write the JSON report to this file")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process covering the sink's window only to this file (go tool pprof)")
-	allocProfile := fs.String("memprofile", "", "write the allocation profile of this process at the end of the sink's window to this file, and at its start to this file + .base (go tool pprof -sample_index=alloc_space -base FILE.base FILE)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process covering the first round's sink window only to this file (go tool pprof)")
+	allocProfile := fs.String("memprofile", "", "write the allocation profile of this process at the end of the first round's sink window to this file, and at its start to this file + .base (go tool pprof -sample_index=alloc_space -base FILE.base FILE)")
 	if err := parseFlags(fs, env, args, "runstream bench etl [flags]",
 		"Measures the analytics ETL (runstream etl) against real Postgres and an in-process\n"+
 			"Kafka-protocol broker. Fill (not timed): a fresh topic of --partitions partitions gets --events\n"+
@@ -389,6 +390,8 @@ func runBenchEtl(ctx context.Context, env *environment, args []string) error {
 			"checked against projector/reduce. Baseline, same run, same Postgres: the sink's final rows\n"+
 			"inserted into a fresh copy of the tables with plain --insert-batch-row INSERTs on\n"+
 			"--baseline-conns connections. Reports both in records/s and the ratio. Target: >= 50%.\n"+
+			"All of it runs --rounds times; the report is the round with the median ratio (a round takes\n"+
+			"about half a minute at a million records; --rounds 1 for a quick look).\n"+
 			"Progress goes to stderr every second. See bench/README.md."); err != nil {
 		return err
 	}
@@ -398,7 +401,7 @@ func runBenchEtl(ctx context.Context, env *environment, args []string) error {
 	for _, f := range []struct {
 		name string
 		v    int64
-	}{{"events", int64(cfg.Events)}, {"active-runs", int64(cfg.ActiveRuns)}, {"batch", int64(cfg.Batch)},
+	}{{"events", int64(cfg.Events)}, {"rounds", int64(cfg.Rounds)}, {"active-runs", int64(cfg.ActiveRuns)}, {"batch", int64(cfg.Batch)},
 		{"insert-batch", int64(cfg.InsertBatch)}} {
 		if f.v <= 0 {
 			errs = append(errs, fmt.Errorf("--%s must be > 0", f.name))

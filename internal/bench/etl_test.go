@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func TestBenchETL_ConsistentWithBaseline(t *testing.T) {
 	defer cancel()
 	phases := map[string]bool{}
 	rep, err := RunETL(ctx, ETLConfig{PostgresURL: pgURL, Partitions: 4, Events: 6000, ActiveRuns: 200, Batch: 2000,
-		InsertBatch: 500, Progress: func(p PhaseProgress) { phases[p.Phase] = true }})
+		InsertBatch: 500, Rounds: 3, Progress: func(p PhaseProgress) { phases[p.Phase] = true }})
 	if err != nil {
 		t.Fatalf("RunETL: %v", err)
 	}
@@ -42,6 +43,21 @@ func TestBenchETL_ConsistentWithBaseline(t *testing.T) {
 	if want := rep.EventsPerSec() / bl.EventsPerSec(); rep.Ratio != want || rep.Target != TargetETLRatio {
 		t.Errorf("ratio = %v (target %v), want %v (target %v)", rep.Ratio, rep.Target, want, TargetETLRatio)
 	}
+	// Three rounds: the report is the median one's, and each is summed up.
+	if len(rep.Rounds) != 3 {
+		t.Fatalf("%d rounds summed up, want 3", len(rep.Rounds))
+	}
+	var ratios []float64
+	for i, r := range rep.Rounds {
+		if !r.Consistent || r.EventsPerSec <= 0 || r.BaselineEventsPerSec <= 0 || r.Ratio <= 0 {
+			t.Errorf("round %d = %+v", i+1, r)
+		}
+		ratios = append(ratios, r.Ratio)
+	}
+	slices.Sort(ratios)
+	if rep.Ratio != ratios[1] {
+		t.Errorf("report's ratio %v, want the median of %v", rep.Ratio, ratios)
+	}
 	if rep.RecordBytes < 300 || rep.RecordBytes > 1500 {
 		t.Errorf("record value = %v bytes, want a realistic 300..1500", rep.RecordBytes)
 	}
@@ -49,7 +65,7 @@ func TestBenchETL_ConsistentWithBaseline(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"records/s", "baseline", "ratio", "agree with projector/reduce"} {
+	for _, s := range []string{"records/s", "baseline", "ratio", "agree with projector/reduce", "rounds     3"} {
 		if !strings.Contains(text.String(), s) {
 			t.Errorf("text report lacks %q:\n%s", s, text.String())
 		}
@@ -62,7 +78,7 @@ func TestBenchETL_ConsistentWithBaseline(t *testing.T) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"eventsPerSec", "windowSeconds", "ratio", "consistent", "met", "baseline"} {
+	for _, k := range []string{"eventsPerSec", "windowSeconds", "ratio", "consistent", "met", "baseline", "rounds"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("JSON report lacks %q: %s", k, b)
 		}
