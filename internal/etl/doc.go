@@ -39,10 +39,11 @@
 // sink queues the batch's events and, when the batch is done (just before
 // the checkpoints are written), reads the touched runs back with one
 // pipelined round trip and writes their rows: the rows the runs' previous
-// state does not have by COPY (two more round trips, one per table; an
-// INSERT of unnested arrays when there are only a few), the others by an
-// UPDATE of unnested arrays sent with the checkpoints. So a partition batch
-// costs two to four round trips, whatever its size.
+// state does not have by COPY in the binary format, encoded straight from
+// the new snapshots as Postgres reads them (two more round trips, one per
+// table; an INSERT of unnested arrays when there are only a few), the
+// others by an UPDATE of unnested arrays sent with the checkpoints. So a
+// partition batch costs two to four round trips, whatever its size.
 //
 // # Metrics
 //
