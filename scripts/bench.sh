@@ -25,10 +25,11 @@
 #   extra arguments go to both `runstream bench append` runs, e.g.
 #   scripts/bench.sh --clients 32
 #  etl. measure the analytics ETL (`runstream bench etl`): records/s of a
-#     200,000-record, 12-partition topic through the consumer library into
+#     1,000,000-record, 12-partition topic through the consumer library into
 #     the Postgres sink, against a plain batched INSERT of the same rows in
-#     the same run (target: >= 50%); writes bench/results/latest-etl.json.
-#     BENCH_ETL_ARGS="..." extra flags, e.g. "--events 1000000";
+#     the same run, three rounds, the median reported (target: >= 50%);
+#     writes bench/results/latest-etl.json (about a minute).
+#     BENCH_ETL_ARGS="..." extra flags, e.g. "--rounds 1";
 #     BENCH_ONLY=etl runs it alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
