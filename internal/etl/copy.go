@@ -71,10 +71,6 @@ var (
 // run encodes s as a runs row, columns in runColumns' order, with the
 // values rows.addRun gives the INSERT.
 func (e *copyEncoder) run(s *store.RunSnapshot) {
-	attempts := 0
-	for i := range s.Steps {
-		attempts += 1 + len(s.Steps[i].Attempts)
-	}
 	e.tuple(15)
 	e.text(s.RunID)
 	e.text(s.TenantID)
@@ -88,7 +84,7 @@ func (e *copyEncoder) run(s *store.RunSnapshot) {
 	e.int8OrNull(s.TotalDurationMs)
 	e.int4(len(s.Steps))
 	e.int4(s.FailedSteps)
-	e.int4(attempts)
+	e.int4(attemptRows(s))
 	e.int8(s.LastEventSeq)
 	e.time(s.UpdatedAt)
 }

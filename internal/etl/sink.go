@@ -564,12 +564,19 @@ func (o *rows) grow(runs, attempts int) {
 	a.artifacts = make([]int32, 0, attempts)
 }
 
+// attemptRows is how many step_attempts rows s makes: each step's
+// current attempt and its history.
+func attemptRows(s *store.RunSnapshot) int {
+	n := 0
+	for i := range s.Steps {
+		n += 1 + len(s.Steps[i].Attempts)
+	}
+	return n
+}
+
 func (o *rows) addRun(s *store.RunSnapshot) {
 	c := &o.run
-	attempts := 0
-	for i := range s.Steps {
-		attempts += 1 + len(s.Steps[i].Attempts)
-	}
+	attempts := attemptRows(s)
 	c.id = append(c.id, clean(s.RunID))
 	c.tenant = append(c.tenant, clean(s.TenantID))
 	c.project = append(c.project, clean(s.ProjectID))
@@ -676,9 +683,9 @@ func (o *rows) queueAttempts(b *pgx.Batch, sql string) {
 // rather than an INSERT of unnested arrays. COPY costs Postgres less per
 // row (no array to unpack into a tuplestore, several rows per heap page
 // and WAL record) and the client less (rows are encoded straight from the
-// snapshots into a reused buffer instead of one Bind message the size of
-// the batch), but it is a round trip of its own, which a handful of rows
-// does not repay.
+// snapshots, a chunk at a time, instead of into one Bind message the size
+// of the batch), but it is a round trip of its own, which a handful of
+// rows does not repay.
 const copyMinRows = 64
 
 // writeRows writes the new rows (ins) and the changed ones (upd): new rows
