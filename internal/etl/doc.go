@@ -36,9 +36,12 @@
 // # Throughput
 //
 // The consumer runs one checkpoint transaction per partition batch. The
-// sink queues the batch's events and, when the batch is done (just before
-// the checkpoints are written), reads the touched runs back with one
-// pipelined round trip and writes their rows: the rows the runs' previous
+// sink folds each event into its run's snapshot as it arrives (from no
+// rows for a new run, or from the snapshot it committed last, which it
+// caches), so a batch holds a snapshot per run rather than its events.
+// When the batch is done (just before the checkpoints are written), it
+// reads back, with one pipelined round trip, the runs it could not fold
+// that way (the events of those wait), and writes the rows: the rows the runs' previous
 // state does not have by COPY in the binary format, encoded straight from
 // the new snapshots as Postgres reads them (two more round trips, one per
 // table; an INSERT of unnested arrays when there are only a few), the

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"log/slog"
 	"strings"
 	"sync"
@@ -32,7 +31,7 @@ import (
 // How a run's rows follow its events: the rows are read back into a
 // partial store.RunSnapshot (the fields the tables keep), or the snapshot
 // this process committed last is taken from the run cache, the events are
-// folded in with reduce.Project, the one reducer the projector and the
+// folded in with a reduce.Projection, the one reducer the projector and the
 // store use, and the rows are written back from the result. So statuses,
 // attempts (a retry is a new logical attempt, a late event lands on its
 // own attempt, a terminal run is frozen) and durations are decided by the
@@ -41,12 +40,13 @@ import (
 // tables drop (artifacts' URIs, skip reasons, substatus, the run's error)
 // feeds any field they keep.
 //
-// Batching: by default the handler only queues events; batcher.Transact
-// writes a transaction's events when the consumer's function returns, just
-// before the checkpoints, with one pipelined read (of the runs the cache
-// cannot vouch for) and one pipelined write (inserts and updates) for the
-// whole partition batch. Without the batcher (DisableBatching) the handler
-// reads back and writes each event as it comes, in the same transaction.
+// Batching: by default the handler folds each event into its run's
+// snapshot as it comes (pending.add) and batcher.Transact writes the
+// transaction's runs when the consumer's function returns, just before
+// the checkpoints, with one pipelined read (of the runs the cache cannot
+// vouch for) and one pipelined write (inserts and updates) for the whole
+// partition batch. Without the batcher (DisableBatching) the handler
+// writes each event as it comes, in the same transaction.
 type sink struct {
 	log       *slog.Logger
 	flushTime prometheus.Observer
@@ -57,80 +57,23 @@ type sink struct {
 	// batch need not read its rows back; nil without the batcher, which
 	// tells it what committed.
 	cache *runCache
-	// queues holds the partitions' event queues between transactions.
-	queues queueBuffers
 }
 
-// pending holds one transaction's events, grouped by run in first-seen
-// order.
+// pending holds one transaction's runs in first-seen order, each with the
+// transaction's events folded into its snapshot so far.
 //
-// add copies each event once into queue, in arrival order, and links it
-// to its run's previous event there: a run's events are a chain through
-// the queue (pending.events). A batch of thousands of events costs one
-// slice, kept across the partition's transactions (queueBuffers), rather
-// than a slice per run or a second copy laid out run by run.
+// A run's events are folded as they arrive when its state before the
+// transaction is known then: none for a run whose first event is runSeq 1,
+// or the run cache's snapshot. So a transaction holds a snapshot per run
+// rather than its events, and costs about as much per event however large
+// it grows. Only the events of a run whose rows must be read back wait, in
+// order, for flush, which reads all such runs' rows at once.
 type pending struct {
 	runs  map[string]*runEvents
 	order []*runEvents
-	queue []queued
-	// from is the events' partition; queue is its buffer (queueBuffers).
-	from partitionKey
-}
-
-// queued is an event waiting for flush, its run, and the index + 1 in the
-// queue of the run's next event (0: none yet).
-type queued struct {
-	run  *runEvents
-	next int32
-	ev   store.RunEventRecord
-}
-
-// queueBuffers keeps each partition's pending.queue buffer between its
-// transactions (one at a time per partition in a process): a partition's
-// batches are about the same size from one transaction to the next, so the
-// queue is neither grown, and copied, step by step as events arrive, nor
-// allocated and zeroed afresh (as a sync.Pool's buffers are once the
-// collector emptied it).
-type queueBuffers struct {
-	mu sync.Mutex
-	m  map[partitionKey][]queued
-}
-
-type partitionKey struct {
-	topic     string
-	partition int32
-}
-
-// take hands k's buffer over, empty; nil when there is none (or another
-// transaction of k holds it).
-func (q *queueBuffers) take(k partitionKey) []queued {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	b := q.m[k]
-	delete(q.m, k)
-	return b[:0]
-}
-
-func (q *queueBuffers) give(k partitionKey, b []queued) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.m == nil {
-		q.m = map[partitionKey][]queued{}
-	}
-	q.m[k] = b[:0]
-}
-
-// release gives p's queue back to bufs once its transaction is over
-// (committed or not). Nothing may use p's runs' events afterwards; the
-// snapshots built from them (the run cache's) share only strings with
-// them, which reuse does not touch.
-func (p *pending) release(bufs *queueBuffers) {
-	if p == nil || p.queue == nil {
-		return
-	}
-	clear(p.queue) // drop the references for the collector
-	bufs.give(p.from, p.queue)
-	p.queue = nil
+	// cache is where a run's state before the transaction may be found;
+	// nil: read every run's rows back.
+	cache *runCache
 }
 
 // attemptKey names one step_attempts row of a run.
@@ -142,19 +85,24 @@ type attemptKey struct {
 // runEvents is one run's events in a transaction.
 type runEvents struct {
 	id string
-	// fresh: the run's first event in this transaction has runSeq 1. The
-	// consumer delivers a run's events in order from its checkpoint + 1,
-	// so its checkpoint was 0, and since rows commit with checkpoints, the
-	// run has no rows: there is nothing to read back.
-	fresh bool
 	// first and last are the runSeq of the run's first and last event in
 	// the transaction, unknown types included.
 	first, last int64
-	// n counts the run's events, known counts those of known types.
-	n, known int
-	// head and tail are the index + 1 in pending.queue of the run's first
-	// and last event (see events).
-	head, tail int32
+	// known counts the run's events of known types.
+	known int
+	// based: base, the run's state before the transaction, is known, and
+	// proj folds its events into it as they arrive. A run is based from
+	// its first event when that is runSeq 1 (the consumer delivers a run's
+	// events in order from its checkpoint + 1, so its checkpoint was 0,
+	// and since rows commit with checkpoints, the run has no rows) or when
+	// the run cache vouches for its snapshot; otherwise in flush, once its
+	// rows are read back.
+	based bool
+	base  store.RunSnapshot
+	proj  reduce.Projection
+	// held are the events that wait for the run's rows, in order (not
+	// based yet).
+	held []store.RunEventRecord
 	// next is the run's snapshot after the transaction, once flushed.
 	next *store.RunSnapshot
 	// touched lists the step attempts the events name, each once.
@@ -162,18 +110,24 @@ type runEvents struct {
 	seen    map[attemptKey]bool // for runs touching many attempts
 }
 
+// add folds ev into its run, or holds it until flush. It may modify ev
+// (times cut to microseconds): the caller passes its own copy.
 func (p *pending) add(ev *store.RunEventRecord) {
 	if p.runs == nil {
 		p.runs = map[string]*runEvents{}
 	}
 	r := p.runs[ev.RunID]
 	if r == nil {
-		r = &runEvents{id: ev.RunID, fresh: ev.RunSeq == 1, first: ev.RunSeq}
+		r = &runEvents{id: ev.RunID, first: ev.RunSeq}
+		if ev.RunSeq == 1 {
+			r.based = true
+		} else if sn, ok := p.cache.get(ev.RunID, ev.RunSeq-1); ok {
+			r.based, r.base, r.proj = true, sn, reduce.NewProjection(sn)
+		}
 		p.runs[ev.RunID] = r
 		p.order = append(p.order, r)
 	}
 	r.last = ev.RunSeq
-	r.n++
 	// A future event type changes no column but last_event_seq and
 	// updated_at, as it changes only lastEventSeq and updatedAt in the
 	// snapshot: the reducer says so. It makes no row of its own (see
@@ -181,17 +135,14 @@ func (p *pending) add(ev *store.RunEventRecord) {
 	if store.IsKnownEvent(ev.EventType) {
 		r.known++
 	}
-	p.queue = append(p.queue, queued{run: r, ev: *ev})
-	microseconds(&p.queue[len(p.queue)-1].ev)
-	at := int32(len(p.queue))
-	if r.tail == 0 {
-		r.head = at
-	} else {
-		p.queue[r.tail-1].next = at
-	}
-	r.tail = at
 	if store.IsStepEvent(ev.EventType) && ev.StepID != "" {
 		r.touch(attemptKey{ev.StepID, ev.LogicalAttemptID})
+	}
+	microseconds(ev)
+	if r.based {
+		r.proj.Add(ev)
+	} else {
+		r.held = append(r.held, *ev)
 	}
 }
 
@@ -220,19 +171,6 @@ func (r *runEvents) touch(k attemptKey) {
 	}
 }
 
-// events yields r's events in p's queue, in arrival order.
-func (p *pending) events(r *runEvents) iter.Seq[*store.RunEventRecord] {
-	return func(yield func(*store.RunEventRecord) bool) {
-		for i := r.head; i != 0; {
-			q := &p.queue[i-1]
-			if !yield(&q.ev) {
-				return
-			}
-			i = q.next
-		}
-	}
-}
-
 type ctxKey int
 
 const pendingKey ctxKey = 0
@@ -240,10 +178,6 @@ const pendingKey ctxKey = 0
 // Handle implements consumer.Handler.
 func (s *sink) Handle(ctx context.Context, ev consumer.Event) error {
 	if p, ok := ctx.Value(pendingKey).(*pending); ok {
-		if p.queue == nil {
-			p.from = partitionKey{ev.Topic, ev.Partition}
-			p.queue = s.queues.take(p.from)
-		}
 		p.add(&ev.RunEventRecord)
 		return nil
 	}
@@ -286,15 +220,14 @@ type batcher struct {
 }
 
 // Transact implements consumer.Checkpoints. Each call of the consumer's fn
-// gets a fresh queue, so a retried transaction never sees the events of a
-// rolled-back attempt; the run cache learns the new snapshots only once
+// gets a fresh pending, so a retried transaction never sees the events of
+// a rolled-back attempt; the run cache learns the new snapshots only once
 // the transaction committed.
 func (b *batcher) Transact(ctx context.Context, group string, fn func(context.Context, consumer.CheckpointTx) error) error {
 	var p *pending
 	var flushed time.Time
 	err := b.inner.Transact(ctx, group, func(ctx context.Context, ctp consumer.CheckpointTx) error {
-		p.release(&b.sink.queues) // a retried attempt's
-		p, flushed = &pending{}, time.Time{}
+		p, flushed = &pending{cache: b.sink.cache}, time.Time{}
 		if err := fn(context.WithValue(ctx, pendingKey, p), ctp); err != nil {
 			return err
 		}
@@ -319,41 +252,29 @@ func (b *batcher) Transact(ctx context.Context, group string, fn func(context.Co
 	if err == nil && p != nil && b.sink.cache != nil {
 		b.sink.cache.commit(p)
 	}
-	p.release(&b.sink.queues)
 	return err
 }
 
-// flush folds p's events into their runs' rows and writes them in tx, or,
-// when into is not nil, queues the writes there (for the checkpoint store
-// to send with the checkpoints, at the end of the transaction). With
-// upsert, every row is written with INSERT ... ON CONFLICT DO UPDATE
-// rather than INSERT or UPDATE as the previous state says.
+// flush reads back the rows of the runs p could not fold yet, folds their
+// events in, and writes every run's rows in tx, or, when into is not nil,
+// queues the writes there (for the checkpoint store to send with the
+// checkpoints, at the end of the transaction). With upsert, every row is
+// written with INSERT ... ON CONFLICT DO UPDATE rather than INSERT or
+// UPDATE as the previous state says.
 func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch, upsert bool) error {
 	if into == nil {
 		start := time.Now()
 		defer func() { s.flushTime.Observe(time.Since(start).Seconds()) }()
 	}
 	var load []string
-	var cached map[string]store.RunSnapshot
 	for _, r := range p.order {
-		if r.fresh || r.n == 0 {
-			continue
+		if !r.based {
+			load = append(load, r.id)
 		}
-		if sn, ok := s.cache.get(r.id, r.first-1); ok {
-			if cached == nil {
-				cached = map[string]store.RunSnapshot{}
-			}
-			cached[r.id] = sn
-			continue
-		}
-		load = append(load, r.id)
 	}
 	prev, err := loadRuns(ctx, tx, load)
 	if err != nil {
 		return err
-	}
-	for id, sn := range cached {
-		prev[clean(id)] = sn
 	}
 	// Each row goes to a plain INSERT when the run's previous state (the
 	// rows read back, the cache, or nothing for a fresh run) shows it does
@@ -365,23 +286,22 @@ func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch
 	var upd rows
 	// Most rows are new: size the new rows' list for all of them, so that
 	// it is not grown (and copied) row by row.
-	nRuns, nAttempts := 0, 0
+	nAttempts := 0
 	for _, r := range p.order {
-		if r.n > 0 {
-			nRuns++
-			nAttempts += len(r.touched)
-		}
+		nAttempts += len(r.touched)
 	}
-	ins.runs, ins.attempts = make([]*store.RunSnapshot, 0, nRuns), make([]newAttempt, 0, nAttempts)
+	ins.runs, ins.attempts = make([]*store.RunSnapshot, 0, len(p.order)), make([]newAttempt, 0, nAttempts)
 	for _, r := range p.order {
-		if r.n == 0 {
-			continue
+		if !r.based {
+			r.base = prev[clean(r.id)]
+			r.proj = reduce.NewProjection(r.base)
+			for i := range r.held {
+				r.proj.Add(&r.held[i])
+			}
+			r.based, r.held = true, nil
 		}
-		var base store.RunSnapshot
-		if sn, ok := prev[clean(r.id)]; ok {
-			base = sn
-		}
-		next, _ := reduce.ProjectSeq(base, p.events(r))
+		base := &r.base
+		next := r.proj.Snapshot()
 		if next.RunID == "" || (base.RunID == "" && r.known == 0) {
 			// Every event was a duplicate of what the rows hold, or the run
 			// has no rows and only events of unknown types, which make none:
@@ -401,7 +321,7 @@ func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch
 			if a == nil {
 				continue
 			}
-			if _, old := findAttempt(&base, k); old == nil {
+			if _, old := findAttempt(base, k); old == nil {
 				ins.attempts = append(ins.attempts, newAttempt{next.RunID, st, a})
 			} else {
 				upd.addAttempt(next.RunID, st, a)

@@ -2,7 +2,6 @@ package reduce
 
 import (
 	"fmt"
-	"iter"
 	"math/rand"
 	"os"
 	"reflect"
@@ -269,12 +268,28 @@ func TestProject_Properties(t *testing.T) {
 		if diff := quickDiff(sum, fullSum); diff != "" {
 			fail("Project summary differs from folding Apply (-fold +project):\n%s", diff)
 		}
-		seq, seqSum := ProjectSeq(store.RunSnapshot{}, pointers(evs))
-		if diff := quickDiff(full, seq); diff != "" {
-			fail("ProjectSeq differs from Project (-project +seq):\n%s", diff)
+		// A Projection, read part way (a snapshot taken then must not
+		// change as more events are added), ends where Project does.
+		var proj Projection
+		mid := g.r.Intn(len(evs) + 1)
+		var midSnap, midCopy store.RunSnapshot
+		for i := range evs {
+			if i == mid {
+				midSnap = proj.Snapshot()
+				midCopy = jsonClone(midSnap)
+			}
+			proj.Add(&evs[i])
 		}
-		if diff := quickDiff(fullSum, seqSum); diff != "" {
-			fail("ProjectSeq summary differs from Project's (-project +seq):\n%s", diff)
+		if diff := quickDiff(full, proj.Snapshot()); diff != "" {
+			fail("Projection differs from Project (-project +projection):\n%s", diff)
+		}
+		if diff := quickDiff(fullSum, proj.Summary()); diff != "" {
+			fail("Projection summary differs from Project's (-project +projection):\n%s", diff)
+		}
+		if mid < len(evs) {
+			if diff := quickDiff(midCopy, jsonClone(midSnap)); diff != "" {
+				fail("the snapshot a Projection gave after %d events changed as more were added (-then +now):\n%s", mid, diff)
+			}
 		}
 		if got := fullSum.Applied + fullSum.Duplicate + fullSum.UnknownType; got != len(evs) {
 			fail("summary counts %d outcomes for %d events: %+v", got, len(evs), fullSum)
@@ -293,8 +308,16 @@ func TestProject_Properties(t *testing.T) {
 			if diff := quickDiff(full, inc); diff != "" {
 				fail("prefix %d then rest differs from all at once (-full +incremental):\n%s", k, diff)
 			}
-			if seqInc, _ := ProjectSeq(head, pointers(evs[k:])); quickDiff(full, seqInc) != "" {
-				fail("prefix %d then the rest through ProjectSeq differs from all at once (-full +incremental):\n%s", k, quickDiff(full, seqInc))
+			headCopy := jsonClone(head)
+			rest := NewProjection(head)
+			for i := range evs[k:] {
+				rest.Add(&evs[k+i])
+			}
+			if diff := quickDiff(full, rest.Snapshot()); diff != "" {
+				fail("prefix %d then the rest through a Projection differs from all at once (-full +incremental):\n%s", k, diff)
+			}
+			if diff := quickDiff(headCopy, jsonClone(head)); diff != "" {
+				fail("a Projection modified the snapshot it started from (-before +after):\n%s", diff)
 			}
 			inc, _ = Project(jsonClone(head), evs[k:])
 			if diff := quickDiff(full, inc); diff != "" {
@@ -312,12 +335,3 @@ func TestProject_Properties(t *testing.T) {
 }
 
 // pointers yields pointers to evs' elements, as ProjectSeq takes them.
-func pointers(evs []store.RunEventRecord) iter.Seq[*store.RunEventRecord] {
-	return func(yield func(*store.RunEventRecord) bool) {
-		for i := range evs {
-			if !yield(&evs[i]) {
-				return
-			}
-		}
-	}
-}

@@ -1,8 +1,6 @@
 package reduce
 
 import (
-	"iter"
-
 	"github.com/runstream/runstream/store"
 )
 
@@ -122,16 +120,33 @@ func Project(prev store.RunSnapshot, events []store.RunEventRecord) (store.RunSn
 	return p.r.s, p.sum
 }
 
-// ProjectSeq is [Project] for events that are not in one slice: it
-// applies them in the order events yields them, which the caller sorts by
-// RunSeq. The pointers need to be valid only during the call.
-func ProjectSeq(prev store.RunSnapshot, events iter.Seq[*store.RunEventRecord]) (store.RunSnapshot, Summary) {
-	p := projection{r: reducer{s: prev}}
-	for ev := range events {
-		p.add(ev)
-	}
-	return p.r.s, p.sum
+// A Projection is [Project] one event at a time, for a caller that gets
+// a run's events as they come rather than in one slice. Its zero value
+// projects onto the empty snapshot; [NewProjection] starts from prev.
+// Add applies events in the order given, which the caller sorts by RunSeq;
+// Snapshot and Summary read the result so far.
+type Projection struct {
+	p projection
 }
+
+// NewProjection returns a Projection starting from prev, which it never
+// modifies (it copies it on the first event it applies, as Project does).
+func NewProjection(prev store.RunSnapshot) Projection {
+	return Projection{p: projection{r: reducer{s: prev}}}
+}
+
+// Add applies ev. The pointer need be valid only during the call.
+func (p *Projection) Add(ev *store.RunEventRecord) { p.p.add(ev) }
+
+// Snapshot returns the snapshot after the events added so far. Later Adds
+// never modify it: the next one that changes anything copies it first.
+func (p *Projection) Snapshot() store.RunSnapshot {
+	p.p.r.private, p.p.r.stepsOwned = false, false
+	return p.p.r.s
+}
+
+// Summary counts what the Adds so far did.
+func (p *Projection) Summary() Summary { return p.p.sum }
 
 // projection is one Project call in progress.
 type projection struct {
