@@ -119,9 +119,12 @@ type Config struct {
 	// So under load a partition's transactions grow (their checkpoint reads
 	// and writes cover more records), while the records waiting stay
 	// within a few polls' worth across partitions. 0 means a quarter of
-	// MaxPollRecords: in `runstream bench etl` (bench/README.md), larger
-	// queues cost this process more (memory traffic, collection) than they
-	// saved the database, on a machine the two share.
+	// MaxPollRecords. What a larger queue saves depends on the handler: a
+	// sink that writes a run's events of a transaction as one row update
+	// saves a write per run the transaction no longer splits, and one that
+	// holds every event of a transaction until its end pays for the
+	// memory. `runstream etl`, which holds a snapshot per run, uses a
+	// whole poll (bench/README.md).
 	MaxQueuedRecords int
 	// DecodeDuplicates makes the consumer decode every record before
 	// deciding whether it is a duplicate. By default a record with a key

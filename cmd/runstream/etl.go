@@ -21,7 +21,7 @@ type etlFlags struct {
 	brokers, topic, group   string
 	etlURL, schema          string
 	apiURL, apiToken, pgURL string
-	maxPoll                 int
+	maxPoll, maxQueued      int
 	httpAddr                string
 	logLevel, logFormat     string
 }
@@ -36,7 +36,7 @@ func (f *etlFlags) LogValue() slog.Value {
 		slog.String("brokers", f.brokers), slog.String("topic", f.topic), slog.String("group", f.group),
 		slog.String("etlDatabaseUrl", config.RedactURL(f.etlURL)), slog.String("etlSchema", f.schema),
 		slog.String("gapsFrom", gaps), slog.Bool("apiToken", f.apiToken != ""),
-		slog.Int("maxPollRecords", f.maxPoll), slog.String("httpAddr", f.httpAddr),
+		slog.Int("maxPollRecords", f.maxPoll), slog.Int("maxQueuedRecords", f.maxQueued), slog.String("httpAddr", f.httpAddr),
 	)
 }
 
@@ -51,7 +51,8 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	fs.StringVar(&f.apiURL, "api-url", "", "runstream API to fill gaps from (GET /v1/runs/{runId}/events); wins over --postgres-url")
 	fs.StringVar(&f.apiToken, "api-token", "", "bearer token for --api-url")
 	fs.StringVar(&f.pgURL, "postgres-url", "", "PostgreSQL URL of the Append Authority to fill gaps from, when --api-url is empty")
-	fs.IntVar(&f.maxPoll, "max-poll-records", 20000, "most records per poll; each partition's share is written in one transaction")
+	fs.IntVar(&f.maxPoll, "max-poll-records", 20000, "most records per poll")
+	fs.IntVar(&f.maxQueued, "max-queued-records", 0, "most records of a partition that wait while its previous transaction is written; they all go into its next one (0: --max-poll-records)")
 	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9466", "address of /metrics, /healthz and /readyz")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "json", "json or text")
@@ -78,6 +79,9 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	}
 	if f.maxPoll < 1 {
 		errs = append(errs, fmt.Errorf("--max-poll-records (RUNSTREAM_MAX_POLL_RECORDS) must be >= 1, got %d", f.maxPoll))
+	}
+	if f.maxQueued < 0 {
+		errs = append(errs, fmt.Errorf("--max-queued-records (RUNSTREAM_MAX_QUEUED_RECORDS) must be >= 0, got %d", f.maxQueued))
 	}
 	if strings.TrimSpace(f.group) == "" {
 		errs = append(errs, errors.New("--group (RUNSTREAM_GROUP) must not be empty"))
@@ -116,7 +120,7 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	defer pool.Close()
 	reg := newRegistry()
 	e, err := etl.New(etl.Config{Brokers: brokers, Topic: f.topic, Group: f.group, Fetcher: fetcher,
-		MaxPollRecords: f.maxPoll, ClientOptions: []kgo.Opt{kafkaLogOpt(log)}, Registerer: reg, Logger: log}, pool)
+		MaxPollRecords: f.maxPoll, MaxQueuedRecords: f.maxQueued, ClientOptions: []kgo.Opt{kafkaLogOpt(log)}, Registerer: reg, Logger: log}, pool)
 	if err != nil {
 		return usageError{err}
 	}

@@ -72,6 +72,8 @@ func TestRun_UsageErrors(t *testing.T) {
 		{[]string{"relay", "dlq", "frob"}, nil, "list or retry"},
 		{[]string{"projector", "--snapshot-cache-mb", "-1"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1"}, "--snapshot-cache-mb"},
 		{[]string{"bench", "relay", "--settle", "-1s"}, nil, "--settle must be >= 0"},
+		{[]string{"etl", "--max-queued-records", "-5"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1", "RUNSTREAM_POSTGRES_URL": "postgres://x"}, "--max-queued-records"},
+		{[]string{"bench", "etl", "--max-queued", "-1"}, nil, "--max-queued must be"},
 	} {
 		var out syncBuffer
 		err := run(context.Background(), tc.args, func(k string) string { return tc.env[k] }, &out, &out)

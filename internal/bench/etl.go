@@ -76,6 +76,8 @@ type ETLConfig struct {
 	ActiveRuns int
 	// Batch is the ETL's MaxPollRecords; 0 means 20,000 (its default).
 	Batch int
+	// MaxQueued is the ETL's MaxQueuedRecords; 0 means its default, Batch.
+	MaxQueued int
 	// PoolConns is the sink's Postgres pool size; 0 means what `runstream
 	// etl` gets by default, pgxpool's max(4, GOMAXPROCS): with a goroutine
 	// per partition, more connections than cores only make the partitions'
@@ -114,7 +116,7 @@ func (c ETLConfig) Validate() error {
 		flag string
 		v    int64
 	}{{"partitions", int64(c.Partitions)}, {"events", int64(c.Events)}, {"active-runs", int64(c.ActiveRuns)},
-		{"batch", int64(c.Batch)}, {"pool-conns", int64(c.PoolConns)}, {"insert-batch", int64(c.InsertBatch)},
+		{"batch", int64(c.Batch)}, {"max-queued", int64(c.MaxQueued)}, {"pool-conns", int64(c.PoolConns)}, {"insert-batch", int64(c.InsertBatch)},
 		{"baseline-conns", int64(c.BaselineConns)}, {"rounds", int64(c.Rounds)}} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("--%s must be > 0, got %d", f.flag, f.v))
@@ -136,6 +138,7 @@ func (c ETLConfig) withDefaults() ETLConfig {
 	def(&c.Rounds, 1)
 	def(&c.ActiveRuns, defaultETLActiveRuns)
 	def(&c.Batch, defaultETLBatch)
+	def(&c.MaxQueued, c.Batch)
 	def(&c.PoolConns, max(4, runtime.GOMAXPROCS(0)))
 	def(&c.InsertBatch, defaultETLInsertBatch)
 	def(&c.BaselineConns, runtime.NumCPU())
@@ -151,6 +154,7 @@ type ETLReport struct {
 	Broker     string `json:"broker"`
 	Partitions int32  `json:"partitions"`
 	Batch      int    `json:"maxPollRecords"`
+	MaxQueued  int    `json:"maxQueuedRecords"`
 	PoolConns  int    `json:"poolConns"`
 	Batching   bool   `json:"batching"`
 	// Events in the topic, of Runs runs (ActiveRuns in flight at once).
@@ -288,8 +292,8 @@ func (r *ETLReport) WriteText(w io.Writer) error {
 	if !r.Batching {
 		mode = "one write per event"
 	}
-	fmt.Fprintf(&b, "runstream bench etl: %d records of %d runs (%d in flight), %d partitions, %s, poll %d, pool %d conns, %s\n",
-		r.Events, r.Runs, r.ActiveRuns, r.Partitions, r.Broker, r.Batch, r.PoolConns, mode)
+	fmt.Fprintf(&b, "runstream bench etl: %d records of %d runs (%d in flight), %d partitions, %s, poll %d, queue %d, pool %d conns, %s\n",
+		r.Events, r.Runs, r.ActiveRuns, r.Partitions, r.Broker, r.Batch, r.MaxQueued, r.PoolConns, mode)
 	fmt.Fprintf(&b, "  fill       %s (not measured), %.0f bytes per record\n", r.Fill.Round(time.Millisecond), r.RecordBytes)
 	fmt.Fprintf(&b, "  sink       %10.0f records/s  (%d records in %s; %d transactions, %.0f records each, %s in read-back+upsert",
 		r.EventsPerSec(), r.Events, r.Window.Round(time.Millisecond), r.Flushes, etlDiv(float64(r.Events), float64(r.Flushes)),
@@ -388,7 +392,7 @@ func RunETL(ctx context.Context, cfg ETLConfig) (*ETLReport, error) {
 func runETLRound(ctx context.Context, cfg ETLConfig, label string) (rep *ETLReport, err error) {
 	b := &etlBench{cfg: cfg, label: label}
 	defer func() { err = errors.Join(err, b.close()) }()
-	rep = &ETLReport{Broker: "in-process kfake", Partitions: cfg.Partitions, Batch: cfg.Batch, PoolConns: cfg.PoolConns,
+	rep = &ETLReport{Broker: "in-process kfake", Partitions: cfg.Partitions, Batch: cfg.Batch, MaxQueued: cfg.MaxQueued, PoolConns: cfg.PoolConns,
 		Batching: !cfg.DisableBatching, Events: int64(cfg.Events), ActiveRuns: cfg.ActiveRuns, Target: TargetETLRatio}
 
 	runs, order := etlGenerate(uint64(time.Now().UnixNano()), cfg.Events, cfg.ActiveRuns)
@@ -673,7 +677,7 @@ func (b *etlBench) runSink(ctx context.Context, pool *pgxpool.Pool, rep *ETLRepo
 	src := &etlNoStore{}
 	group := "bench-etl-" + etlHex(6)
 	e, err := etl.New(etl.Config{Brokers: b.brokers, Topic: b.topic, Group: group, Fetcher: src,
-		MaxPollRecords: b.cfg.Batch, DisableBatching: b.cfg.DisableBatching, Registerer: reg, Logger: b.cfg.Logger}, pool)
+		MaxPollRecords: b.cfg.Batch, MaxQueuedRecords: b.cfg.MaxQueued, DisableBatching: b.cfg.DisableBatching, Registerer: reg, Logger: b.cfg.Logger}, pool)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,15 @@ type Config struct {
 	// run's events in one batch cost one write of its row. A poll never
 	// waits to fill up.
 	MaxPollRecords int
+	// MaxQueuedRecords bounds the records polled for a partition that wait
+	// while its previous batch is written (consumer.Config's); they all go
+	// into its next transaction. 0 means MaxPollRecords: the sink holds a
+	// snapshot per run of a transaction, not its events, so a larger
+	// transaction costs little more per record here and saves the database
+	// the writes of runs whose events it would have split (bench/README.md,
+	// ninth round). The records waiting are at most this many per partition
+	// the process owns.
+	MaxQueuedRecords int
 	// CacheRuns bounds the runs whose snapshot is kept between batches (so
 	// that their rows need not be read back); 0 means 20,000.
 	CacheRuns int
@@ -60,8 +69,9 @@ func (c Config) Validate() error {
 	if c.Fetcher == nil {
 		errs = append(errs, errors.New("etl: no store to fill gaps from (--api-url or --postgres-url)"))
 	}
-	if c.MaxPollRecords < 0 || c.CacheRuns < 0 {
-		errs = append(errs, fmt.Errorf("etl: MaxPollRecords (--max-poll-records) and CacheRuns (--cache-runs) must be >= 0, got %d and %d", c.MaxPollRecords, c.CacheRuns))
+	if c.MaxPollRecords < 0 || c.MaxQueuedRecords < 0 || c.CacheRuns < 0 {
+		errs = append(errs, fmt.Errorf("etl: MaxPollRecords (--max-poll-records), MaxQueuedRecords (--max-queued-records) and CacheRuns (--cache-runs) must be >= 0, got %d, %d and %d",
+			c.MaxPollRecords, c.MaxQueuedRecords, c.CacheRuns))
 	}
 	if c.Group != "" && strings.TrimSpace(c.Group) == "" {
 		errs = append(errs, errors.New("etl: Group (--group) is blank"))
@@ -99,6 +109,9 @@ func New(cfg Config, pool *pgxpool.Pool) (*ETL, error) {
 	}
 	if cfg.MaxPollRecords == 0 {
 		cfg.MaxPollRecords = 20000
+	}
+	if cfg.MaxQueuedRecords == 0 {
+		cfg.MaxQueuedRecords = cfg.MaxPollRecords
 	}
 	if cfg.CacheRuns == 0 {
 		cfg.CacheRuns = 20000
@@ -145,15 +158,16 @@ func (e *ETL) Run(ctx context.Context) error {
 		checkpoints = &batcher{inner: cps, sink: s}
 	}
 	c, err := consumer.New(consumer.Config{
-		Brokers:        e.cfg.Brokers,
-		Topic:          e.cfg.Topic,
-		Group:          e.cfg.Group,
-		Checkpoints:    checkpoints,
-		Fetcher:        e.cfg.Fetcher,
-		MaxPollRecords: e.cfg.MaxPollRecords,
-		Hooks:          e.m.hooks(),
-		Logger:         e.log,
-		ClientOptions:  e.cfg.ClientOptions,
+		Brokers:          e.cfg.Brokers,
+		Topic:            e.cfg.Topic,
+		Group:            e.cfg.Group,
+		Checkpoints:      checkpoints,
+		Fetcher:          e.cfg.Fetcher,
+		MaxPollRecords:   e.cfg.MaxPollRecords,
+		MaxQueuedRecords: e.cfg.MaxQueuedRecords,
+		Hooks:            e.m.hooks(),
+		Logger:           e.log,
+		ClientOptions:    e.cfg.ClientOptions,
 	}, s)
 	if err != nil {
 		return err

@@ -829,7 +829,8 @@ func TestETL_KcatAgreesOnKeysAndPartitions(t *testing.T) {
 }
 
 func TestConfig_Validate(t *testing.T) {
-	for _, c := range []etl.Config{{}, {Brokers: []string{"x"}}, {Brokers: []string{"x"}, Fetcher: &consumer.HTTPFetcher{}, MaxPollRecords: -1}} {
+	for _, c := range []etl.Config{{}, {Brokers: []string{"x"}}, {Brokers: []string{"x"}, Fetcher: &consumer.HTTPFetcher{}, MaxPollRecords: -1},
+		{Brokers: []string{"x"}, Fetcher: &consumer.HTTPFetcher{}, MaxQueuedRecords: -1}} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("Validate(%+v) accepted an incomplete config", c)
 		}
