@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -563,53 +564,55 @@ var errPoisonInBatch = errors.New("poison in batch")
 // handler succeeds on the first try. Records not yet decoded are decoded
 // only when they are past their run's checkpoint.
 func (c *Consumer) batch(ctx context.Context, items []item) error {
-	ids := make([]string, 0, len(items))
+	// Each record's run is looked up by ID once, here; the transaction
+	// works on the runs' indexes.
+	runs := batchRuns{index: make(map[string]int32, len(items)/4+1), of: make([]int32, len(items))}
 	for i := range items {
 		if items[i].poison != "" {
 			return errPoisonInBatch
 		}
-		ids = append(ids, items[i].ev.RunID)
+		runs.of[i] = runs.add(items[i].ev.RunID)
 	}
 	var delivered []*Event
 	var dup []bool
 	err := c.cfg.Checkpoints.Transact(ctx, c.cfg.Group, func(ctx context.Context, tx CheckpointTx) error {
 		delivered = delivered[:0]
-		cps, err := tx.Get(ctx, uniq(ids))
+		got, err := tx.Get(ctx, runs.ids)
 		if err != nil {
 			return err
+		}
+		// cps holds each run's checkpoint as the batch moves it.
+		cps := make([]int64, len(runs.ids))
+		for k, id := range runs.ids {
+			cps[k] = got[id]
 		}
 		// First which records are past their checkpoint, decoding those
 		// (and only those), so that poison fails the batch before any
 		// handler ran.
 		dup = dup[:0]
-		last := make(map[string]int64, len(cps))
+		last := slices.Clone(cps)
 		for i := range items {
-			it := &items[i]
-			prev, ok := last[it.ev.RunID]
-			if !ok {
-				prev = cps[it.ev.RunID]
-			}
-			isDup := it.ev.RunSeq <= prev
+			it, k := &items[i], runs.of[i]
+			isDup := it.ev.RunSeq <= last[k]
 			dup = append(dup, isDup)
 			if isDup {
 				continue
 			}
-			last[it.ev.RunID] = it.ev.RunSeq
+			last[k] = it.ev.RunSeq
 			if c.decode(it); it.poison != "" {
 				return errPoisonInBatch
 			}
 		}
 		for i := range items {
-			ev := &items[i].ev
-			cp := cps[ev.RunID]
+			ev, k := &items[i].ev, runs.of[i]
 			if dup[i] {
 				if c.cfg.Hooks.Duplicate != nil {
 					c.cfg.Hooks.Duplicate(ev)
 				}
 				continue
 			}
-			if ev.RunSeq > cp+1 {
-				fill, err := c.gap(ctx, ev.RunID, cp, ev.RunSeq)
+			if ev.RunSeq > cps[k]+1 {
+				fill, err := c.gap(ctx, ev.RunID, cps[k], ev.RunSeq)
 				if err != nil {
 					return err
 				}
@@ -624,8 +627,13 @@ func (c *Consumer) batch(ctx context.Context, items []item) error {
 				return errHandler{err}
 			}
 			delivered = append(delivered, ev)
-			cps[ev.RunID] = ev.RunSeq
-			tx.Set(ev.RunID, ev.RunSeq)
+			cps[k] = ev.RunSeq
+		}
+		// Each run's checkpoint once, where the batch left it.
+		for k, id := range runs.ids {
+			if cps[k] > got[id] {
+				tx.Set(id, cps[k])
+			}
 		}
 		return nil
 	})
@@ -634,6 +642,23 @@ func (c *Consumer) batch(ctx context.Context, items []item) error {
 	}
 	c.delivered(delivered)
 	return nil
+}
+
+// batchRuns numbers a batch's runs in first-seen order.
+type batchRuns struct {
+	index map[string]int32
+	ids   []string // by number
+	of    []int32  // each record's run
+}
+
+func (r *batchRuns) add(id string) int32 {
+	k, ok := r.index[id]
+	if !ok {
+		k = int32(len(r.ids))
+		r.index[id] = k
+		r.ids = append(r.ids, id)
+	}
+	return k
 }
 
 func (c *Consumer) delivered(evs []*Event) {
@@ -783,16 +808,4 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
-}
-
-func uniq(ids []string) []string {
-	seen := make(map[string]bool, len(ids))
-	out := ids[:0:0]
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, id)
-		}
-	}
-	return out
 }
