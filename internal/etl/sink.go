@@ -76,6 +76,10 @@ type pending struct {
 	cache *runCache
 }
 
+// projecting is how the sink projects: the tables keep only how many
+// artifacts an attempt has.
+var projecting = reduce.Options{ArtifactCounts: true}
+
 // attemptKey names one step_attempts row of a run.
 type attemptKey struct {
 	step    string
@@ -120,9 +124,9 @@ func (p *pending) add(ev *store.RunEventRecord) {
 	if r == nil {
 		r = &runEvents{id: ev.RunID, first: ev.RunSeq}
 		if ev.RunSeq == 1 {
-			r.based = true
+			r.based, r.proj = true, reduce.NewProjection(store.RunSnapshot{}, projecting)
 		} else if sn, ok := p.cache.get(ev.RunID, ev.RunSeq-1); ok {
-			r.based, r.base, r.proj = true, sn, reduce.NewProjection(sn)
+			r.based, r.base, r.proj = true, sn, reduce.NewProjection(sn, projecting)
 		}
 		p.runs[ev.RunID] = r
 		p.order = append(p.order, r)
@@ -294,7 +298,7 @@ func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch
 	for _, r := range p.order {
 		if !r.based {
 			r.base = prev[clean(r.id)]
-			r.proj = reduce.NewProjection(r.base)
+			r.proj = reduce.NewProjection(r.base, projecting)
 			for i := range r.held {
 				r.proj.Add(&r.held[i])
 			}

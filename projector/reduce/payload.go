@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/runstream/runstream/internal/jsonscan"
 	"github.com/runstream/runstream/store"
 )
 
@@ -78,6 +79,21 @@ func (p payload) str(key string) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// hasStr reports whether str(key) would read a string, without making it.
+func (p payload) hasStr(key string) bool {
+	raw, ok := p.get(key)
+	if !ok {
+		return false
+	}
+	s := scanner{jsonscan.Scanner{B: raw}}
+	s.WS()
+	if start, end, ok := s.PlainString(); ok && s.End() {
+		return end > start
+	}
+	_, ok = p.str(key)
+	return ok
 }
 
 // strOr returns the field as a string, or "" when it cannot be read.
@@ -170,8 +186,10 @@ func (p payload) errorInfo() *store.ErrorInfo {
 
 // artifacts reads payload.artifacts. ok is false when the field is absent
 // or not an array; entries without a string uri are skipped, since a
-// reference that points nowhere cannot be followed or deduplicated.
-func (p payload) artifacts() (refs []store.ArtifactRef, ok bool) {
+// reference that points nowhere cannot be followed or deduplicated. With
+// countOnly the refs are zero values, as many as there would be
+// (Options.ArtifactCounts).
+func (p payload) artifacts(countOnly bool) (refs []store.ArtifactRef, ok bool) {
 	raw, present := p.get("artifacts")
 	if !present {
 		return nil, false
@@ -194,6 +212,12 @@ func (p payload) artifacts() (refs []store.ArtifactRef, ok bool) {
 			if f = decodePayload(item); f == nil {
 				continue
 			}
+		}
+		if countOnly {
+			if f.hasStr("uri") {
+				refs = append(refs, store.ArtifactRef{})
+			}
+			continue
 		}
 		uri, ok := f.str("uri")
 		if !ok {

@@ -71,9 +71,13 @@ func (g *runGen) stepEvents(id string) []store.RunEventRecord {
 			add(store.EventStepStarted, logical, engine, "")
 		}
 		if logical == 4 || g.chance(0.6) {
+			// Now and then a reference that does not count (no uri, an
+			// empty or non-string one, not an object) or one only
+			// encoding/json reads (an escape in the uri).
+			odd := [...]string{``, `,{"kind":"log"}`, `,{"uri":""}`, `,{"uri":7}`, `,"s3://b/x"`, `,{"uri":"s3:\/\/b\/esc"}`, `,{"uri":null}`}
 			add(store.EventStepCompleted, logical, engine, fmt.Sprintf(
-				`{"durationMs":%d,"artifacts":[{"uri":"s3://b/%s/%d","kind":"log","sizeBytes":%d},{"uri":"s3://b/shared","kind":"manifest"}]}`,
-				g.r.Intn(5000), id, logical, g.r.Intn(1<<20)))
+				`{"durationMs":%d,"artifacts":[{"uri":"s3://b/%s/%d","kind":"log","sizeBytes":%d},{"uri":"s3://b/shared","kind":"manifest"}%s]}`,
+				g.r.Intn(5000), id, logical, g.r.Intn(1<<20), odd[g.r.Intn(len(odd))]))
 			return out
 		}
 		add(store.EventStepFailed, logical, engine, `{"errorCode":"TIMEOUT","errorMessage":"deadline","retryable":true}`)
@@ -286,6 +290,18 @@ func TestProject_Properties(t *testing.T) {
 		if diff := quickDiff(fullSum, proj.Summary()); diff != "" {
 			fail("Projection summary differs from Project's (-project +projection):\n%s", diff)
 		}
+		// Counting artifacts only changes nothing else, counts included.
+		counting := NewProjection(store.RunSnapshot{}, Options{ArtifactCounts: true})
+		for i := range evs {
+			counting.Add(&evs[i])
+		}
+		counted := counting.Snapshot()
+		if diff := quickDiff(artifactCounts(full), artifactCounts(counted)); diff != "" {
+			fail("a Projection counting artifacts differs from Project beyond the artifacts' fields (-project +counting):\n%s", diff)
+		}
+		if len(counted.Artifacts) != 0 {
+			fail("a Projection counting artifacts made the run's artifacts: %+v", counted.Artifacts)
+		}
 		if mid < len(evs) {
 			if diff := quickDiff(midCopy, jsonClone(midSnap)); diff != "" {
 				fail("the snapshot a Projection gave after %d events changed as more were added (-then +now):\n%s", mid, diff)
@@ -309,7 +325,7 @@ func TestProject_Properties(t *testing.T) {
 				fail("prefix %d then rest differs from all at once (-full +incremental):\n%s", k, diff)
 			}
 			headCopy := jsonClone(head)
-			rest := NewProjection(head)
+			rest := NewProjection(head, Options{})
 			for i := range evs[k:] {
 				rest.Add(&evs[k+i])
 			}
@@ -335,3 +351,18 @@ func TestProject_Properties(t *testing.T) {
 }
 
 // pointers yields pointers to evs' elements, as ProjectSeq takes them.
+
+// artifactCounts is s without what Options.ArtifactCounts drops: each
+// attempt's artifacts become as many zero references, and the run's go.
+func artifactCounts(s store.RunSnapshot) store.RunSnapshot {
+	s = jsonClone(s)
+	s.Artifacts = nil
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		st.Artifacts = make([]store.ArtifactRef, len(st.Artifacts))
+		for j := range st.Attempts {
+			st.Attempts[j].Artifacts = make([]store.ArtifactRef, len(st.Attempts[j].Artifacts))
+		}
+	}
+	return s
+}

@@ -129,10 +129,21 @@ type Projection struct {
 	p projection
 }
 
+// Options change what a [Projection] keeps.
+type Options struct {
+	// ArtifactCounts keeps only how many artifacts each step attempt has:
+	// an attempt's Artifacts holds as many zero ArtifactRefs as it would
+	// hold references, and the run's Artifacts (their union, made on
+	// RunCompleted) stay as they were. For a reader that needs only the
+	// counts, such as the ETL: reading every reference's fields is a good
+	// part of the reducer's work there. No other field depends on them.
+	ArtifactCounts bool
+}
+
 // NewProjection returns a Projection starting from prev, which it never
 // modifies (it copies it on the first event it applies, as Project does).
-func NewProjection(prev store.RunSnapshot) Projection {
-	return Projection{p: projection{r: reducer{s: prev}}}
+func NewProjection(prev store.RunSnapshot, opts Options) Projection {
+	return Projection{p: projection{r: reducer{s: prev, opts: opts}}}
 }
 
 // Add applies ev. The pointer need be valid only during the call.
@@ -177,6 +188,7 @@ type reducer struct {
 	s          store.RunSnapshot
 	private    bool
 	stepsOwned bool
+	opts       Options
 }
 
 func (r *reducer) apply(ev *store.RunEventRecord) Result {

@@ -71,7 +71,9 @@ func (r *reducer) applyRun(ev *store.RunEventRecord, res *Result) {
 		switch ev.EventType {
 		case store.EventRunCompleted:
 			s.Status = store.RunCompleted
-			s.Artifacts = aggregateArtifacts(s, p)
+			if !r.opts.ArtifactCounts {
+				s.Artifacts = aggregateArtifacts(s, p)
+			}
 		case store.EventRunFailed:
 			s.Status = store.RunFailed
 			s.Error = p.errorInfo()
@@ -110,7 +112,7 @@ func aggregateArtifacts(s *store.RunSnapshot, p payload) []store.ArtifactRef {
 	for i := range s.Steps {
 		add(s.Steps[i].Artifacts)
 	}
-	if refs, ok := p.artifacts(); ok {
+	if refs, ok := p.artifacts(false); ok {
 		add(refs)
 	}
 	return out

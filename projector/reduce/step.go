@@ -76,7 +76,7 @@ func (r *reducer) applyStep(ev *store.RunEventRecord, res *Result) {
 	}
 
 	var buf [8]payloadField // the payload's fields, on the stack
-	applyAttempt(a, ev, parsePayload(buf[:0], ev.Payload), res)
+	applyAttempt(a, ev, parsePayload(buf[:0], ev.Payload), r.opts.ArtifactCounts, res)
 
 	failed := 0
 	for i := range s.Steps {
@@ -106,7 +106,7 @@ func historyAttempt(st *store.StepSnapshot, n int64) *store.StepAttempt {
 	return &st.Attempts[j]
 }
 
-func applyAttempt(a *store.StepAttempt, ev *store.RunEventRecord, p payload, res *Result) {
+func applyAttempt(a *store.StepAttempt, ev *store.RunEventRecord, p payload, countOnly bool, res *Result) {
 	if !stepAllowed(ev.EventType, a.Status) {
 		res.violate(fmt.Sprintf("%s for step %q attempt %d in status %s",
 			ev.EventType, ev.StepID, a.LogicalAttemptID, a.Status))
@@ -123,7 +123,7 @@ func applyAttempt(a *store.StepAttempt, ev *store.RunEventRecord, p payload, res
 		a.Status = store.StepSuccess
 		a.CompletedAt = occurredAt(p, ev)
 		a.DurationMs = stepDuration(a, p)
-		refs, _ := p.artifacts()
+		refs, _ := p.artifacts(countOnly)
 		if refs == nil {
 			refs = []store.ArtifactRef{}
 		}
@@ -134,7 +134,7 @@ func applyAttempt(a *store.StepAttempt, ev *store.RunEventRecord, p payload, res
 		a.Error = p.errorInfo()
 		a.CompletedAt = occurredAt(p, ev)
 		a.DurationMs = stepDuration(a, p)
-		if refs, ok := p.artifacts(); ok {
+		if refs, ok := p.artifacts(countOnly); ok {
 			a.Artifacts = refs
 		}
 	case store.EventStepSkipped:
