@@ -372,7 +372,7 @@ func runBenchEtl(ctx context.Context, env *environment, args []string) error {
 	fs.IntVar(&cfg.Rounds, "rounds", 3, "repeat the whole measurement this many times (fresh runs, topic and schemas each) and report the round with the median ratio")
 	fs.IntVar(&cfg.ActiveRuns, "active-runs", 2000, "runs in flight at once while the topic is filled (each record belongs to one of them at random)")
 	fs.IntVar(&cfg.Batch, "batch", 20000, "the ETL's max poll records")
-	fs.IntVar(&cfg.MaxQueued, "max-queued", 0, "the ETL's max queued records per partition (all of a partition's queued records go into its next transaction); 0: --batch")
+	fs.IntVar(&cfg.MaxQueued, "max-queued", 0, "the ETL's max queued records per partition (all of a partition's queued records go into its next transaction); 0: half of --batch, as runstream etl")
 	fs.IntVar(&cfg.PoolConns, "pool-conns", 0, "the sink's Postgres connections; 0: what runstream etl gets by default (pgxpool's max(4, cores))")
 	perEvent := fs.Bool("per-event", false, "write each event as the handler gets it instead of once per partition batch (for comparison)")
 	fs.IntVar(&cfg.InsertBatch, "insert-batch", 1000, "rows per INSERT of the baseline")

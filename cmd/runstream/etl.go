@@ -52,7 +52,7 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	fs.StringVar(&f.apiToken, "api-token", "", "bearer token for --api-url")
 	fs.StringVar(&f.pgURL, "postgres-url", "", "PostgreSQL URL of the Append Authority to fill gaps from, when --api-url is empty")
 	fs.IntVar(&f.maxPoll, "max-poll-records", 20000, "most records per poll")
-	fs.IntVar(&f.maxQueued, "max-queued-records", 0, "most records of a partition that wait while its previous transaction is written; they all go into its next one (0: --max-poll-records)")
+	fs.IntVar(&f.maxQueued, "max-queued-records", 0, "most records of a partition that wait while its previous transaction is written; they all go into its next one (0: half of --max-poll-records)")
 	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9466", "address of /metrics, /healthz and /readyz")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "json", "json or text")

@@ -76,7 +76,8 @@ type ETLConfig struct {
 	ActiveRuns int
 	// Batch is the ETL's MaxPollRecords; 0 means 20,000 (its default).
 	Batch int
-	// MaxQueued is the ETL's MaxQueuedRecords; 0 means its default, Batch.
+	// MaxQueued is the ETL's MaxQueuedRecords; 0 means its default, half
+	// of Batch.
 	MaxQueued int
 	// PoolConns is the sink's Postgres pool size; 0 means what `runstream
 	// etl` gets by default, pgxpool's max(4, GOMAXPROCS): with a goroutine
@@ -138,7 +139,7 @@ func (c ETLConfig) withDefaults() ETLConfig {
 	def(&c.Rounds, 1)
 	def(&c.ActiveRuns, defaultETLActiveRuns)
 	def(&c.Batch, defaultETLBatch)
-	def(&c.MaxQueued, c.Batch)
+	def(&c.MaxQueued, max(1, c.Batch/2))
 	def(&c.PoolConns, max(4, runtime.GOMAXPROCS(0)))
 	def(&c.InsertBatch, defaultETLInsertBatch)
 	def(&c.BaselineConns, runtime.NumCPU())

@@ -39,12 +39,12 @@ type Config struct {
 	MaxPollRecords int
 	// MaxQueuedRecords bounds the records polled for a partition that wait
 	// while its previous batch is written (consumer.Config's); they all go
-	// into its next transaction. 0 means MaxPollRecords: the sink holds a
-	// snapshot per run of a transaction, not its events, so a larger
-	// transaction costs little more per record here and saves the database
-	// the writes of runs whose events it would have split (bench/README.md,
-	// ninth round). The records waiting are at most this many per partition
-	// the process owns.
+	// into its next transaction. 0 means half of MaxPollRecords: the sink
+	// holds a snapshot per run of a transaction, not its events, so a
+	// larger transaction costs little more per record here and saves the
+	// database the writes of runs whose events it would have split
+	// (bench/README.md, ninth round). The records waiting are at most this
+	// many, plus a poll's share, per partition the process owns.
 	MaxQueuedRecords int
 	// CacheRuns bounds the runs whose snapshot is kept between batches (so
 	// that their rows need not be read back); 0 means 20,000.
@@ -111,7 +111,7 @@ func New(cfg Config, pool *pgxpool.Pool) (*ETL, error) {
 		cfg.MaxPollRecords = 20000
 	}
 	if cfg.MaxQueuedRecords == 0 {
-		cfg.MaxQueuedRecords = cfg.MaxPollRecords
+		cfg.MaxQueuedRecords = max(1, cfg.MaxPollRecords/2)
 	}
 	if cfg.CacheRuns == 0 {
 		cfg.CacheRuns = 20000

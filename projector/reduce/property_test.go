@@ -350,8 +350,6 @@ func TestProject_Properties(t *testing.T) {
 	}
 }
 
-// pointers yields pointers to evs' elements, as ProjectSeq takes them.
-
 // artifactCounts is s without what Options.ArtifactCounts drops: each
 // attempt's artifacts become as many zero references, and the run's go.
 func artifactCounts(s store.RunSnapshot) store.RunSnapshot {
