@@ -77,13 +77,23 @@ func fastArray(dst []json.RawMessage, raw []byte) (items []json.RawMessage, ok b
 // control characters), as json.Unmarshal(raw, &string) would; ok is false
 // when it gave up.
 func fastString(raw []byte) (string, bool) {
-	s := scanner{jsonscan.Scanner{B: raw}}
-	s.WS()
-	start, end, ok := s.PlainString()
-	if !ok || !s.End() {
+	start, end, ok := plainString(raw)
+	if !ok {
 		return "", false
 	}
 	return string(raw[start:end]), true
+}
+
+// plainString is fastString without making the string: the contents are
+// raw[start:end].
+func plainString(raw []byte) (start, end int, ok bool) {
+	s := scanner{jsonscan.Scanner{B: raw}}
+	s.WS()
+	start, end, ok = s.PlainString()
+	if !ok || !s.End() {
+		return 0, 0, false
+	}
+	return start, end, true
 }
 
 type scanner struct {

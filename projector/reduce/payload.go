@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/runstream/runstream/internal/jsonscan"
 	"github.com/runstream/runstream/store"
 )
 
@@ -87,9 +86,7 @@ func (p payload) hasStr(key string) bool {
 	if !ok {
 		return false
 	}
-	s := scanner{jsonscan.Scanner{B: raw}}
-	s.WS()
-	if start, end, ok := s.PlainString(); ok && s.End() {
+	if start, end, ok := plainString(raw); ok {
 		return end > start
 	}
 	_, ok = p.str(key)
