@@ -14,6 +14,40 @@ import (
 // snapshots, as the analytics ETL and a projector's catch-up do. Run with
 // go test -bench Project -benchmem ./projector/reduce/.
 func BenchmarkProject(b *testing.B) {
+	runs, perRun := benchRuns()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		Project(store.RunSnapshot{}, runs[i%len(runs)])
+	}
+	b.ReportMetric(perRun, "events/run")
+}
+
+// BenchmarkProjection folds the same runs an event at a time, as the ETL
+// sink does, with and without Options.ArtifactCounts.
+func BenchmarkProjection(b *testing.B) {
+	runs, perRun := benchRuns()
+	for _, bc := range []struct {
+		name string
+		opts Options
+	}{{"all", Options{}}, {"artifact_counts", Options{ArtifactCounts: true}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				p := NewProjection(store.RunSnapshot{}, bc.opts)
+				evs := runs[i%len(runs)]
+				for j := range evs {
+					p.Add(&evs[j])
+				}
+				_ = p.Snapshot()
+			}
+			b.ReportMetric(perRun, "events/run")
+		})
+	}
+}
+
+// benchRuns makes 200 realistic runs and their mean length.
+func benchRuns() ([][]store.RunEventRecord, float64) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	start := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	var runs [][]store.RunEventRecord
@@ -27,10 +61,5 @@ func BenchmarkProject(b *testing.B) {
 		runs = append(runs, recs)
 		events += len(recs)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		Project(store.RunSnapshot{}, runs[i%len(runs)])
-	}
-	b.ReportMetric(float64(events)/float64(len(runs)), "events/run")
+	return runs, float64(events) / float64(len(runs))
 }
