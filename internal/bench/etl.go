@@ -139,7 +139,7 @@ func (c ETLConfig) withDefaults() ETLConfig {
 	def(&c.Rounds, 1)
 	def(&c.ActiveRuns, defaultETLActiveRuns)
 	def(&c.Batch, defaultETLBatch)
-	def(&c.MaxQueued, max(1, c.Batch/2))
+	def(&c.MaxQueued, etl.DefaultMaxQueuedRecords(c.Batch))
 	def(&c.PoolConns, max(4, runtime.GOMAXPROCS(0)))
 	def(&c.InsertBatch, defaultETLInsertBatch)
 	def(&c.BaselineConns, runtime.NumCPU())

@@ -60,6 +60,12 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// DefaultMaxQueuedRecords is Config.MaxQueuedRecords when it is 0: half
+// of maxPollRecords.
+func DefaultMaxQueuedRecords(maxPollRecords int) int {
+	return max(1, maxPollRecords/2)
+}
+
 // Validate reports a configuration error.
 func (c Config) Validate() error {
 	var errs []error
@@ -111,7 +117,7 @@ func New(cfg Config, pool *pgxpool.Pool) (*ETL, error) {
 		cfg.MaxPollRecords = 20000
 	}
 	if cfg.MaxQueuedRecords == 0 {
-		cfg.MaxQueuedRecords = max(1, cfg.MaxPollRecords/2)
+		cfg.MaxQueuedRecords = DefaultMaxQueuedRecords(cfg.MaxPollRecords)
 	}
 	if cfg.CacheRuns == 0 {
 		cfg.CacheRuns = 20000
