@@ -201,7 +201,10 @@ type RunSnapshot struct {
 	StartedAt       string         `json:"startedAt,omitempty"`
 	CompletedAt     string         `json:"completedAt,omitempty"`
 	TotalDurationMs *int64         `json:"totalDurationMs,omitempty"`
-	// FailedSteps counts the steps whose current attempt is FAILED.
+	// FailedSteps is the contract's counter (ExecutionSemantics v1 section
+	// 1.5 rule 3, DESIGN.md 1.9): the number of StepFailed events applied
+	// to the run. A later retry or success never decrements it; a duplicate
+	// never counts twice.
 	FailedSteps int `json:"failedSteps"`
 	// Error is the root cause recorded by RunFailed.
 	Error *ErrorInfo `json:"error,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -929,4 +930,79 @@ func TestETL_CheckpointsInRowsAndFromEarlierVersions(t *testing.T) {
 			dup, handled, cut, len(all)-cut, behind)
 	}
 	sameTables(t, "taken over from an earlier version", dump(t, db), clean)
+}
+
+// TestETL_FailedStepsCountsARetriedFailure: failed_steps is the snapshot's
+// failedSteps, the contract's counter (DESIGN.md 1.9), so a step that
+// failed and then succeeded on retry leaves 1, also when the run's later
+// events are folded onto its row read back from the table (a second ETL,
+// whose cache is empty) and when the StepFailed is delivered again; and the
+// store's projectSnapshot (what ?consistent=true answers) agrees.
+func TestETL_FailedStepsCountsARetriedFailure(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1, "retried")
+	ctx := context.Background()
+	id := workload.NewIdentity("tenant_etl")
+	t0 := time.Date(2026, 2, 16, 10, 0, 0, 0, time.UTC)
+	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	evs := []store.RunEventWrite{
+		workload.Event(id, store.EventRunStarted, "", 1, 1, at(0), nil),
+		workload.Event(id, store.EventStepStarted, "load", 1, 1, at(1), nil),
+		workload.Event(id, store.EventStepFailed, "load", 1, 1, at(2), map[string]any{"errorCode": "TIMEOUT", "retryable": true}),
+		workload.Event(id, store.EventStepStarted, "load", 2, 1, at(3), nil),
+		workload.Event(id, store.EventStepCompleted, "load", 2, 1, at(4), nil),
+		workload.Event(id, store.EventRunCompleted, "", 1, 1, at(5), nil),
+	}
+	for _, r := range f.store.AppendBatch(ctx, evs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	recs, err := f.store.FetchEvents(ctx, id.RunID, store.FetchOptions{})
+	if err != nil || len(recs) != len(evs) {
+		t.Fatalf("fetched %d events, %v", len(recs), err)
+	}
+	db := newETLDB(t)
+	read := func() (status string, failed, attempts int) {
+		t.Helper()
+		if err := db.pool.QueryRow(ctx, `SELECT status, failed_steps, attempts_total FROM runs WHERE run_id = $1`,
+			id.RunID).Scan(&status, &failed, &attempts); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+
+	// Up to the StepFailed.
+	f.publish(t, "retried", recs[:3])
+	r := f.start(t, db, "retried", "g", nil)
+	f.waitConsumed(t, "retried", "g")
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if status, failed, _ := read(); status != store.RunRunning || failed != 1 {
+		t.Fatalf("after the StepFailed: status %s, failed_steps %d; want RUNNING, 1", status, failed)
+	}
+
+	// The retry succeeds and the run completes; the StepFailed comes again.
+	f.publish(t, "retried", append(slices.Clone(recs[3:]), recs[2]))
+	r = f.start(t, db, "retried", "g", nil)
+	f.waitConsumed(t, "retried", "g")
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.count("duplicate"); n != 1 {
+		t.Fatalf("%d duplicates, want 1 (the StepFailed delivered again)", n)
+	}
+	status, failed, attempts := read()
+	if status != store.RunCompleted || failed != 1 || attempts != 2 {
+		t.Fatalf("after the retry succeeded: status %s, failed_steps %d, attempts_total %d; want COMPLETED, 1, 2", status, failed, attempts)
+	}
+	snap, err := f.store.ProjectSnapshot(ctx, id.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.FailedSteps != failed {
+		t.Fatalf("projectSnapshot failedSteps %d, the ETL's failed_steps %d", snap.FailedSteps, failed)
+	}
+	checkAgainstReducer(t, db, [][]store.RunEventRecord{recs})
 }

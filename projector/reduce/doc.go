@@ -95,8 +95,12 @@
 //
 // Payload artifacts entries without a string uri are skipped. A step event
 // without a stepId is a violation and changes nothing but the watermark.
-// failedSteps is recounted after every step event as the number of steps
-// whose current attempt is FAILED.
+// failedSteps is the contract's counter (section 1.5 rule 3, DESIGN.md
+// section 1.9): the number of StepFailed events applied to the run,
+// including a late one applied to history. A later retry or success never
+// decrements it, and a duplicate never counts twice (it is not applied). A
+// StepFailed without a stepId, or one reaching a terminal run, changes
+// nothing and is not counted.
 //
 // A payload string field counts as given only when it is a non-empty JSON
 // string.

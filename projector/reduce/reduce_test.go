@@ -1,6 +1,8 @@
 package reduce
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -533,7 +535,7 @@ func TestApply_Rules(t *testing.T) {
 			prev: withStep(mk(4, store.EventStepFailed, step("a", 1, 1))),
 			ev:   mk(5, store.EventStepStarted, step("a", 1, 1)),
 			want: func(s *store.RunSnapshot) {
-				s.Steps[0].Status, s.FailedSteps = store.StepRunning, 0
+				s.Steps[0].Status = store.StepRunning // failedSteps stays 1
 			},
 			res: violation(`StepStarted for step "a" attempt 1 in status FAILED`),
 		},
@@ -647,7 +649,7 @@ func TestApply_Rules(t *testing.T) {
 			want: func(s *store.RunSnapshot) {
 				a := &s.Steps[0]
 				a.Status, a.Error, a.CompletedAt, a.DurationMs = store.StepSuccess, nil, at(50), i64(20000)
-				s.FailedSteps = 0
+				// failedSteps stays 1: the StepFailed was applied.
 			},
 			res: violation(`StepCompleted for step "a" attempt 1 in status FAILED`),
 		},
@@ -766,7 +768,7 @@ func TestApply_Rules(t *testing.T) {
 			res: applied,
 		},
 		{
-			name: "failedSteps counts current attempts across steps",
+			name: "failedSteps counts StepFailed events across steps",
 			prev: withStep(
 				mk(4, store.EventStepStarted, step("b", 1, 1)),
 				mk(5, store.EventStepFailed, step("b", 1, 1)),
@@ -790,7 +792,7 @@ func TestApply_Rules(t *testing.T) {
 				a.Attempts = []store.StepAttempt{a.StepAttempt}
 				a.StepAttempt = attempt(2, 3, store.StepRunning)
 				a.StartedAt = at(50)
-				s.FailedSteps = 0
+				// failedSteps stays 1: a retry never decrements it.
 			},
 			res: applied,
 		},
@@ -828,7 +830,6 @@ func TestApply_Rules(t *testing.T) {
 				a.Attempts = []store.StepAttempt{a.StepAttempt}
 				a.StepAttempt = attempt(3, 1, store.StepSkipped)
 				a.CompletedAt, a.Skip = at(50), &store.SkipInfo{}
-				s.FailedSteps = 0
 			},
 			res: applied,
 		},
@@ -851,6 +852,7 @@ func TestApply_Rules(t *testing.T) {
 				h := &s.Steps[0].Attempts[0]
 				h.Status, h.Error, h.EngineAttemptID = store.StepFailed, timeoutErr, 7
 				h.CompletedAt, h.DurationMs = at(50), i64(20000)
+				s.FailedSteps = 1 // a late StepFailed is applied, so it counts
 			},
 			res: violation(`StepFailed for step "a" attempt 1 after attempt 2 started`),
 		},
@@ -885,13 +887,13 @@ func TestApply_Rules(t *testing.T) {
 			res: violation(`StepCompleted for step "a" attempt 2 after attempt 4 started; StepCompleted for step "a" attempt 2 in status PENDING`),
 		},
 		{
-			name: "late StepCompleted after the retry leaves failedSteps to the current attempt",
+			name: "late StepCompleted after the retry leaves failedSteps as counted",
 			prev: withRetry(mk(6, store.EventStepFailed, step("a", 2, 3))),
 			ev:   mk(7, store.EventStepCompleted, step("a", 1, 2)),
 			want: func(s *store.RunSnapshot) {
 				h := &s.Steps[0].Attempts[0]
 				h.Status, h.Error, h.CompletedAt, h.DurationMs = store.StepSuccess, nil, at(70), i64(40000)
-				if s.FailedSteps != 1 {
+				if s.FailedSteps != 2 {
 					panic("setup: failedSteps")
 				}
 			},
@@ -1084,4 +1086,60 @@ func TestProject_SharesNothingWithPrev(t *testing.T) {
 	if diff := cmp.Diff(before, prev); diff != "" {
 		t.Errorf("changing Project's result changed prev (-before +after):\n%s", diff)
 	}
+}
+
+// TestFailedSteps_CountsStepFailedEvents checks that failedSteps is the
+// contract's counter (DESIGN.md section 1.9): a step that failed and then
+// succeeded on retry still counts one failure, whether the events come in
+// one Project, one Projection Add at a time, or one Apply each, and a
+// duplicate of the StepFailed never counts twice.
+func TestFailedSteps_CountsStepFailedEvents(t *testing.T) {
+	events := withRetry(
+		mk(6, store.EventStepCompleted, step("a", 2, 3), pl(`{"durationMs":900}`)),
+		mk(7, store.EventRunCompleted),
+	)
+	// A redelivery of the StepFailed (runSeq 4) after everything else.
+	withDup := append(slices.Clone(events), events[3])
+	if events[3].EventType != store.EventStepFailed {
+		t.Fatalf("setup: event 4 is %s", events[3].EventType)
+	}
+
+	check := func(name string, s store.RunSnapshot) {
+		t.Helper()
+		if s.FailedSteps != 1 || s.Status != store.RunCompleted || s.Steps[0].Status != store.StepSuccess {
+			t.Errorf("%s: failedSteps %d, status %s, step %s; want 1, COMPLETED, SUCCESS",
+				name, s.FailedSteps, s.Status, s.Steps[0].Status)
+		}
+	}
+
+	s, sum := Project(store.RunSnapshot{}, withDup)
+	check("Project", s)
+	if sum.Duplicate != 1 {
+		t.Errorf("Project: %d duplicates, want 1", sum.Duplicate)
+	}
+
+	for _, opts := range []Options{{}, {ArtifactCounts: true}} {
+		p := NewProjection(store.RunSnapshot{}, opts)
+		for i := range withDup {
+			p.Add(&withDup[i])
+			if i == 3 && p.Snapshot().FailedSteps != 1 {
+				t.Errorf("Projection%+v after the StepFailed: failedSteps %d, want 1", opts, p.Snapshot().FailedSteps)
+			}
+		}
+		check(fmt.Sprintf("Projection%+v", opts), p.Snapshot())
+	}
+
+	// Projection from a snapshot committed midway, as the ETL folds.
+	mid, _ := Project(store.RunSnapshot{}, events[:5])
+	p := NewProjection(mid, Options{})
+	for i := range withDup[5:] {
+		p.Add(&withDup[5+i])
+	}
+	check("Projection from a midway snapshot", p.Snapshot())
+
+	a := store.RunSnapshot{}
+	for _, ev := range withDup {
+		a, _ = Apply(a, ev)
+	}
+	check("Apply", a)
 }

@@ -78,13 +78,12 @@ func (r *reducer) applyStep(ev *store.RunEventRecord, res *Result) {
 	var buf [8]payloadField // the payload's fields, on the stack
 	applyAttempt(a, ev, parsePayload(buf[:0], ev.Payload), r.opts.ArtifactCounts, res)
 
-	failed := 0
-	for i := range s.Steps {
-		if s.Steps[i].Status == store.StepFailed {
-			failed++
-		}
+	// failedSteps is the contract's counter (ExecutionSemantics v1 section
+	// 1.5 rule 3, DESIGN.md section 1.9): one per StepFailed applied, never
+	// decremented by a later retry or success. Duplicates never get here.
+	if ev.EventType == store.EventStepFailed {
+		s.FailedSteps++
 	}
-	s.FailedSteps = failed
 }
 
 // historyAttempt returns the history entry for logical attempt n, creating

@@ -529,6 +529,12 @@ func TestProjectSnapshot_RealisticRun(t *testing.T) {
 	if got.Steps[1].Status != store.StepSkipped {
 		t.Fatalf("notify step = %+v, want SKIPPED", got.Steps[1])
 	}
+	// failedSteps is the contract's counter (DESIGN.md 1.9): extract failed
+	// once, and its successful retry does not take that back, in the FULL
+	// projection (mid) and in the FROM_SNAPSHOT one (got).
+	if mid.FailedSteps != 1 || got.FailedSteps != 1 {
+		t.Fatalf("failedSteps %d (FULL) and %d (FROM_SNAPSHOT), want 1: one StepFailed applied", mid.FailedSteps, got.FailedSteps)
+	}
 	if len(got.Artifacts) != 1 || got.Artifacts[0].URI != "s3://a/extract.log" {
 		t.Fatalf("run artifacts = %+v, want the extract log aggregated", got.Artifacts)
 	}
