@@ -9,6 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// DefaultRetryWindow is how long a refused record is retried by default
+// (Config.RetryWindow): longer than a broker rolling restart.
+const DefaultRetryWindow = 5 * time.Minute
+
 // Config configures a [Relay]. Zero values take the defaults noted.
 type Config struct {
 	// Topic to publish to; empty means "run-events".
@@ -25,12 +29,27 @@ type Config struct {
 	// PollInterval is the safety-net poll when no notification arrives;
 	// 0 means 1s.
 	PollInterval time.Duration
-	// MaxAttempts is how many times the broker may refuse a record before
-	// it is dead-lettered; 0 means 8.
+	// MaxAttempts is the fewest publishes of a record the broker must
+	// refuse before it is dead-lettered; 0 means 8. A record is
+	// dead-lettered only when both MaxAttempts and RetryWindow are used up.
 	MaxAttempts int
+	// RetryWindow is how long a refused record is retried, measured from
+	// its first refusal (kept in the outbox row, so a relay restart does not
+	// start it again, and read on the database's clock): it is
+	// dead-lettered at the first refusal that finds both at least
+	// MaxAttempts refusals and the window over. It should outlast a broker
+	// rolling restart, during which a partition may refuse records for
+	// minutes. Meanwhile the run's later events wait (per-run order) and
+	// other runs flow. 0 means 5 minutes. A window shorter than the
+	// backoff (1ms) retries by count only: the record is dead-lettered at
+	// its MaxAttempts-th refusal (at its second when MaxAttempts is 1, as
+	// the first refusal starts the window).
+	RetryWindow time.Duration
 	// BackoffBase and BackoffMax bound the exponential backoff (with full
 	// jitter) of refused records and of broker outages; 0 means 100ms and
-	// 30s.
+	// 30s. BackoffMax also caps the time between a refused record's last
+	// attempts, so a record is dead-lettered at most about BackoffMax after
+	// its window ends.
 	BackoffBase, BackoffMax time.Duration
 	// RebalanceInterval is how often shard ownership is checked; 0 means
 	// 1s.
@@ -63,6 +82,9 @@ func (c Config) Validate() error {
 	if c.MaxAttempts < 0 {
 		errs = append(errs, fmt.Errorf("relay max attempts (RUNSTREAM_RELAY_MAX_ATTEMPTS) must be > 0, got %d", c.MaxAttempts))
 	}
+	if c.RetryWindow < 0 {
+		errs = append(errs, fmt.Errorf("relay retry window (--retry-window, RUNSTREAM_RETRY_WINDOW) must be >= 0, got %v", c.RetryWindow))
+	}
 	if c.BackoffMax != 0 && c.BackoffBase > c.BackoffMax {
 		errs = append(errs, fmt.Errorf("relay backoff base %v is above its max %v", c.BackoffBase, c.BackoffMax))
 	}
@@ -84,6 +106,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = 8
+	}
+	if c.RetryWindow == 0 {
+		c.RetryWindow = DefaultRetryWindow
 	}
 	if c.BackoffBase == 0 {
 		c.BackoffBase = 100 * time.Millisecond

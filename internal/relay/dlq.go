@@ -21,13 +21,16 @@ type DeadLetter struct {
 	FailedAt  time.Time `json:"failedAt"`
 	Attempts  int       `json:"attempts"`
 	LastError string    `json:"lastError"`
+	// FirstFailedAt is the record's first refusal, the start of its retry
+	// window; nil for dead letters made before migration 0004.
+	FirstFailedAt *time.Time `json:"firstFailedAt,omitempty"`
 }
 
 // ListDeadLetters returns up to limit dead letters, oldest failure first,
 // optionally of one run.
 func ListDeadLetters(ctx context.Context, pool *pgxpool.Pool, runID string, limit int) ([]DeadLetter, error) {
 	rows, err := pool.Query(ctx, `SELECT d.id, d.run_id, d.run_seq, e.event_type, e.event_id::text, e.tenant_id,
-			d.created_at, d.failed_at, d.attempts, coalesce(d.last_error, '')
+			d.created_at, d.failed_at, d.attempts, coalesce(d.last_error, ''), d.first_failed_at
 		FROM outbox_dead_letters d JOIN run_events e ON e.run_id = d.run_id AND e.run_seq = d.run_seq
 		WHERE $1 = '' OR d.run_id = $1
 		ORDER BY d.failed_at, d.id LIMIT $2`, runID, limit)
@@ -37,13 +40,13 @@ func ListDeadLetters(ctx context.Context, pool *pgxpool.Pool, runID string, limi
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (DeadLetter, error) {
 		var d DeadLetter
 		err := row.Scan(&d.ID, &d.RunID, &d.RunSeq, &d.EventType, &d.EventID, &d.TenantID,
-			&d.CreatedAt, &d.FailedAt, &d.Attempts, &d.LastError)
+			&d.CreatedAt, &d.FailedAt, &d.Attempts, &d.LastError, &d.FirstFailedAt)
 		return d, err
 	})
 }
 
 // RetryDeadLetters moves dead letters back into the outbox (with fresh
-// attempts) so the relay publishes them again: the ones with the given ids,
+// attempts and a fresh retry window) so the relay publishes them again: the ones with the given ids,
 // or all of them when all is set. Consumers that already resynced past an
 // event drop the replay as a duplicate (DESIGN.md 1.12). It returns how many
 // rows moved.

@@ -25,7 +25,12 @@
 // backs off as a whole with exponential backoff and jitter and nothing is
 // counted against the rows, so an outage of any length loses and
 // dead-letters nothing. When the broker refuses a record, that row's
-// attempts grow with backoff; after MaxAttempts it moves to
+// attempts grow with exponential backoff and jitter (capped at BackoffMax,
+// 30s), while the run's later events wait and other runs flow. The row is
+// retried until both its attempts reached MaxAttempts (8, the minimum) and
+// its first refusal is more than RetryWindow old (5 minutes, longer than a
+// broker rolling restart; the outbox row keeps first_failed_at, so a
+// restart does not start the window again). Only then does it move to
 // outbox_dead_letters, alert EVENT_BUS_DELIVERY_FAILED is logged and
 // counted, and the run's later events flow again (consumers see a gap and
 // resync from the store, DESIGN.md 1.12).

@@ -688,43 +688,70 @@ func (r *Relay) produce(ctx context.Context, recs []*kgo.Record) ([]error, bool)
 	}
 }
 
-// refuse records a refused publish: a retry with backoff, or after
-// MaxAttempts the dead-letter table and alert EVENT_BUS_DELIVERY_FAILED.
-// It returns when the retry is due (zero when dead-lettered).
+// refuse records a refused publish: a retry with backoff, or, once the
+// record was refused at least MaxAttempts times and its first refusal is
+// more than RetryWindow old, the dead-letter table and alert
+// EVENT_BUS_DELIVERY_FAILED. The first refusal's time is kept in the row
+// (first_failed_at, set here on the first refusal) and compared on the
+// database's clock, so neither a relay restart nor another relay taking
+// the shard starts the window again, and relays on hosts with skewed
+// clocks agree. It returns when the retry is due (zero when dead-lettered,
+// or when the row is gone: another relay took it).
 func (r *Relay) refuse(ctx context.Context, row *outboxRow, cause error) (time.Time, error) {
 	attempts := row.attempts + 1
 	msg := cause.Error()
-	if attempts >= r.cfg.MaxAttempts {
-		err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, `WITH moved AS (DELETE FROM outbox WHERE id = $1
-					RETURNING id, shard, run_id, run_seq, created_at)
-				INSERT INTO outbox_dead_letters (id, shard, run_id, run_seq, created_at, attempts, last_error)
-				SELECT id, shard, run_id, run_seq, created_at, $2, $3 FROM moved
-				ON CONFLICT (id) DO UPDATE SET failed_at = clock_timestamp(), attempts = EXCLUDED.attempts,
-					last_error = EXCLUDED.last_error`, row.id, attempts, msg)
-			return err
-		})
-		if err != nil {
-			return time.Time{}, fmt.Errorf("dead-lettering outbox row %d: %w", row.id, err)
+	var (
+		refusedFor time.Duration // since the first refusal
+		dead, gone bool
+		d          time.Duration
+	)
+	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		var us int64
+		err := tx.QueryRow(ctx, `UPDATE outbox SET first_failed_at = coalesce(first_failed_at, clock_timestamp())
+			WHERE id = $1
+			RETURNING (extract(epoch FROM clock_timestamp() - first_failed_at) * 1e6)::bigint`, row.id).Scan(&us)
+		if errors.Is(err, pgx.ErrNoRows) {
+			gone = true
+			return nil
 		}
+		if err != nil {
+			return err
+		}
+		refusedFor = time.Duration(us) * time.Microsecond
+		if dead = attempts >= r.cfg.MaxAttempts && refusedFor > r.cfg.RetryWindow; dead {
+			_, err = tx.Exec(ctx, `WITH moved AS (DELETE FROM outbox WHERE id = $1
+					RETURNING id, shard, run_id, run_seq, created_at, first_failed_at)
+				INSERT INTO outbox_dead_letters (id, shard, run_id, run_seq, created_at, attempts, last_error, first_failed_at)
+				SELECT id, shard, run_id, run_seq, created_at, $2, $3, first_failed_at FROM moved
+				ON CONFLICT (id) DO UPDATE SET failed_at = clock_timestamp(), attempts = EXCLUDED.attempts,
+					last_error = EXCLUDED.last_error, first_failed_at = EXCLUDED.first_failed_at`, row.id, attempts, msg)
+			return err
+		}
+		d = r.backoff(attempts)
+		_, err = tx.Exec(ctx, `UPDATE outbox SET attempts = $2, last_error = $3,
+			next_attempt_at = clock_timestamp() + $4 * interval '1 microsecond' WHERE id = $1`,
+			row.id, attempts, msg, d.Microseconds())
+		return err
+	})
+	switch {
+	case err != nil && dead:
+		return time.Time{}, fmt.Errorf("dead-lettering outbox row %d: %w", row.id, err)
+	case err != nil:
+		return time.Time{}, fmt.Errorf("recording the refusal of outbox row %d: %w", row.id, err)
+	case gone:
+		return time.Time{}, nil
+	case dead:
 		r.metrics.deadLetters.Inc()
 		r.log.Error("event moved to the dead-letter table after repeated broker refusals; the run's later events flow, consumers resync from the store",
 			"alert", "EVENT_BUS_DELIVERY_FAILED", "runId", row.rec.RunID, "runSeq", row.rec.RunSeq,
-			"eventId", row.rec.EventID, "attempts", attempts, "err", cause)
+			"eventId", row.rec.EventID, "attempts", attempts, "refusedFor", refusedFor, "err", cause)
 		return time.Time{}, nil
-	}
-	d := r.backoff(attempts)
-	due := time.Now().Add(d)
-	_, err := r.pool.Exec(ctx, `UPDATE outbox SET attempts = $2, last_error = $3,
-		next_attempt_at = clock_timestamp() + $4 * interval '1 microsecond' WHERE id = $1`,
-		row.id, attempts, msg, d.Microseconds())
-	if err != nil {
-		return time.Time{}, fmt.Errorf("scheduling the retry of outbox row %d: %w", row.id, err)
 	}
 	r.metrics.retries.Inc()
 	r.log.Warn("broker refused an event; retrying", "runId", row.rec.RunID, "runSeq", row.rec.RunSeq,
-		"attempt", attempts, "of", r.cfg.MaxAttempts, "in", d, "err", cause)
-	return due, nil
+		"attempt", attempts, "minAttempts", r.cfg.MaxAttempts, "refusedFor", refusedFor,
+		"retryWindow", r.cfg.RetryWindow, "in", d, "err", cause)
+	return time.Now().Add(d), nil
 }
 
 // listen wakes the loop on NOTIFY runstream_outbox. On any error it

@@ -657,6 +657,10 @@ func TestRelay_RefusedRecordIsDeadLetteredAndTheRunFlowsOn(t *testing.T) {
 	ctx := context.Background()
 	cfg := testConfig()
 	cfg.MaxAttempts = 3
+	// A window shorter than the backoff: MaxAttempts alone decides, so the
+	// third refusal dead-letters (TestRelay_MinuteOfRefusalsDeadLettersNothing
+	// is the default window).
+	cfg.RetryWindow = time.Millisecond
 	victim := workload.NewIdentity("tenant_a")
 	vp := murmur2Partition([]byte(victim.RunID), 12)
 	// Another run on a different partition, which must be unaffected.
@@ -707,6 +711,9 @@ func TestRelay_RefusedRecordIsDeadLetteredAndTheRunFlowsOn(t *testing.T) {
 	if !strings.Contains(dls[0].LastError, "INVALID_RECORD") {
 		t.Fatalf("dead letter's last error %q does not say why", dls[0].LastError)
 	}
+	if dls[0].FirstFailedAt == nil || dls[0].FirstFailedAt.After(dls[0].FailedAt) {
+		t.Fatalf("dead letter's first refusal %v, failed at %v: the start of its retry window was not carried over", dls[0].FirstFailedAt, dls[0].FailedAt)
+	}
 	if n, err := relay.RetryDeadLetters(ctx, f.pool, []int64{dls[0].ID}, false); err != nil || n != 1 {
 		t.Fatalf("retrying the dead letter: %d, %v", n, err)
 	}
@@ -718,6 +725,153 @@ func TestRelay_RefusedRecordIsDeadLetteredAndTheRunFlowsOn(t *testing.T) {
 	})
 	if dls, _ := relay.ListDeadLetters(ctx, f.pool, "", 10); len(dls) != 0 {
 		t.Fatalf("dead letters after retry: %+v", dls)
+	}
+}
+
+// TestRelay_MinuteOfRefusalsDeadLettersNothing: a broker that refuses
+// every record of a partition for 60 s (a rolling restart is longer) must
+// not dead-letter anything with the default MaxAttempts and RetryWindow:
+// the refused run's events wait, in order, other runs flow meanwhile, and
+// once the refusals end the run's events arrive in runSeq order, each once.
+// (Retrying by count alone, eight attempts lasted about 4 s.)
+func TestRelay_MinuteOfRefusalsDeadLettersNothing(t *testing.T) {
+	t.Parallel()
+	const refusal = 60 * time.Second
+	f := newFixture(t)
+	ctx := context.Background()
+	cfg := testConfig()
+	// The defaults under test: MaxAttempts 8, RetryWindow 5 minutes, and
+	// BackoffBase 100ms.
+	cfg.MaxAttempts, cfg.RetryWindow, cfg.BackoffBase = 0, 0, 0
+	// BackoffMax 2s instead of the default 30s, only so that the first retry
+	// after the refusals end comes within 2 s (the test lasts about 62 s
+	// rather than up to 90). It does not help the record survive: the
+	// default backoff spreads the attempts further apart, so a shorter
+	// backoff reaches MaxAttempts sooner and leaves the window alone to
+	// keep the record (about 60 attempts here, against 8).
+	cfg.BackoffMax = 2 * time.Second
+	victim := workload.NewIdentity("tenant_a")
+	vp := murmur2Partition([]byte(victim.RunID), 12)
+	other := workload.NewIdentity("tenant_a")
+	for murmur2Partition([]byte(other.RunID), 12) == vp {
+		other = workload.NewIdentity("tenant_a")
+	}
+	// Every produce to the victim's partition is refused until removed.
+	refused := f.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: topic, Partitions: []int32{vp},
+		Err: kerr.InvalidRecord, Count: -1})
+	start := time.Now()
+	appendEv := func(ev store.RunEventWrite) int64 {
+		t.Helper()
+		res, err := f.store.AppendEvent(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.RunSeq
+	}
+	var victimSeqs, otherSeqs []int64
+	victimSeqs = append(victimSeqs, appendEv(workload.Event(victim, store.EventRunStarted, "", 1, 1, time.Now(), nil)))
+	otherSeqs = append(otherSeqs, appendEv(workload.Event(other, store.EventRunStarted, "", 1, 1, time.Now(), nil)))
+	run := startRelay(t, f.pool, f.brokers, cfg)
+	c := newConsumer(t, f.brokers)
+	seqs := func(id string) string {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return fmt.Sprint(c.seqs[id])
+	}
+	// During the refusals: each few seconds, a step of each run. The other
+	// run's events arrive; none of the victim's does.
+	for step := 1; time.Since(start) < refusal-5*time.Second; step++ {
+		sid := fmt.Sprintf("s%d", step)
+		for _, typ := range []string{store.EventStepStarted, store.EventStepCompleted} {
+			victimSeqs = append(victimSeqs, appendEv(workload.Event(victim, typ, sid, 1, 1, time.Now(), nil)))
+			otherSeqs = append(otherSeqs, appendEv(workload.Event(other, typ, sid, 1, 1, time.Now(), nil)))
+		}
+		testenv.WaitFor(t, 10*time.Second, "the other run's events during the refusals", func() bool {
+			c.poll(t)
+			return seqs(other.RunID) == fmt.Sprint(otherSeqs)
+		})
+		if got := seqs(victim.RunID); got != "[]" {
+			t.Fatalf("the refused run's events %s arrived while its partition refused every record", got)
+		}
+		if d := counter(t, run.reg, "runstream_relay_dead_letters_total"); d != 0 {
+			t.Fatalf("%v events dead-lettered after %v of refusals, with the default retry window", d, time.Since(start).Round(time.Second))
+		}
+		sleep := min(5*time.Second, refusal-time.Since(start))
+		time.Sleep(sleep)
+	}
+	time.Sleep(refusal - time.Since(start))
+	refused.Remove()
+	hits, retries := refused.Hits(), counter(t, run.reg, "runstream_relay_retries_total")
+	if retries <= 8 {
+		t.Fatalf("%v retries in %v of refusals: the test did not go past MaxAttempts (8), so it did not test the window", retries, refusal)
+	}
+	testenv.WaitFor(t, 30*time.Second, "the refused run's events after the refusals", func() bool {
+		c.poll(t)
+		return seqs(victim.RunID) == fmt.Sprint(victimSeqs)
+	})
+	testenv.WaitFor(t, 10*time.Second, "the outbox to drain", func() bool { return outboxRows(t, f.pool) == 0 })
+	c.poll(t)
+	if got, want := seqs(victim.RunID), fmt.Sprint(victimSeqs); got != want {
+		t.Fatalf("refused run's runSeqs on the topic %s, want %s: each once, in order", got, want)
+	}
+	if got, want := seqs(other.RunID), fmt.Sprint(otherSeqs); got != want {
+		t.Fatalf("other run's runSeqs on the topic %s, want %s", got, want)
+	}
+	if dls, err := relay.ListDeadLetters(ctx, f.pool, "", 10); err != nil || len(dls) != 0 {
+		t.Fatalf("dead letters %+v, %v; want none", dls, err)
+	}
+	if d := counter(t, run.reg, "runstream_relay_dead_letters_total"); d != 0 {
+		t.Fatalf("%v events dead-lettered", d)
+	}
+	t.Logf("%d produce requests refused over %v, %v retries; the run's %d events arrived %v after the refusals ended",
+		hits, refusal, retries, len(victimSeqs), time.Since(start)-refusal)
+}
+
+// TestRelay_RestartKeepsTheRetryWindow: the retry window starts at a
+// record's first refusal, which the outbox row keeps, so a relay restarted
+// after the window ended dead-letters the record at its first refusal
+// instead of retrying it for another window.
+func TestRelay_RestartKeepsTheRetryWindow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	cfg := testConfig()
+	cfg.MaxAttempts = 2
+	cfg.RetryWindow = 3 * time.Second
+	victim := workload.NewIdentity("tenant_a")
+	f.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: topic,
+		Partitions: []int32{murmur2Partition([]byte(victim.RunID), 12)}, Err: kerr.InvalidRecord, Count: -1})
+	if _, err := f.store.AppendEvent(ctx, workload.Event(victim, store.EventRunStarted, "", 1, 1, time.Now(), nil)); err != nil {
+		t.Fatal(err)
+	}
+	first := startRelay(t, f.pool, f.brokers, cfg)
+	testenv.WaitFor(t, 10*time.Second, "MaxAttempts refusals", func() bool {
+		return counter(t, first.reg, "runstream_relay_retries_total") >= float64(cfg.MaxAttempts)
+	})
+	first.stop(t)
+	if d := counter(t, first.reg, "runstream_relay_dead_letters_total"); d != 0 {
+		t.Fatalf("dead-lettered within its retry window (%v)", cfg.RetryWindow)
+	}
+	var firstFailed time.Time
+	if err := f.pool.QueryRow(ctx, `SELECT first_failed_at FROM outbox`).Scan(&firstFailed); err != nil {
+		t.Fatalf("the refused row's first refusal: %v", err)
+	}
+	testenv.WaitFor(t, 10*time.Second, "the retry window to end, no relay running", func() bool {
+		var over bool
+		err := f.pool.QueryRow(ctx, `SELECT clock_timestamp() - $1::timestamptz > $2 * interval '1 microsecond'`,
+			firstFailed, cfg.RetryWindow.Microseconds()).Scan(&over)
+		return err == nil && over
+	})
+	second := startRelay(t, f.pool, f.brokers, cfg)
+	testenv.WaitFor(t, 10*time.Second, "the restarted relay to dead-letter the record", func() bool {
+		return counter(t, second.reg, "runstream_relay_dead_letters_total") == 1
+	})
+	if r := counter(t, second.reg, "runstream_relay_retries_total"); r != 0 {
+		t.Fatalf("the restarted relay retried the record %v times: it started its retry window again", r)
+	}
+	dls, err := relay.ListDeadLetters(ctx, f.pool, "", 10)
+	if err != nil || len(dls) != 1 || dls[0].FirstFailedAt == nil || !dls[0].FirstFailedAt.Equal(firstFailed) {
+		t.Fatalf("dead letters %+v, %v; want one whose first refusal is still %v", dls, err, firstFailed)
 	}
 }
 
@@ -740,10 +894,14 @@ func (s *syncBuffer) String() string {
 
 func TestConfig_Validate(t *testing.T) {
 	for _, c := range []relay.Config{{Partitions: -1}, {BatchSize: -5}, {MaxAttempts: -1},
-		{BackoffBase: time.Minute, BackoffMax: time.Second}} {
+		{BackoffBase: time.Minute, BackoffMax: time.Second}, {RetryWindow: -time.Second}} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("Validate(%+v) = nil, want an error", c)
 		}
+	}
+	if err := (relay.Config{RetryWindow: -time.Second}).Validate(); err == nil ||
+		!strings.Contains(err.Error(), "--retry-window") || !strings.Contains(err.Error(), "RUNSTREAM_RETRY_WINDOW") {
+		t.Errorf("a negative retry window: %v; want an error naming --retry-window and RUNSTREAM_RETRY_WINDOW", err)
 	}
 	if err := (relay.Config{}).Validate(); err != nil {
 		t.Errorf("zero Config: %v", err)
