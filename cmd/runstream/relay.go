@@ -26,6 +26,7 @@ type relayFlags struct {
 	replicationFactor int
 	batch             int
 	maxAttempts       int
+	retryWindow       time.Duration
 }
 
 func (f *relayFlags) register(fs *flag.FlagSet) {
@@ -33,7 +34,8 @@ func (f *relayFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.partitions, "partitions", 12, "partitions when the relay creates the topic")
 	fs.IntVar(&f.replicationFactor, "replication-factor", 0, "replication factor when the relay creates the topic (0: the broker's default)")
 	fs.IntVar(&f.batch, "relay-batch", 5000, "most outbox rows published per round")
-	fs.IntVar(&f.maxAttempts, "relay-max-attempts", 8, "broker refusals of one event before it is dead-lettered (EVENT_BUS_DELIVERY_FAILED)")
+	fs.IntVar(&f.maxAttempts, "relay-max-attempts", 8, "fewest broker refusals of one event before it is dead-lettered (EVENT_BUS_DELIVERY_FAILED), which also waits for --retry-window")
+	fs.DurationVar(&f.retryWindow, "retry-window", relay.DefaultRetryWindow, "how long an event the broker refuses is retried from its first refusal (backoff up to 30s) before it is dead-lettered, once it also reached --relay-max-attempts; outlast a broker rolling restart (the run's later events wait meanwhile, other runs flow). A Go duration such as 5m; 1ms retries by count only")
 }
 
 func (f *relayFlags) config(log *slog.Logger, reg prometheus.Registerer) (relay.Config, error) {
@@ -46,11 +48,14 @@ func (f *relayFlags) config(log *slog.Logger, reg prometheus.Registerer) (relay.
 	if f.batch < 1 || f.maxAttempts < 1 {
 		return relay.Config{}, usageError{fmt.Errorf("--relay-batch and --relay-max-attempts must be >= 1")}
 	}
+	if f.retryWindow <= 0 {
+		return relay.Config{}, usageError{fmt.Errorf("--retry-window (RUNSTREAM_RETRY_WINDOW) must be > 0, got %v (1ms dead-letters after --relay-max-attempts refusals)", f.retryWindow)}
+	}
 	if strings.TrimSpace(f.topic) == "" {
 		return relay.Config{}, usageError{fmt.Errorf("--topic (RUNSTREAM_TOPIC) must not be empty")}
 	}
 	cfg := relay.Config{Topic: f.topic, Partitions: int32(f.partitions), ReplicationFactor: int16(f.replicationFactor),
-		BatchSize: f.batch, MaxAttempts: f.maxAttempts, Registerer: reg, Logger: log}
+		BatchSize: f.batch, MaxAttempts: f.maxAttempts, RetryWindow: f.retryWindow, Registerer: reg, Logger: log}
 	return cfg, cfg.Validate()
 }
 
