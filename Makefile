@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/runstream
 
-.PHONY: all build dev test test-unit up fuzz bench soak fmt vet tidy clean
+.PHONY: all build dev test test-unit chaos up fuzz bench soak fmt vet tidy clean
 
 all: build
 
@@ -27,6 +27,15 @@ test:
 # Unit tests only: no servers needed (integration tests skip).
 test-unit:
 	$(GO) test -race ./...
+
+# The end-to-end fault suite, long version (internal/chaos): the real
+# binaries as separate processes against a private Postgres, Redis and
+# broker, every fault repeated under load, then one verdict line. `make
+# test` runs its short version. Failed runs keep their logs in test-artifacts/.
+chaos:
+	@eval "$$(scripts/up.sh)" && RUNSTREAM_TEST_REQUIRE=1 RUNSTREAM_CHAOS=full \
+	  RUNSTREAM_ARTIFACTS_DIR="$${RUNSTREAM_ARTIFACTS_DIR:-$$PWD/test-artifacts}" \
+	  $(GO) test -race -count=1 -run TestChaos -timeout 30m ./internal/chaos/ -v
 
 # Time-boxed fuzzing of the decoders and the reducer (FUZZTIME=30s each).
 fuzz:
