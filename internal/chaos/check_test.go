@@ -197,14 +197,14 @@ func getConsistent(ctx context.Context, client *http.Client, apis []string, api 
 type readReport struct {
 	redisMissing, redisMismatch, redisStale, indexMissing int
 	etlMissing, etlMismatch                               int
-	problems                                              []string // the first few, by kind
+	// redisRuns counts the runs with any of the Redis problems.
+	redisRuns int
+	problems  []string // the first few, by kind
 }
 
-func (r readReport) redisBad() int {
-	return r.redisMissing + r.redisMismatch + r.redisStale + r.indexMissing
-}
-func (r readReport) etlBad() int { return r.etlMissing + r.etlMismatch }
-func (r readReport) ok() bool    { return r.redisBad() == 0 && r.etlBad() == 0 }
+func (r readReport) redisBad() int { return r.redisRuns }
+func (r readReport) etlBad() int   { return r.etlMissing + r.etlMismatch }
+func (r readReport) ok() bool      { return r.redisBad() == 0 && r.etlBad() == 0 }
 
 const maxProblemsPerKind = 8
 
@@ -256,6 +256,7 @@ func checkRead(ctx context.Context, rdb *redis.Client, pool *pgxpool.Pool, etlSc
 		if !ok {
 			continue
 		}
+		before := rep.redisMissing + rep.redisMismatch + rep.redisStale + rep.indexMissing
 		b, err := gets[i].Bytes()
 		if errors.Is(err, redis.Nil) {
 			rep.redisMissing++
@@ -280,6 +281,9 @@ func checkRead(ctx context.Context, rdb *redis.Client, pool *pgxpool.Pool, etlSc
 		if !index[rec.tenant][rec.id] {
 			rep.indexMissing++
 			ps.add("index_missing", "run %s is not in %s", rec.id, projector.RunIndexKey(rec.tenant))
+		}
+		if rep.redisMissing+rep.redisMismatch+rep.redisStale+rep.indexMissing > before {
+			rep.redisRuns++
 		}
 	}
 
