@@ -18,7 +18,23 @@
 //
 //	chaos: PASS runs=412 events=3810 acked=3810 duplicates=600 faults=9 redis_mismatch=0 etl_mismatch=0 converged_after=7.4s
 //
-// `go test ./internal/chaos/` (and so `make test`) runs the short version,
-// a few minutes at most; RUNSTREAM_CHAOS=full (`make chaos`) runs the long
-// one, with more load and every fault repeated.
+// `make test` (RUNSTREAM_TEST_REQUIRE=1) runs the short version, every
+// fault once in about a minute and a half; RUNSTREAM_CHAOS=full (`make
+// chaos`) runs the long one, with more load and every fault three times.
+// Without either (make test-unit) it skips. Other settings:
+//
+//   - RUNSTREAM_CHAOS_CONVERGE replaces the convergence flags given to the
+//     projectors and the ETL ("--converge-interval=1s --converge-grace=2s";
+//     "--converge-interval=0" turns convergence off, to see the verdict
+//     fail on Redis restarted empty and on dead-lettered tails);
+//   - RUNSTREAM_CHAOS_KEEP_LOGS=1 keeps every process's log in
+//     $RUNSTREAM_ARTIFACTS_DIR/chaos-<time> even when the run passes (a
+//     failed run always keeps them there when the variable is set).
+//
+// The refusal fault is a real one: the broker process installs a kfake
+// fault that answers produce requests to three partitions with
+// INVALID_RECORD, and the relay runs with --relay-max-attempts=3 (and
+// --retry-window=2s) so that it dead-letters events within seconds; runs
+// on those partitions stop after their next event meanwhile, so some runs
+// end with a dead-lettered tail that no later event reveals.
 package chaos
