@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/runstream/runstream/internal/kgroup"
 	"github.com/runstream/runstream/store"
 )
 
@@ -136,6 +137,17 @@ type Config struct {
 	// always decoded first. Set it for a topic whose producer keys records
 	// otherwise.
 	DecodeDuplicates bool
+	// SessionTimeout of the group membership: how long a member that
+	// stopped heartbeating holds its partitions; 0 means franz-go's default
+	// (45 s). `runstream etl` uses kgroup.DefaultSessionTimeout (10 s).
+	SessionTimeout time.Duration
+	// InstanceID makes the consumer a static member of the group (KIP-345,
+	// group.instance.id): a replacement started with the same id after a
+	// crash takes its partitions at once instead of waiting for the session
+	// to time out. Empty means dynamic membership. Two running consumers of
+	// a group must never share one. Run leaves the group when it returns,
+	// as a static member too, so a clean stop moves the partitions at once.
+	InstanceID string
 	// Hooks for metrics.
 	Hooks Hooks
 	// Logger; nil means discard.
@@ -264,13 +276,14 @@ func (c *Consumer) Run(ctx context.Context) error {
 		kgo.AllowAutoTopicCreation(), // the dead-letter topic
 		kgo.OnPartitionsRevoked(ws.stopPartitions),
 		kgo.OnPartitionsLost(ws.stopPartitions),
-	}, c.cfg.ClientOptions...)
+	}, kgroup.Options(c.cfg.SessionTimeout, c.cfg.InstanceID)...)
+	opts = append(opts, c.cfg.ClientOptions...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("consumer: creating the Kafka client: %w", err)
 	}
 	c.cl = cl
-	defer cl.Close()
+	defer kgroup.Close(cl, c.cfg.Group, c.cfg.InstanceID, c.log)
 	defer ws.stopAll()
 	for {
 		fs := cl.PollRecords(ctx, c.cfg.MaxPollRecords)

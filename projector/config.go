@@ -33,8 +33,17 @@ type Config struct {
 	// byte costs about two of RSS (the collector lets garbage grow with the
 	// live heap).
 	SnapshotCacheBytes int64
-	// SessionTimeout of the group membership; 0 means franz-go's default.
+	// SessionTimeout of the group membership: how long a member that
+	// stopped heartbeating holds its partitions; 0 means franz-go's default
+	// (45 s). `runstream projector` uses kgroup.DefaultSessionTimeout.
 	SessionTimeout time.Duration
+	// InstanceID makes the projector a static member of the group
+	// (KIP-345, group.instance.id): a replacement started with the same id
+	// after a crash takes its partitions at once instead of waiting for the
+	// session to time out. Empty means dynamic membership. Two running
+	// projectors must never share one (the broker fences the older). A
+	// clean stop leaves the group either way (package kgroup).
+	InstanceID string
 	// Registerer receives the projector's metrics; nil means none.
 	Registerer prometheus.Registerer
 	// Logger; nil means discard.

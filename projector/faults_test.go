@@ -256,7 +256,8 @@ func TestProjector_KilledMidStreamThenRestarted(t *testing.T) {
 }
 
 // TestHelperProjectorProcess is the child of
-// TestProjector_KilledMidStreamThenRestarted: a projector configured from
+// TestProjector_KilledMidStreamThenRestarted and
+// TestProjector_StaticMemberReplacedAtOnce: a projector configured from
 // PROJECTOR_HELPER_* that runs until it is killed.
 func TestHelperProjectorProcess(t *testing.T) {
 	if os.Getenv("PROJECTOR_HELPER") != "1" {
@@ -279,13 +280,19 @@ func TestHelperProjectorProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	session := childSessionTimeout
+	if v := os.Getenv("PROJECTOR_HELPER_SESSION"); v != "" {
+		if session, err = time.ParseDuration(v); err != nil {
+			t.Fatal(err)
+		}
+	}
 	p, err := projector.New(projector.Config{
 		Brokers: strings.Split(os.Getenv("PROJECTOR_HELPER_BROKERS"), ","), Topic: topic,
 		Group: os.Getenv("PROJECTOR_HELPER_GROUP"), MaxPollRecords: maxPoll,
 		ResyncBackoffBase: 20 * time.Millisecond, ResyncBackoffMax: 200 * time.Millisecond,
-		SessionTimeout: childSessionTimeout,
-		Logger:         slog.New(slog.NewTextHandler(os.Stderr, nil)),
-	}, redis.NewClient(opts), st, kgo.HeartbeatInterval(childSessionTimeout/5))
+		SessionTimeout: session, InstanceID: os.Getenv("PROJECTOR_HELPER_INSTANCE_ID"),
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+	}, redis.NewClient(opts), st, kgo.HeartbeatInterval(session/5))
 	if err != nil {
 		t.Fatal(err)
 	}

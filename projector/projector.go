@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/runstream/runstream/internal/kgroup"
 	"github.com/runstream/runstream/projector/reduce"
 	"github.com/runstream/runstream/store"
 )
@@ -94,14 +95,14 @@ func (p *Projector) Run(ctx context.Context) error {
 		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { p.rebalanceWaiting.Store(true) }),
 		kgo.FetchMaxWait(100 * time.Millisecond),
 	}, p.opt...)
-	if p.cfg.SessionTimeout > 0 {
-		opts = append(opts, kgo.SessionTimeout(p.cfg.SessionTimeout))
-	}
+	opts = append(opts, kgroup.Options(p.cfg.SessionTimeout, p.cfg.InstanceID)...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("creating the Kafka consumer: %w", err)
 	}
-	defer cl.Close()
+	// Leaves the group, as a static member too, so a clean stop moves the
+	// partitions at once.
+	defer kgroup.Close(cl, p.cfg.Group, p.cfg.InstanceID, p.log)
 	if err := writeScript.Load(ctx, p.rdb).Err(); err != nil && ctx.Err() == nil {
 		p.log.Warn("loading the snapshot script failed; it is loaded on first use", "err", err)
 	}

@@ -24,6 +24,7 @@ type etlFlags struct {
 	maxPoll, maxQueued      int
 	httpAddr                string
 	logLevel, logFormat     string
+	member                  memberFlags
 }
 
 // LogValue redacts secrets when the effective config is logged.
@@ -37,6 +38,7 @@ func (f *etlFlags) LogValue() slog.Value {
 		slog.String("etlDatabaseUrl", config.RedactURL(f.etlURL)), slog.String("etlSchema", f.schema),
 		slog.String("gapsFrom", gaps), slog.Bool("apiToken", f.apiToken != ""),
 		slog.Int("maxPollRecords", f.maxPoll), slog.Int("maxQueuedRecords", f.maxQueued), slog.String("httpAddr", f.httpAddr),
+		slog.String("sessionTimeout", f.member.sessionTimeout.String()), slog.String("instanceId", f.member.instanceID),
 	)
 }
 
@@ -56,6 +58,8 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9466", "address of /metrics, /healthz and /readyz")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "json", "json or text")
+	f.member.register(fs)
+	f.member.getenv = env.getenv
 	if err := parseFlags(fs, env, args, "runstream etl [flags]",
 		"Analytics sink: consumes the run-event topic into Postgres tables runs and step_attempts\n"+
 			"(schema --etl-schema of --etl-database-url, migrated on start), effectively once: the rows\n"+
@@ -89,6 +93,10 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	if err := config.CheckAddr("http-addr", f.httpAddr); err != nil {
 		errs = append(errs, err)
 	}
+	session, instanceID, err := f.member.values()
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return usageError{err}
 	}
@@ -120,7 +128,8 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	defer pool.Close()
 	reg := newRegistry()
 	e, err := etl.New(etl.Config{Brokers: brokers, Topic: f.topic, Group: f.group, Fetcher: fetcher,
-		MaxPollRecords: f.maxPoll, MaxQueuedRecords: f.maxQueued, ClientOptions: []kgo.Opt{kafkaLogOpt(log)}, Registerer: reg, Logger: log}, pool)
+		MaxPollRecords: f.maxPoll, MaxQueuedRecords: f.maxQueued, SessionTimeout: session, InstanceID: instanceID,
+		ClientOptions: []kgo.Opt{kafkaLogOpt(log)}, Registerer: reg, Logger: log}, pool)
 	if err != nil {
 		return usageError{err}
 	}

@@ -23,6 +23,7 @@ type projectorFlags struct {
 	maxPoll   int
 	lagHighMs int
 	cacheMB   int
+	member    memberFlags
 }
 
 func (f *projectorFlags) register(fs *flag.FlagSet) {
@@ -31,6 +32,7 @@ func (f *projectorFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.lagHighMs, "lag-high-ms", 5000, "projection lag that raises PROJECTOR_LAG_HIGH")
 	fs.IntVar(&f.cacheMB, "snapshot-cache-mb", projector.DefaultSnapshotCacheBytes>>20,
 		"MiB of decoded snapshots the projector keeps to skip reading them back from Redis (0 disables the cache)")
+	f.member.register(fs)
 }
 
 func (f *projectorFlags) config(brokers []string, topic string, log *slog.Logger, reg prometheus.Registerer) (projector.Config, error) {
@@ -43,13 +45,17 @@ func (f *projectorFlags) config(brokers []string, topic string, log *slog.Logger
 	if f.cacheMB < 0 {
 		return projector.Config{}, usageError{fmt.Errorf("--snapshot-cache-mb must be >= 0 (0 disables the cache)")}
 	}
+	session, instanceID, err := f.member.values()
+	if err != nil {
+		return projector.Config{}, err
+	}
 	cacheBytes := int64(f.cacheMB) << 20
 	if f.cacheMB == 0 {
 		cacheBytes = -1
 	}
 	cfg := projector.Config{Brokers: brokers, Topic: topic, Group: f.group, MaxPollRecords: f.maxPoll,
 		LagHighThreshold: time.Duration(f.lagHighMs) * time.Millisecond, SnapshotCacheBytes: cacheBytes,
-		Registerer: reg, Logger: log}
+		SessionTimeout: session, InstanceID: instanceID, Registerer: reg, Logger: log}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{err}
 	}
@@ -77,6 +83,7 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 	logFormat := fs.String("log-format", "json", "json or text")
 	var pf projectorFlags
 	pf.register(fs)
+	pf.member.getenv = env.getenv
 	if err := parseFlags(fs, env, args, "runstream projector [flags]",
 		"Reduces the run-event topic into Redis snapshots, in a consumer group: run up to one\nper partition. Resyncs runs from Postgres when it sees a gap. Stops gracefully on SIGTERM."); err != nil {
 		return err
@@ -114,7 +121,8 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 		}
 		return rdb.Ping(ctx).Err()
 	}
-	log.Info("starting runstream projector", "brokers", *brokers, "topic", *topic, "group", pf.group)
+	log.Info("starting runstream projector", "brokers", *brokers, "topic", *topic, "group", pf.group,
+		"sessionTimeout", cfg.SessionTimeout.String(), "instanceId", cfg.InstanceID)
 	return runWithOpsServer(ctx, log, reg, *metricsAddr, ready, p.Run)
 }
 

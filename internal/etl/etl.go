@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,6 +53,11 @@ type Config struct {
 	// DisableBatching writes each event's rows as the handler gets it
 	// instead of once per partition batch: slower, for comparison.
 	DisableBatching bool
+	// SessionTimeout and InstanceID of the group membership
+	// (consumer.Config's): 0 means franz-go's default session timeout,
+	// empty means dynamic membership.
+	SessionTimeout time.Duration
+	InstanceID     string
 	// ClientOptions are added to the Kafka client's (TLS, SASL, logging).
 	ClientOptions []kgo.Opt
 	// Registerer receives the metrics; nil means none.
@@ -171,6 +177,8 @@ func (e *ETL) Run(ctx context.Context) error {
 		Fetcher:          e.cfg.Fetcher,
 		MaxPollRecords:   e.cfg.MaxPollRecords,
 		MaxQueuedRecords: e.cfg.MaxQueuedRecords,
+		SessionTimeout:   e.cfg.SessionTimeout,
+		InstanceID:       e.cfg.InstanceID,
 		Hooks:            e.m.hooks(),
 		Logger:           e.log,
 		ClientOptions:    e.cfg.ClientOptions,

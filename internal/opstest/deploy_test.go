@@ -261,6 +261,9 @@ type container struct {
 		ValueFrom *struct {
 			SecretKeyRef    *keyRef `yaml:"secretKeyRef"`
 			ConfigMapKeyRef *keyRef `yaml:"configMapKeyRef"`
+			FieldRef        *struct {
+				FieldPath string `yaml:"fieldPath"`
+			} `yaml:"fieldRef"`
 		} `yaml:"valueFrom"`
 	} `yaml:"env"`
 	EnvFrom []struct {
@@ -289,7 +292,9 @@ type probe struct {
 	} `yaml:"httpGet"`
 }
 
-// TestKubernetesManifests checks the Deployments: readiness on /readyz,
+// TestKubernetesManifests checks the Deployments (and the projector's
+// StatefulSet, whose pod names are its static group members' instance
+// ids): readiness on /readyz,
 // liveness on /healthz, on the port RUNSTREAM_HTTP_ADDR listens on; env
 // from the ConfigMap and the Secret covering what each component needs;
 // a PodDisruptionBudget and a Service selecting each Deployment's pods.
@@ -361,8 +366,11 @@ func TestKubernetesManifests(t *testing.T) {
 	for comp, need := range componentEnv {
 		name := "runstream-" + comp
 		d, ok := byKind["Deployment"][name]
+		if s, isSet := byKind["StatefulSet"][name]; isSet && !ok {
+			d, ok = s, true // the projector: stable pod names for static membership
+		}
 		if !ok {
-			t.Errorf("no Deployment %s", name)
+			t.Errorf("no Deployment (or StatefulSet) %s", name)
 			continue
 		}
 		podLabels := d.Spec.Template.Metadata.Labels
@@ -383,6 +391,16 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("Deployment %s sets no resource requests", name)
 		}
 		env := resolveEnv(t, name, c, byKind)
+		// A group.instance.id shared by two replicas would fence one of
+		// them: it must be each pod's own name.
+		if id, ok := env["RUNSTREAM_INSTANCE_ID"]; ok && id != "(field metadata.name)" {
+			t.Errorf("%s %s: RUNSTREAM_INSTANCE_ID is %q, want the pod's name (fieldRef metadata.name)", d.Kind, name, id)
+		}
+		if comp == "projector" {
+			if _, ok := env["RUNSTREAM_INSTANCE_ID"]; !ok || d.Kind != "StatefulSet" {
+				t.Errorf("the projector is a %s without RUNSTREAM_INSTANCE_ID from its pod name: want a StatefulSet (stable names) that sets it", d.Kind)
+			}
+		}
 		for k := range env {
 			allEnv[k] = true
 			checkFlagEnv(t, flags, "Deployment "+name, k)
@@ -480,6 +498,8 @@ func resolveEnv(t *testing.T, name string, c container, byKind map[string]map[st
 				t.Errorf("Deployment %s: %s refers to Secret %s key %s, which does not exist", name, e.Name, ref.Name, ref.Key)
 			}
 			env[e.Name] = "(secret)"
+		case e.ValueFrom.FieldRef != nil:
+			env[e.Name] = "(field " + e.ValueFrom.FieldRef.FieldPath + ")"
 		case e.ValueFrom.ConfigMapKeyRef != nil:
 			ref := e.ValueFrom.ConfigMapKeyRef
 			v, ok := byKind["ConfigMap"][ref.Name].Data[ref.Key]
