@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // FetchOptions bound a [Store.FetchEvents] call.
 type FetchOptions struct {
@@ -26,4 +29,16 @@ type Store interface {
 	// (FULL when there is no snapshot) into the run's current state. It
 	// answers ErrNotFound for a run with no events.
 	ProjectSnapshot(ctx context.Context, runID string) (RunSnapshot, error)
+}
+
+// RunHead is where a run stands in the store: its last runSeq and when that
+// event was persisted. Convergence (DESIGN.md 1.12) compares consumers'
+// watermarks with it.
+type RunHead struct {
+	RunID    string
+	TenantID string
+	// LastSeq is the run's last runSeq (runs.last_seq).
+	LastSeq int64
+	// LastPersistedAt is the persistedAt of the event at LastSeq.
+	LastPersistedAt time.Time
 }

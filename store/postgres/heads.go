@@ -1,0 +1,97 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/runstream/runstream/store"
+)
+
+// What convergence (DESIGN.md 1.12) reads from the store: which runs
+// changed, where each stands, and up to when the store's answer is final.
+// See docs/ARCHITECTURE.md, "Convergence".
+
+// MaxHorizonHold bounds how far an open writing transaction holds back
+// ConvergenceHorizon: one left open longer (an operator's forgotten psql
+// session) no longer stops convergence, at the price of a run it appends
+// to being checked only by the next full pass.
+const MaxHorizonHold = 10 * time.Minute
+
+// ConvergenceHorizon returns the time before which every committed event's
+// persistedAt is final and delivered as far as the relay goes: the
+// earliest of
+//
+//   - now - grace;
+//   - the start of the oldest transaction still open that has inserted
+//     into run_events (it holds RowExclusiveLock on the table until it
+//     ends, and takes its events' persistedAt after it started, so nothing
+//     can still commit an event persisted before it); pg_stat_activity
+//     shows when other roles' transactions started only to members of
+//     pg_read_all_stats, and such a transaction counts as starting now,
+//     which grace covers for appends (one statement each). An open
+//     transaction holds the horizon back by MaxHorizonHold at most;
+//   - the creation of the oldest outbox row: an event still on its way to
+//     the bus (waiting, or retried by the relay) is not behind by a fault
+//     yet.
+//
+// It reads the database's clock, never this process's.
+func (s *Store) ConvergenceHorizon(ctx context.Context, grace time.Duration) (time.Time, error) {
+	var h time.Time
+	err := s.pool.QueryRow(ctx, `SELECT least(
+			clock_timestamp() - $1 * interval '1 microsecond',
+			greatest(clock_timestamp() - $2 * interval '1 microsecond', coalesce(
+				(SELECT min(coalesce(a.xact_start, clock_timestamp()))
+				   FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+				  WHERE l.locktype = 'relation' AND l.relation = 'run_events'::regclass
+				    AND l.mode = 'RowExclusiveLock' AND l.granted AND l.pid <> pg_backend_pid()),
+				clock_timestamp())),
+			(SELECT created_at FROM outbox ORDER BY id LIMIT 1))`,
+		grace.Microseconds(), MaxHorizonHold.Microseconds()).Scan(&h)
+	if err != nil {
+		return time.Time{}, classify(fmt.Errorf("reading the convergence horizon: %w", err))
+	}
+	return h, nil
+}
+
+// ChangedRuns returns the runs whose last event was persisted in [from,
+// to), in no particular order. A run with a later event is not among them:
+// the window holding its last event will report it.
+func (s *Store) ChangedRuns(ctx context.Context, from, to time.Time) ([]store.RunHead, error) {
+	rows, err := s.pool.Query(ctx, `SELECT e.run_id, r.tenant_id, r.last_seq, e.persisted_at
+		FROM run_events e JOIN runs r ON r.run_id = e.run_id AND r.last_seq = e.run_seq
+		WHERE e.persisted_at >= $1 AND e.persisted_at < $2`, from, to)
+	if err != nil {
+		return nil, classify(fmt.Errorf("listing the runs changed in [%s, %s): %w", from.Format(time.RFC3339Nano), to.Format(time.RFC3339Nano), err))
+	}
+	heads, err := pgx.CollectRows(rows, scanHead)
+	if err != nil {
+		return nil, classify(fmt.Errorf("listing the runs changed in [%s, %s): %w", from.Format(time.RFC3339Nano), to.Format(time.RFC3339Nano), err))
+	}
+	return heads, nil
+}
+
+// RunsBefore returns up to limit runs with runId > after, in runId order,
+// whose last event was persisted before the given time: a full pass walks
+// every run with it.
+func (s *Store) RunsBefore(ctx context.Context, after string, before time.Time, limit int) ([]store.RunHead, error) {
+	rows, err := s.pool.Query(ctx, `SELECT r.run_id, r.tenant_id, r.last_seq, e.persisted_at
+		FROM runs r JOIN run_events e ON e.run_id = r.run_id AND e.run_seq = r.last_seq
+		WHERE r.run_id > $1 AND e.persisted_at < $2 ORDER BY r.run_id LIMIT $3`, after, before, limit)
+	if err != nil {
+		return nil, classify(fmt.Errorf("listing runs after %q: %w", after, err))
+	}
+	heads, err := pgx.CollectRows(rows, scanHead)
+	if err != nil {
+		return nil, classify(fmt.Errorf("listing runs after %q: %w", after, err))
+	}
+	return heads, nil
+}
+
+func scanHead(row pgx.CollectableRow) (store.RunHead, error) {
+	var h store.RunHead
+	err := row.Scan(&h.RunID, &h.TenantID, &h.LastSeq, &h.LastPersistedAt)
+	return h, err
+}
