@@ -70,7 +70,9 @@ type fakeTarget struct {
 	failing map[string]bool
 }
 
-func newFakeTarget() *fakeTarget { return &fakeTarget{marks: map[string]int64{}, failing: map[string]bool{}} }
+func newFakeTarget() *fakeTarget {
+	return &fakeTarget{marks: map[string]int64{}, failing: map[string]bool{}}
+}
 
 func (t *fakeTarget) lose() {
 	t.marks = map[string]int64{}
