@@ -125,6 +125,8 @@ func TestAlertRulesContract(t *testing.T) {
 		"EVENT_BUS_DELIVERY_FAILED":               "P1",
 		"OUTBOX_BACKLOG_AGE_HIGH":                 "P2",
 		"PROJECTOR_STALE_RUNS":                    "P2",
+		"READ_SIDE_REPAIRED":                      "P2",
+		"READ_SIDE_CONVERGENCE_STALLED":           "P2",
 	}
 	got := map[string]string{}
 	for _, r := range loadRules(t, filepath.Join(root, "deploy", "prometheus", "alerts.yml")) {
