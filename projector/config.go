@@ -33,6 +33,16 @@ type Config struct {
 	// byte costs about two of RSS (the collector lets garbage grow with the
 	// live heap).
 	SnapshotCacheBytes int64
+	// ConvergeInterval is how often the projector that holds the
+	// convergence lease compares the snapshots of recently changed runs
+	// (every run, when Redis lost the cursor) with the store and repairs
+	// those behind (DESIGN.md 1.12, package converge); 0 means
+	// converge.DefaultInterval, < 0 turns convergence off.
+	ConvergeInterval time.Duration
+	// ConvergeGrace is how long after its persistedAt an event is given
+	// to arrive through Kafka before its run is checked; 0 means
+	// converge.DefaultGrace.
+	ConvergeGrace time.Duration
 	// SessionTimeout of the group membership: how long a member that
 	// stopped heartbeating holds its partitions; 0 means franz-go's default
 	// (45 s). `runstream projector` uses kgroup.DefaultSessionTimeout.
@@ -58,6 +68,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPollRecords < 0 {
 		errs = append(errs, fmt.Errorf("max poll records must be > 0, got %d", c.MaxPollRecords))
+	}
+	if c.ConvergeGrace < 0 {
+		errs = append(errs, fmt.Errorf("--converge-grace must be >= 0, got %v", c.ConvergeGrace))
 	}
 	if c.ResyncBackoffMax != 0 && c.ResyncBackoffBase > c.ResyncBackoffMax {
 		errs = append(errs, fmt.Errorf("resync backoff base %v is above its max %v", c.ResyncBackoffBase, c.ResyncBackoffMax))

@@ -106,12 +106,21 @@ func (p *Projector) Run(ctx context.Context) error {
 	if err := writeScript.Load(ctx, p.rdb).Err(); err != nil && ctx.Err() == nil {
 		p.log.Warn("loading the snapshot script failed; it is loaded on first use", "err", err)
 	}
+	conv, admin, err := p.newConverger()
+	if err != nil {
+		return err
+	}
 	var wg sync.WaitGroup
 	bctx, stop := context.WithCancel(ctx)
 	defer func() { stop(); wg.Wait() }()
 	wg.Add(2)
 	go func() { defer wg.Done(); p.retryStale(bctx) }()
 	go func() { defer wg.Done(); p.reportLag(bctx) }()
+	if conv != nil {
+		defer admin.Close()
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = conv.Run(bctx) }()
+	}
 	p.log.Info("projector consuming", "topic", p.cfg.Topic, "group", p.cfg.Group)
 
 	// The loop keeps at most one batch in flight while it polls and
@@ -223,10 +232,16 @@ func rewind(cl *kgo.Client, recs []*kgo.Record) {
 
 // runEvents are one run's records in a batch, in offset order.
 type runEvents struct {
-	id         string
-	events     []store.RunEventRecord
-	undecoded  bool // a record of this run could not be decoded
-	resync     bool // resync from the store whatever the snapshot says (retries of stale runs)
+	id        string
+	events    []store.RunEventRecord
+	undecoded bool // a record of this run could not be decoded
+	resync    bool // resync from the store whatever the snapshot says (retries of stale runs)
+	// behind is the store's last runSeq of a run that convergence found
+	// behind it (no events of its own): resync unless the snapshot has
+	// caught up meanwhile.
+	behind int64
+	// first is the record of the first of events; see isLate.
+	first      *kgo.Record
 	lastRecord *kgo.Record
 
 	// cached: prev is the snapshot taken from the cache for this attempt
@@ -274,10 +289,32 @@ func (p *Projector) decode(recs []*kgo.Record) []*runEvents {
 			continue
 		}
 		re := get(ev.RunID)
+		if len(re.events) == 0 {
+			re.first = r
+		}
 		re.events = append(re.events, ev)
 		re.lastRecord = r
 	}
 	return order
+}
+
+// lateAfter is how long after its persistedAt a record may be published
+// and still be taken as new by a run that has no snapshot (see isLate).
+const lateAfter = 10 * time.Second
+
+// isLate reports whether r was published more than lateAfter after ev was
+// persisted: a dead letter replayed, or an event the relay held through an
+// outage. It is asked only of a run without a snapshot, for its first
+// record of the batch: such a run's events may be older than what Redis
+// lost, and applying them to nothing would present an old state as
+// current (ExecutionSemantics v1 1.5: a snapshot never regresses), so it
+// is resynced from the store instead.
+func isLate(r *kgo.Record, ev *store.RunEventRecord) bool {
+	if r.Timestamp.IsZero() {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339Nano, ev.PersistedAt)
+	return err == nil && r.Timestamp.Sub(t) > lateAfter
 }
 
 // batchInFlight is a poll batch whose writes were sent and not yet
@@ -445,7 +482,7 @@ func (p *Projector) reduceAndSend(ctx context.Context, fl *runsInFlight, re *run
 	switch {
 	case stale:
 		fl.unresolved = append(fl.unresolved, re.id)
-	case (exists && prev.Stale) || broken || re.resync || re.undecoded:
+	case (exists && prev.Stale) || broken || re.resync || re.undecoded || re.behind > 0:
 		fl.resolved = append(fl.resolved, re.id)
 	}
 	if !changed {
@@ -500,11 +537,18 @@ func (p *Projector) reduceRun(ctx context.Context, re *runEvents, prev store.Run
 	if re.resync && exists && !prev.Stale && !broken {
 		return prev, false, false // another projector already resynced it
 	}
+	if re.behind > 0 && exists && !prev.Stale && !broken && prev.LastEventSeq >= re.behind {
+		return prev, false, false // caught up since convergence looked
+	}
 	cur := prev
 	if broken {
 		cur = store.RunSnapshot{}
 	}
-	needResync := broken || re.undecoded || re.resync || (exists && prev.Stale)
+	// A run with no snapshot whose events come late may be getting old
+	// events (a replayed dead letter after Redis lost the snapshot): the
+	// store says where it really stands.
+	oldOnNothing := !exists && !broken && len(re.events) > 0 && isLate(re.first, &re.events[0])
+	needResync := broken || re.undecoded || re.resync || re.behind > 0 || oldOnNothing || (exists && prev.Stale)
 	gap := false
 	if !needResync {
 		// The events up to the first gap are applied in one go; Project
@@ -538,7 +582,12 @@ func (p *Projector) reduceRun(ctx context.Context, re *runEvents, prev store.Run
 		// After a gap, or for a run already stale, the resync must move
 		// the watermark (ExecutionSemantics v1 1.5.1); after an undecodable
 		// record the store's answer is the truth even when it adds nothing.
+		// A run convergence found behind must reach the store's last
+		// runSeq; one found stale at it only needs the flag cleared.
 		mustAdvance := gap || (exists && prev.Stale) || re.resync
+		if re.behind > 0 {
+			mustAdvance = cur.LastEventSeq < re.behind
+		}
 		next, ok := p.resync(ctx, re.id, cur, usable, mustAdvance, re.resync)
 		if ok {
 			return next, next.LastEventSeq != prev.LastEventSeq || prev.Stale || !exists || broken, false

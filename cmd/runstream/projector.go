@@ -23,6 +23,7 @@ type projectorFlags struct {
 	maxPoll   int
 	lagHighMs int
 	cacheMB   int
+	converge  convergeFlags
 	member    memberFlags
 }
 
@@ -32,6 +33,7 @@ func (f *projectorFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.lagHighMs, "lag-high-ms", 5000, "projection lag that raises PROJECTOR_LAG_HIGH")
 	fs.IntVar(&f.cacheMB, "snapshot-cache-mb", projector.DefaultSnapshotCacheBytes>>20,
 		"MiB of decoded snapshots the projector keeps to skip reading them back from Redis (0 disables the cache)")
+	f.converge.register(fs)
 	f.member.register(fs)
 }
 
@@ -45,6 +47,10 @@ func (f *projectorFlags) config(brokers []string, topic string, log *slog.Logger
 	if f.cacheMB < 0 {
 		return projector.Config{}, usageError{fmt.Errorf("--snapshot-cache-mb must be >= 0 (0 disables the cache)")}
 	}
+	convInterval, convGrace, err := f.converge.values()
+	if err != nil {
+		return projector.Config{}, err
+	}
 	session, instanceID, err := f.member.values()
 	if err != nil {
 		return projector.Config{}, err
@@ -55,7 +61,8 @@ func (f *projectorFlags) config(brokers []string, topic string, log *slog.Logger
 	}
 	cfg := projector.Config{Brokers: brokers, Topic: topic, Group: f.group, MaxPollRecords: f.maxPoll,
 		LagHighThreshold: time.Duration(f.lagHighMs) * time.Millisecond, SnapshotCacheBytes: cacheBytes,
-		SessionTimeout: session, InstanceID: instanceID, Registerer: reg, Logger: log}
+		ConvergeInterval: convInterval, ConvergeGrace: convGrace, SessionTimeout: session, InstanceID: instanceID,
+		Registerer: reg, Logger: log}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{err}
 	}

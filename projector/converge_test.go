@@ -1,0 +1,216 @@
+package projector_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/runstream/runstream/internal/relay"
+	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/store"
+)
+
+// startConverging starts a projector whose convergence passes run every
+// interval (< 0: off) with a short grace.
+func startConverging(t *testing.T, f *fixture, group string, rdb redis.UniversalClient, interval time.Duration) *running {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	p, err := projector.New(projector.Config{Brokers: f.brokers, Topic: topic, Group: group,
+		ResyncBackoffBase: 20 * time.Millisecond, ResyncBackoffMax: 200 * time.Millisecond,
+		SessionTimeout: 6 * time.Second, ConvergeInterval: interval, ConvergeGrace: 100 * time.Millisecond,
+		Registerer: reg, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}, rdb, f.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{reg: reg, cancel: cancel, done: make(chan error, 1)}
+	exited := make(chan struct{})
+	go func() { r.done <- p.Run(ctx); close(exited) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+		}
+	})
+	return r
+}
+
+// clearOutbox stands for the relay: every event has left the outbox,
+// published or dead-lettered, so nothing is still on its way.
+func (f *fixture) clearOutbox(t *testing.T) {
+	t.Helper()
+	if _, err := f.store.Pool().Exec(context.Background(), `DELETE FROM outbox`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConverge_DeadLetteredTail: a run's last events never reach Kafka
+// (dead-lettered), so no later event reveals a gap. Convergence brings the
+// snapshot to the store's state, and counts the run as behind.
+func TestConverge_DeadLetteredTail(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	runs := f.appendRuns(t, seed(t), 6)
+	var published []store.RunEventRecord
+	for _, recs := range runs {
+		published = append(published, recs[:len(recs)-2]...) // the last two are dead letters
+	}
+	f.publish(t, published)
+	f.clearOutbox(t)
+	run := startConverging(t, f, "g-"+testenv.RandomID(4), f.rdb, 200*time.Millisecond)
+	f.waitConverged(t, keys(runs), 30*time.Second)
+	if got := counter(t, run.reg, "runstream_converge_runs_total", "behind"); got < 1 {
+		t.Fatalf("runstream_converge_runs_total{cause=behind} = %v, want the runs repaired counted", got)
+	}
+	for id := range runs {
+		s, _ := redisSnapshot(t, f.rdb, id)
+		if s.Stale {
+			t.Fatalf("run %s is still stale after convergence", id)
+		}
+	}
+}
+
+// TestConverge_ReplayOntoMissingSnapshot: Redis lost a finished run's
+// snapshot, then its first event is replayed (relay dlq retry publishes it
+// again, long after it was persisted). The projector must not write the
+// replayed event onto nothing as if the run had just started: the
+// snapshot comes back as the store's state, and no notification ever
+// shows the run at runSeq 1. Convergence is off here, so the projector's
+// own handling of the late event is what is tested.
+func TestConverge_ReplayOntoMissingSnapshot(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	runs := f.appendRuns(t, seed(t), 3)
+	var all []store.RunEventRecord
+	var victim string
+	for id, recs := range runs {
+		all = append(all, recs...)
+		victim = id
+	}
+	f.publish(t, all)
+	group := "g-" + testenv.RandomID(4)
+	startConverging(t, f, group, f.rdb, -1)
+	f.waitConverged(t, keys(runs), 30*time.Second)
+	want, _ := redisSnapshot(t, f.rdb, victim)
+
+	w := &seqWatcher{seqs: map[int64]bool{}}
+	w.watch(t, f.rdb, victim)
+	if err := f.rdb.Del(context.Background(), projector.SnapshotKey(victim)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	first := runs[victim][0]
+	kr, err := relay.Record(topic, &first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	persisted, _ := time.Parse(time.RFC3339Nano, first.PersistedAt)
+	kr.Timestamp = persisted.Add(time.Minute) // published a minute after it was persisted: a replay
+	if err := f.producer.ProduceSync(context.Background(), kr).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitUntil(t, 30*time.Second, func() error {
+		got, ok := redisSnapshot(t, f.rdb, victim)
+		if !ok {
+			return errors.New("no snapshot yet")
+		}
+		if got.LastEventSeq != want.LastEventSeq || got.Status != want.Status || got.Stale {
+			return fmt.Errorf("snapshot is %s at %d (stale %v), want %s at %d", got.Status, got.LastEventSeq, got.Stale, want.Status, want.LastEventSeq)
+		}
+		return nil
+	})
+	if w.saw(1) && want.LastEventSeq != 1 {
+		t.Fatalf("a notification showed run %s regressed to runSeq 1 (store is at %d)", victim, want.LastEventSeq)
+	}
+}
+
+// TestConverge_RedisRestartedEmpty: Redis comes back empty while every run
+// is idle (no event will ever reveal the loss). The cursor went with the
+// data, so the next pass checks every run: snapshots and run index entries
+// come back, equal to the store's projection.
+func TestConverge_RedisRestartedEmpty(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv := testenv.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	f.rdb = rdb
+	runs := f.appendRuns(t, seed(t), 30)
+	var all []store.RunEventRecord
+	for _, recs := range runs {
+		all = append(all, recs...)
+	}
+	f.publish(t, all)
+	f.clearOutbox(t)
+	run := startConverging(t, f, "g-"+testenv.RandomID(4), rdb, 200*time.Millisecond)
+	f.waitConverged(t, keys(runs), 30*time.Second)
+
+	srv.Kill()
+	srv.Restart() // empty: no persistence
+	lost := time.Now()
+	f.waitConverged(t, keys(runs), 30*time.Second)
+	t.Logf("30 idle runs back %v after Redis restarted empty", time.Since(lost).Round(time.Millisecond))
+	ctx := context.Background()
+	for id, recs := range runs {
+		if _, err := rdb.ZScore(ctx, projector.RunIndexKey(recs[0].TenantID), id).Result(); err != nil {
+			t.Fatalf("run %s is not back in its tenant's run index: %v", id, err)
+		}
+	}
+	if got := counter(t, run.reg, "runstream_converge_runs_total", "missing"); got < float64(len(runs)) {
+		t.Fatalf("runstream_converge_runs_total{cause=missing} = %v, want %d", got, len(runs))
+	}
+}
+
+// seqWatcher records the lastEventSeq of every notification of one run.
+type seqWatcher struct {
+	mu   sync.Mutex
+	seqs map[int64]bool
+}
+
+func (w *seqWatcher) watch(t *testing.T, rdb redis.UniversalClient, runID string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	sub := rdb.Subscribe(ctx, projector.UpdatesChannel)
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			msg, err := sub.ReceiveMessage(ctx)
+			if err != nil {
+				return
+			}
+			if !strings.Contains(msg.Payload, runID) {
+				continue
+			}
+			var u struct {
+				LastEventSeq int64 `json:"lastEventSeq"`
+			}
+			if json.Unmarshal([]byte(msg.Payload), &u) == nil {
+				w.mu.Lock()
+				w.seqs[u.LastEventSeq] = true
+				w.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); _ = sub.Close(); <-done })
+}
+
+func (w *seqWatcher) saw(seq int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seqs[seq]
+}
