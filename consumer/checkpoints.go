@@ -26,8 +26,9 @@ type CheckpointTx interface {
 // MemoryCheckpoints keep checkpoints in memory, for tests and for sinks
 // that are idempotent on their own. A restart forgets them.
 type MemoryCheckpoints struct {
-	mu  sync.Mutex
-	cps map[string]map[string]int64 // group -> run -> seq
+	mu   sync.Mutex
+	cps  map[string]map[string]int64 // group -> run -> seq
+	conv memConverge
 }
 
 // NewMemoryCheckpoints returns empty in-memory checkpoints.

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runstream/runstream/internal/kgroup"
@@ -148,6 +149,28 @@ type Config struct {
 	// a group must never share one. Run leaves the group when it returns,
 	// as a static member too, so a clean stop moves the partitions at once.
 	InstanceID string
+	// Heads turns on convergence (DESIGN.md 1.12): every ConvergeInterval
+	// one consumer of the group compares the checkpoints of the runs that
+	// changed in the store (every run, on the first pass) with the store's
+	// last runSeq, and hands the handler what a run missed, through the gap
+	// filler: a dead-lettered tail, which no later record reveals as a gap,
+	// or records the topic lost. *postgres.Store satisfies it. nil: off.
+	Heads RunHeads
+	// ConvergeState keeps the convergence cursor and lease; nil means the
+	// Checkpoints', which must then implement ConvergeState
+	// (pgcheckpoint.Store and MemoryCheckpoints do).
+	ConvergeState ConvergeState
+	// ConvergeInterval between passes; 0 means 5s, < 0 turns convergence
+	// off. ConvergeGrace is how long after its persistedAt an event is
+	// given to arrive through the topic before its run is checked; 0 means
+	// 5s.
+	ConvergeInterval, ConvergeGrace time.Duration
+	// ConvergeName labels the convergence metrics (consumer="..."); empty
+	// means the Group.
+	ConvergeName string
+	// Registerer receives the convergence metrics
+	// (runstream_converge_*); nil means none.
+	Registerer prometheus.Registerer
 	// Hooks for metrics.
 	Hooks Hooks
 	// Logger; nil means discard.
@@ -221,6 +244,9 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 	if cfg.MaxQueuedRecords == 0 {
 		cfg.MaxQueuedRecords = max(1, cfg.MaxPollRecords/4)
 	}
+	if cfg.ConvergeName == "" {
+		cfg.ConvergeName = cfg.Group
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -285,6 +311,16 @@ func (c *Consumer) Run(ctx context.Context) error {
 	c.cl = cl
 	defer kgroup.Close(cl, c.cfg.Group, c.cfg.InstanceID, c.log)
 	defer ws.stopAll()
+	conv, closeConv, err := c.converger()
+	if err != nil {
+		return err
+	}
+	if conv != nil {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = conv.Run(ctx) }()
+		defer func() { cancel(); wg.Wait(); closeConv() }()
+	}
 	for {
 		fs := cl.PollRecords(ctx, c.cfg.MaxPollRecords)
 		if fs.IsClientClosed() || ctx.Err() != nil {

@@ -25,6 +25,7 @@ type etlFlags struct {
 	httpAddr                string
 	logLevel, logFormat     string
 	member                  memberFlags
+	converge                convergeFlags
 }
 
 // LogValue redacts secrets when the effective config is logged.
@@ -60,6 +61,7 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	fs.StringVar(&f.logFormat, "log-format", "json", "json or text")
 	f.member.register(fs)
 	f.member.getenv = env.getenv
+	f.converge.register(fs)
 	if err := parseFlags(fs, env, args, "runstream etl [flags]",
 		"Analytics sink: consumes the run-event topic into Postgres tables runs and step_attempts\n"+
 			"(schema --etl-schema of --etl-database-url, migrated on start), effectively once: the rows\n"+
@@ -97,6 +99,10 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	convInterval, convGrace, err := f.converge.values()
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return usageError{err}
 	}
@@ -107,9 +113,8 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	log.Info("starting runstream etl", "config", &f)
 
 	var fetcher consumer.Fetcher
-	if f.apiURL != "" {
-		fetcher = &consumer.HTTPFetcher{BaseURL: strings.TrimRight(f.apiURL, "/"), Token: f.apiToken}
-	} else {
+	var heads consumer.RunHeads
+	if f.pgURL != "" {
 		storePool, err := postgres.Connect(ctx, f.pgURL)
 		if err != nil {
 			return err
@@ -119,7 +124,14 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 		if err != nil {
 			return err
 		}
-		fetcher = st
+		fetcher, heads = st, st
+	}
+	if f.apiURL != "" {
+		fetcher = &consumer.HTTPFetcher{BaseURL: strings.TrimRight(f.apiURL, "/"), Token: f.apiToken}
+	}
+	if heads == nil && convInterval > 0 {
+		log.Warn("convergence is off: it compares the ETL with the store's runs table, so it needs --postgres-url (RUNSTREAM_POSTGRES_URL); " +
+			"a dead-lettered tail stays missing until a later event of its run arrives")
 	}
 	pool, err := etl.Connect(ctx, f.etlURL, f.schema)
 	if err != nil {
@@ -129,7 +141,7 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	reg := newRegistry()
 	e, err := etl.New(etl.Config{Brokers: brokers, Topic: f.topic, Group: f.group, Fetcher: fetcher,
 		MaxPollRecords: f.maxPoll, MaxQueuedRecords: f.maxQueued, SessionTimeout: session, InstanceID: instanceID,
-		ClientOptions: []kgo.Opt{kafkaLogOpt(log)}, Registerer: reg, Logger: log}, pool)
+		Heads: heads, ConvergeInterval: convInterval, ConvergeGrace: convGrace, ClientOptions: []kgo.Opt{kafkaLogOpt(log)}, Registerer: reg, Logger: log}, pool)
 	if err != nil {
 		return usageError{err}
 	}

@@ -80,6 +80,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	for _, o := range opts {
 		o(st)
 	}
+	if err := st.createConvergeTable(ctx); err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 

@@ -58,6 +58,14 @@ type Config struct {
 	// empty means dynamic membership.
 	SessionTimeout time.Duration
 	InstanceID     string
+	// Heads turns on convergence (consumer.Config's, DESIGN.md 1.12):
+	// runs the store has moved past the tables' last_event_seq, a
+	// dead-lettered tail no later record reveals, are brought up to date
+	// through the gap filler. nil: off.
+	Heads consumer.RunHeads
+	// ConvergeInterval and ConvergeGrace: consumer.Config's (0 means 5s
+	// each; an interval < 0 turns convergence off).
+	ConvergeInterval, ConvergeGrace time.Duration
 	// ClientOptions are added to the Kafka client's (TLS, SASL, logging).
 	ClientOptions []kgo.Opt
 	// Registerer receives the metrics; nil means none.
@@ -179,6 +187,12 @@ func (e *ETL) Run(ctx context.Context) error {
 		MaxQueuedRecords: e.cfg.MaxQueuedRecords,
 		SessionTimeout:   e.cfg.SessionTimeout,
 		InstanceID:       e.cfg.InstanceID,
+		Heads:            e.cfg.Heads,
+		ConvergeState:    cps,
+		ConvergeInterval: e.cfg.ConvergeInterval,
+		ConvergeGrace:    e.cfg.ConvergeGrace,
+		ConvergeName:     "etl",
+		Registerer:       e.cfg.Registerer,
 		Hooks:            e.m.hooks(),
 		Logger:           e.log,
 		ClientOptions:    e.cfg.ClientOptions,
