@@ -266,6 +266,8 @@ func runBenchProject(ctx context.Context, env *environment, args []string) error
 	partitions := fs.Int("partitions", 12, "partitions of each phase's fresh topic (in-process kfake)")
 	fs.IntVar(&cfg.Batch, "batch", 5000, "the projector's max poll records, and the baseline's pipeline length")
 	catchUp := fs.Bool("catch-up", true, "run the catch-up phase and its baseline (--catch-up=false skips it)")
+	fs.IntVar(&cfg.RepairRuns, "repair-runs", 100000, "finished runs of the repair phase, in the store and not in Redis, timed until convergence rebuilt them (0 skips it)")
+	converge := fs.Bool("converge", true, "run the projectors with convergence passes, as in production (--converge=false measures without them)")
 	fs.IntVar(&cfg.Events, "events", 1_000_000, "events pre-filled into the catch-up topic")
 	fs.IntVar(&cfg.Runs, "runs", 10000, "runs the catch-up's events are spread over")
 	latency := fs.Bool("latency", true, "run the end-to-end latency phase (--latency=false skips it)")
@@ -297,6 +299,7 @@ func runBenchProject(ctx context.Context, env *environment, args []string) error
 			"second. See bench/README.md."); err != nil {
 		return err
 	}
+	cfg.DisableConvergence = !*converge
 	cfg.Partitions = int32(min(*partitions, 1<<20))
 	cfg.DisableCatchUp, cfg.DisableLatency, cfg.DisableMemory = !*catchUp, !*latency, !*memory
 	if *process && *memory {
