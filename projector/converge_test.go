@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -29,7 +27,7 @@ func startConverging(t *testing.T, f *fixture, group string, rdb redis.Universal
 	p, err := projector.New(projector.Config{Brokers: f.brokers, Topic: topic, Group: group,
 		ResyncBackoffBase: 20 * time.Millisecond, ResyncBackoffMax: 200 * time.Millisecond,
 		SessionTimeout: 6 * time.Second, ConvergeInterval: interval, ConvergeGrace: 100 * time.Millisecond,
-		Registerer: reg, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}, rdb, f.store)
+		Registerer: reg}, rdb, f.store)
 	if err != nil {
 		t.Fatal(err)
 	}
