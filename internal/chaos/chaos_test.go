@@ -138,6 +138,7 @@ type harness struct {
 	all                      []*proc
 	apiURLs                  []string
 	load                     *load
+	injected                 map[string]int // faults injected, by kind
 
 	isClosing atomic.Bool
 	logMu     sync.Mutex
@@ -247,7 +248,7 @@ func TestChaos(t *testing.T) {
 	time.Sleep(sc.warmup)
 	for i, f := range sc.faults {
 		at := time.Since(loadStart)
-		h.inject(i, f)
+		h.inject(f)
 		t.Logf("chaos: fault %d/%d %s (down %v) at %v, took %v", i+1, len(sc.faults), f.kind, f.down,
 			at.Round(100*time.Millisecond), (time.Since(loadStart) - at).Round(100*time.Millisecond))
 		time.Sleep(sc.gap)
@@ -459,8 +460,13 @@ func (h *harness) launch(sc scenario) {
 	h.startAll(append(h.projectors, h.etl)...)
 }
 
-// inject applies the i-th fault (of its kind, the i-th target in turn).
-func (h *harness) inject(i int, f faultSpec) {
+// inject applies a fault; the faults of one kind take its targets in turn.
+func (h *harness) inject(f faultSpec) {
+	if h.injected == nil {
+		h.injected = map[string]int{}
+	}
+	i := h.injected[f.kind]
+	h.injected[f.kind]++
 	switch f.kind {
 	case killProjector:
 		h.restart(h.projectors[i%len(h.projectors)])
