@@ -25,13 +25,27 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0) // --help printed the usage
-		}
-		fmt.Fprintf(os.Stderr, "runstream: %v\n", err)
-		os.Exit(exitCode(err))
+	os.Exit(runProcess(ctx, os.Args[1:]))
+}
+
+// runProcess runs a command as the process and returns its exit status.
+// The error it stops with goes through the command's logger when it built
+// one (so in its --log-format), else to stderr as text (flag errors, and
+// commands that do not log).
+func runProcess(ctx context.Context, args []string) int {
+	err := run(ctx, args, os.Getenv, os.Stdout, os.Stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0 // --help printed the usage
 	}
+	if log := processLog.Load(); log != nil {
+		log.Error("runstream stopped", "err", err.Error())
+	} else {
+		fmt.Fprintf(os.Stderr, "runstream: %v\n", err)
+	}
+	return exitCode(err)
 }
 
 func exitCode(err error) int {
@@ -103,18 +117,23 @@ func usage(w io.Writer, cmds []command) {
 	fmt.Fprint(w, b.String())
 }
 
-// newLogger builds the process's one logger.
+// newLogger builds the process's one logger, which also takes what
+// logs by itself (useProcessLogger).
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, usageError{fmt.Errorf("--log-level (RUNSTREAM_LOG_LEVEL) must be debug, info, warn or error, got %q", level)}
 	}
 	opts := &slog.HandlerOptions{Level: lv}
+	var log *slog.Logger
 	switch format {
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		log = slog.New(slog.NewJSONHandler(w, opts))
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		log = slog.New(slog.NewTextHandler(w, opts))
+	default:
+		return nil, usageError{fmt.Errorf("--log-format (RUNSTREAM_LOG_FORMAT) must be json or text, got %q", format)}
 	}
-	return nil, usageError{fmt.Errorf("--log-format (RUNSTREAM_LOG_FORMAT) must be json or text, got %q", format)}
+	useProcessLogger(log)
+	return log, nil
 }

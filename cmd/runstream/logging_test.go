@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/runstream/runstream/internal/testenv"
+)
+
+// TestRun_EveryLogLineInTheFormat runs `runstream projector` as a process
+// of its own (this test binary, re-executed: go-redis writes to the
+// process's stderr, not to the writer a command is given) against a Redis
+// address that refuses connections. go-redis reports the failed dials
+// itself, and the command exits with an error: with --log-format json
+// every line on stderr is a JSON object, go-redis's lines included
+// (component=redis, WARN), and so is the error it stops with.
+func TestRun_EveryLogLineInTheFormat(t *testing.T) {
+	_, schema := testenv.Postgres(t, 2)
+	pgURL := testenv.PostgresURLWithSchema(t, schema)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String()
+	ln.Close() // nothing listens there now: connections are refused
+
+	for _, format := range []string{"json", "text"} {
+		args := []string{"projector", "--log-format", format, "--postgres-url", pgURL,
+			"--redis-url", "redis://" + refused + "/0", "--kafka-brokers", "127.0.0.1:1", "--http-addr", "127.0.0.1:0"}
+		stderr := runHelperProcess(t, args)
+		lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+		var redisLines, stopped int
+		for _, line := range lines {
+			var rec map[string]any
+			switch format {
+			case "json":
+				if err := json.Unmarshal([]byte(line), &rec); err != nil {
+					t.Errorf("--log-format json: a line on stderr is not JSON (%v):\n%s\nall of stderr:\n%s", err, line, stderr)
+					continue
+				}
+			case "text":
+				// slog's text handler: key=value pairs, time first.
+				if !strings.HasPrefix(line, "time=") || !strings.Contains(line, " level=") {
+					t.Errorf("--log-format text: a line on stderr is not slog text:\n%s\nall of stderr:\n%s", line, stderr)
+					continue
+				}
+				rec = map[string]any{}
+				for _, kv := range []string{"component=redis", "level=WARN", `msg="runstream stopped"`} {
+					if strings.Contains(line, kv) {
+						k, v, _ := strings.Cut(kv, "=")
+						rec[k] = strings.Trim(v, `"`)
+					}
+				}
+			}
+			if rec["component"] == "redis" {
+				redisLines++
+				if rec["level"] != "WARN" {
+					t.Errorf("go-redis's line is at level %v, want WARN: %s", rec["level"], line)
+				}
+			}
+			if rec["msg"] == "runstream stopped" {
+				stopped++
+			}
+		}
+		if redisLines == 0 || stopped != 1 {
+			t.Errorf("--log-format %s: %d lines from go-redis and %d of the command stopping, want some and 1; stderr:\n%s",
+				format, redisLines, stopped, stderr)
+		}
+	}
+}
+
+// runHelperProcess runs runstream with args in a child process, the way
+// main does, and returns its stderr; it must exit with status 1.
+func runHelperProcess(t *testing.T, args []string) string {
+	t.Helper()
+	enc, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperRunstreamProcess$")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "RUNSTREAM_") || strings.HasPrefix(kv, "RUNSTREAM_TEST_") {
+			cmd.Env = append(cmd.Env, kv) // the flags alone configure the child
+		}
+	}
+	cmd.Env = append(cmd.Env, "RUNSTREAM_HELPER_ARGS="+string(enc))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("runstream %v: %v, want exit status 1; stdout:\n%s\nstderr:\n%s", args, err, stdout.String(), stderr.String())
+	}
+	return stderr.String()
+}
+
+// TestHelperRunstreamProcess is the child of runHelperProcess: runstream
+// itself, with the arguments in RUNSTREAM_HELPER_ARGS.
+func TestHelperRunstreamProcess(t *testing.T) {
+	raw := os.Getenv("RUNSTREAM_HELPER_ARGS")
+	if raw == "" {
+		t.Skip("helper process for runHelperProcess")
+	}
+	var args []string
+	if err := json.Unmarshal([]byte(raw), &args); err != nil {
+		t.Fatal(err)
+	}
+	os.Exit(runProcess(context.Background(), args))
+}
