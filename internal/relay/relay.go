@@ -51,7 +51,12 @@ func ClientOptions(brokers []string) []kgo.Opt {
 		kgo.ProducerLinger(0),
 		kgo.RecordDeliveryTimeout(10 * time.Second),
 		kgo.MaxBufferedRecords(100_000),
-		kgo.ProducerBatchMaxBytes(4 << 20),
+		// A produce batch must fit the broker's message.max.bytes, which
+		// is 1,048,588 bytes unless the cluster or topic raised it (Kafka's
+		// default and kfake's): a bigger batch is refused whole with
+		// MESSAGE_TOO_LARGE, which would retry and in the end dead-letter
+		// events that are fine. franz-go's default, 1,000,012, fits.
+		kgo.ProducerBatchMaxBytes(1_000_000),
 	}
 }
 
