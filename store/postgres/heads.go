@@ -25,10 +25,11 @@ const MaxHorizonHold = 10 * time.Minute
 // earliest of
 //
 //   - now - grace;
-//   - the start of the oldest transaction still open that has inserted
-//     into run_events (it holds RowExclusiveLock on the table until it
-//     ends, and takes its events' persistedAt after it started, so nothing
-//     can still commit an event persisted before it); pg_stat_activity
+//   - the start of the oldest transaction still open that has written to
+//     runs or run_events (an append locks its run's counter row, then
+//     takes its event's persistedAt, then inserts it, and holds
+//     RowExclusiveLock on both tables until it ends, so nothing can still
+//     commit an event persisted before that start); pg_stat_activity
 //     shows when other roles' transactions started only to members of
 //     pg_read_all_stats, and such a transaction counts as starting now,
 //     which grace covers for appends (one statement each). An open
@@ -45,7 +46,7 @@ func (s *Store) ConvergenceHorizon(ctx context.Context, grace time.Duration) (ti
 			greatest(clock_timestamp() - $2 * interval '1 microsecond', coalesce(
 				(SELECT min(coalesce(a.xact_start, clock_timestamp()))
 				   FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
-				  WHERE l.locktype = 'relation' AND l.relation = 'run_events'::regclass
+				  WHERE l.locktype = 'relation' AND l.relation IN ('run_events'::regclass, 'runs'::regclass)
 				    AND l.mode = 'RowExclusiveLock' AND l.granted AND l.pid <> pg_backend_pid()),
 				clock_timestamp())),
 			(SELECT created_at FROM outbox ORDER BY id LIMIT 1))`,
