@@ -12,9 +12,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/projector"
 	"github.com/runstream/runstream/store"
 )
@@ -133,40 +138,55 @@ func TestConverge_ReplayOntoMissingSnapshot(t *testing.T) {
 	}
 }
 
-// TestConverge_RedisRestartedEmpty: Redis comes back empty while every run
-// is idle (no event will ever reveal the loss). The cursor went with the
-// data, so the next pass checks every run: snapshots and run index entries
-// come back, equal to the store's projection.
-func TestConverge_RedisRestartedEmpty(t *testing.T) {
+// TestConverge_RedisLostEverything: Redis comes back empty (restarted
+// without persistence, or FLUSHALL) while every run is idle: no event will
+// ever reveal the loss. The cursor went with the data, so the next pass
+// checks every run: snapshots and run index entries come back, equal to
+// the store's projection.
+func TestConverge_RedisLostEverything(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	srv := testenv.StartRedis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { _ = rdb.Close() })
-	f.rdb = rdb
-	runs := f.appendRuns(t, seed(t), 30)
-	var all []store.RunEventRecord
-	for _, recs := range runs {
-		all = append(all, recs...)
-	}
-	f.publish(t, all)
-	f.clearOutbox(t)
-	run := startConverging(t, f, "g-"+testenv.RandomID(4), rdb, 200*time.Millisecond)
-	f.waitConverged(t, keys(runs), 30*time.Second)
+	for _, tc := range []struct {
+		name string
+		lose func(*testenv.RedisProcess, *redis.Client)
+	}{
+		{"restarted empty", func(srv *testenv.RedisProcess, _ *redis.Client) { srv.Kill(); srv.Restart() }},
+		{"FLUSHALL", func(_ *testenv.RedisProcess, rdb *redis.Client) {
+			if err := rdb.FlushAll(context.Background()).Err(); err != nil {
+				t.Error(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			srv := testenv.StartRedis(t)
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+			t.Cleanup(func() { _ = rdb.Close() })
+			f.rdb = rdb
+			runs := f.appendRuns(t, seed(t), 30)
+			var all []store.RunEventRecord
+			for _, recs := range runs {
+				all = append(all, recs...)
+			}
+			f.publish(t, all)
+			f.clearOutbox(t)
+			run := startConverging(t, f, "g-"+testenv.RandomID(4), rdb, 200*time.Millisecond)
+			f.waitConverged(t, keys(runs), 30*time.Second)
 
-	srv.Kill()
-	srv.Restart() // empty: no persistence
-	lost := time.Now()
-	f.waitConverged(t, keys(runs), 30*time.Second)
-	t.Logf("30 idle runs back %v after Redis restarted empty", time.Since(lost).Round(time.Millisecond))
-	ctx := context.Background()
-	for id, recs := range runs {
-		if _, err := rdb.ZScore(ctx, projector.RunIndexKey(recs[0].TenantID), id).Result(); err != nil {
-			t.Fatalf("run %s is not back in its tenant's run index: %v", id, err)
-		}
-	}
-	if got := counter(t, run.reg, "runstream_converge_runs_total", "missing"); got < float64(len(runs)) {
-		t.Fatalf("runstream_converge_runs_total{cause=missing} = %v, want %d", got, len(runs))
+			tc.lose(srv, rdb)
+			lost := time.Now()
+			f.waitConverged(t, keys(runs), 30*time.Second)
+			t.Logf("30 idle runs back %v after Redis lost everything", time.Since(lost).Round(time.Millisecond))
+			ctx := context.Background()
+			for id, recs := range runs {
+				if _, err := rdb.ZScore(ctx, projector.RunIndexKey(recs[0].TenantID), id).Result(); err != nil {
+					t.Fatalf("run %s is not back in its tenant's run index: %v", id, err)
+				}
+			}
+			if got := counter(t, run.reg, "runstream_converge_runs_total", "missing"); got < float64(len(runs)) {
+				t.Fatalf("runstream_converge_runs_total{cause=missing} = %v, want %d", got, len(runs))
+			}
+		})
 	}
 }
 
@@ -211,4 +231,70 @@ func (w *seqWatcher) saw(seq int64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.seqs[seq]
+}
+
+// TestConverge_DeadLetteredTailThroughTheRelay: the relay itself
+// dead-letters the runs' last events while the broker refuses every
+// produce (kfake fault injection), then the broker accepts again. No later
+// event comes to reveal the gap; convergence brings every snapshot to the
+// store's state, not stale.
+func TestConverge_DeadLetteredTailThroughTheRelay(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	client, err := kgo.NewClient(append(relay.ClientOptions(f.brokers), kgo.RecordDeliveryTimeout(3*time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	rl, err := relay.New(relay.Config{Topic: topic, PollInterval: 50 * time.Millisecond, RebalanceInterval: 100 * time.Millisecond,
+		BackoffBase: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond, MaxAttempts: 2, RetryWindow: time.Millisecond},
+		f.store.Pool(), client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	relayDone := make(chan error, 1)
+	go func() { relayDone <- rl.Run(rctx) }()
+	t.Cleanup(func() { cancel(); <-relayDone })
+	run := startConverging(t, f, "g-"+testenv.RandomID(4), f.rdb, 200*time.Millisecond)
+
+	// The runs' heads go through; their tails are refused and dead-lettered.
+	rng := seed(t)
+	var heads, tails []store.RunEventWrite
+	var ids []string
+	for range 5 {
+		evs := workload.Run(rng, "tenant_a", workload.Options{})
+		heads = append(heads, evs[:len(evs)-2]...)
+		tails = append(tails, evs[len(evs)-2:]...)
+		ids = append(ids, evs[0].RunID)
+	}
+	for _, r := range f.store.AppendBatch(ctx, heads) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	testenv.WaitFor(t, 30*time.Second, "the runs' heads in Redis", func() bool {
+		for _, id := range ids {
+			if _, ok := redisSnapshot(t, f.rdb, id); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	refused := f.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: topic, Err: kerr.InvalidRecord, Count: -1})
+	for _, r := range f.store.AppendBatch(ctx, tails) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	testenv.WaitFor(t, 30*time.Second, "the tails dead-lettered", func() bool {
+		dls, err := relay.ListDeadLetters(ctx, f.store.Pool(), "", 100)
+		return err == nil && len(dls) == len(tails)
+	})
+	refused.Remove()
+	f.waitConverged(t, ids, 30*time.Second)
+	if got := counter(t, run.reg, "runstream_converge_runs_total", "behind"); got < float64(len(ids)) {
+		t.Fatalf("runstream_converge_runs_total{cause=behind} = %v, want %d", got, len(ids))
+	}
 }
