@@ -65,12 +65,12 @@ func (c *Consumer) converger() (*converge.Converger, func(), error) {
 	}
 	conv, err := converge.New(converge.Config{
 		Consumer: c.cfg.ConvergeName, Interval: c.cfg.ConvergeInterval, Grace: c.cfg.ConvergeGrace,
-		Lag: func(ctx context.Context) (time.Duration, error) {
+		Unread: func(ctx context.Context) (time.Time, error) {
 			rep, err := lag.Measure(ctx, admin, c.cfg.Group)
 			if err != nil {
-				return 0, err
+				return time.Time{}, err
 			}
-			return time.Duration(rep.MaxLagSeconds * float64(time.Second)), nil
+			return rep.UnreadSince()
 		},
 		Registerer: c.cfg.Registerer, Logger: c.log,
 	}, c.cfg.Heads, &convergeTarget{c: c, state: state})

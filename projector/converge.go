@@ -314,12 +314,12 @@ func (p *Projector) newConverger() (*converge.Converger, *kgo.Client, error) {
 	}
 	c, err := converge.New(converge.Config{
 		Consumer: "projector", Interval: p.cfg.ConvergeInterval, Grace: p.cfg.ConvergeGrace,
-		Lag: func(ctx context.Context) (time.Duration, error) {
+		Unread: func(ctx context.Context) (time.Time, error) {
 			rep, err := lag.Measure(ctx, admin, p.cfg.Group)
 			if err != nil {
-				return 0, err
+				return time.Time{}, err
 			}
-			return time.Duration(rep.MaxLagSeconds * float64(time.Second)), nil
+			return rep.UnreadSince()
 		},
 		Registerer: p.cfg.Registerer, Logger: p.cfg.Logger,
 	}, heads, &convergeTarget{p: p})

@@ -274,14 +274,12 @@ func TestConverge_DeadLetteredTailThroughTheRelay(t *testing.T) {
 			t.Fatal(r.Err)
 		}
 	}
-	testenv.WaitFor(t, 30*time.Second, "the runs' heads in Redis", func() bool {
-		for _, id := range ids {
-			if _, ok := redisSnapshot(t, f.rdb, id); !ok {
-				return false
-			}
-		}
-		return true
-	})
+	outboxEmpty := func() bool {
+		var n int
+		err := f.store.Pool().QueryRow(ctx, `SELECT count(*) FROM outbox`).Scan(&n)
+		return err == nil && n == 0
+	}
+	testenv.WaitFor(t, 30*time.Second, "the runs' heads published", outboxEmpty)
 	refused := f.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: topic, Err: kerr.InvalidRecord, Count: -1})
 	for _, r := range f.store.AppendBatch(ctx, tails) {
 		if r.Err != nil {
@@ -290,11 +288,12 @@ func TestConverge_DeadLetteredTailThroughTheRelay(t *testing.T) {
 	}
 	testenv.WaitFor(t, 30*time.Second, "the tails dead-lettered", func() bool {
 		dls, err := relay.ListDeadLetters(ctx, f.store.Pool(), "", 100)
-		return err == nil && len(dls) == len(tails)
+		return err == nil && len(dls) == len(tails) && outboxEmpty()
 	})
 	refused.Remove()
 	f.waitConverged(t, ids, 30*time.Second)
 	if got := counter(t, run.reg, "runstream_converge_runs_total", "behind"); got < float64(len(ids)) {
-		t.Fatalf("runstream_converge_runs_total{cause=behind} = %v, want %d", got, len(ids))
+		t.Fatalf("runstream_converge_runs_total{cause=behind} = %v, want %d (missing %v, stale %v)", got, len(ids),
+			counter(t, run.reg, "runstream_converge_runs_total", "missing"), counter(t, run.reg, "runstream_converge_runs_total", "stale"))
 	}
 }

@@ -10,13 +10,13 @@
 // A pass checks the runs whose last event was persisted in a window
 // [cursor, horizon) and then moves the cursor to the horizon:
 //
-//   - The horizon (the store's ConvergenceHorizon, lowered by the
-//     consumer's lag when it is known) is a time before which the store's
+//   - The horizon (the store's ConvergenceHorizon, kept before the oldest
+//     record the consumer has not read) is a time before which the store's
 //     answer is final: no transaction still open can commit an event
 //     persisted earlier, and no event persisted earlier is still in the
-//     outbox. So every run is checked once its last event is final and
-//     should have arrived, in the window holding that event; a run that
-//     moves on is checked again in a later window.
+//     outbox or unread. So every run is checked once its last event is
+//     final and should have arrived, in the window holding that event; a
+//     run that moves on is checked again in a later window.
 //   - The cursor lives with the consumer's state (a Redis key beside the
 //     snapshots, a row beside the ETL's checkpoints), so losing that state
 //     loses or rolls back the cursor with it: with no cursor the next pass
@@ -95,11 +95,15 @@ type Config struct {
 	// Grace is how long after its persistedAt an event is given to arrive
 	// the normal way before its run is checked; 0 means DefaultGrace.
 	Grace time.Duration
-	// Lag, when set, returns how far behind the consumer is (its group's
-	// lag in seconds): the horizon stays that far back, so a consumer
-	// catching up is not "repaired" from the store event by event. An
-	// error leaves the horizon as the store says.
-	Lag func(ctx context.Context) (time.Duration, error)
+	// Unread, when set, returns the persistedAt of the oldest event the
+	// consumer has been given and not read yet (zero: it has read
+	// everything): the horizon stays before it, less the grace (a
+	// partition's records are in persistedAt order only roughly), so a
+	// consumer catching up, or reading a backlog the relay published late,
+	// is not "repaired" from the store event by event. An error skips the
+	// pass: without knowing how far the consumer has read, a pass could
+	// only repair what is on its way.
+	Unread func(ctx context.Context) (time.Time, error)
 	// PageSize bounds the runs of one full-pass page and of one Repair
 	// call; 0 means 500.
 	PageSize int
@@ -245,14 +249,13 @@ func (c *Converger) Pass(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if c.cfg.Lag != nil {
-		if lag, err := c.cfg.Lag(ctx); err == nil && lag > 0 {
-			// The consumer's lag is measured on this process's clock; the
-			// horizon is on the database's. Both are wall clocks: a skew
-			// between them only moves the horizon by as much.
-			horizon = horizon.Add(-lag - time.Second)
-		} else if err != nil {
-			c.log.Debug("measuring the consumer's lag failed; the horizon is the store's", "err", err)
+	if c.cfg.Unread != nil {
+		unread, err := c.cfg.Unread(ctx)
+		if err != nil {
+			return res, fmt.Errorf("telling how far the consumer has read: %w", err)
+		}
+		if !unread.IsZero() && unread.Add(-c.cfg.Grace).Before(horizon) {
+			horizon = unread.Add(-c.cfg.Grace)
 		}
 	}
 	cursor, ok, err := c.target.Cursor(ctx)

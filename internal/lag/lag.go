@@ -13,6 +13,7 @@ package lag
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -37,6 +38,10 @@ type Partition struct {
 	// LagSeconds is now minus the timestamp of the oldest unconsumed
 	// record; 0 when caught up.
 	LagSeconds float64 `json:"lagSeconds"`
+	// OldestPersistedAt is the persistedAt of the oldest unconsumed record
+	// (zero when caught up or unknown): how far the group has read in the
+	// store's time.
+	OldestPersistedAt time.Time `json:"-"`
 	// Member is the client id of the owner, empty when unassigned.
 	Member string `json:"member,omitempty"`
 	// Err says why this partition's numbers are missing.
@@ -56,6 +61,29 @@ type Report struct {
 	TotalLag      int64       `json:"totalLag"`
 	MaxLagSeconds float64     `json:"maxLagSeconds"`
 	At            time.Time   `json:"at"`
+	// Unread is the earliest OldestPersistedAt of the lagging partitions:
+	// the group has read every record persisted before it, as far as the
+	// order of the partitions goes (zero when caught up). UnreadKnown is
+	// false when a lagging partition's oldest record could not be read.
+	Unread      time.Time `json:"-"`
+	UnreadKnown bool      `json:"-"`
+}
+
+// UnreadSince returns the persistedAt of the oldest record the group has
+// not read (zero when it has read everything), for convergence's horizon.
+// It is an error when that cannot be told: the group is rebalancing or has
+// no assignment yet (its report would miss partitions), or a lagging
+// partition's oldest record could not be read.
+func (r *Report) UnreadSince() (time.Time, error) {
+	switch {
+	case r.Rebalancing():
+		return time.Time{}, fmt.Errorf("group %q is rebalancing", r.Group)
+	case len(r.Partitions) == 0:
+		return time.Time{}, fmt.Errorf("group %q has no partitions assigned or committed yet", r.Group)
+	case !r.UnreadKnown:
+		return time.Time{}, fmt.Errorf("the oldest unread record of a lagging partition of group %q could not be read", r.Group)
+	}
+	return r.Unread, nil
 }
 
 // Rebalancing reports whether the group is moving partitions.
@@ -118,24 +146,42 @@ func Measure(ctx context.Context, cl *kgo.Client, group string) (Report, error) 
 		rep.Partitions = append(rep.Partitions, p)
 	}
 	if len(from) > 0 {
-		ts, err := oldestTimestamps(ctx, cl, from)
+		ts, err := oldestRecords(ctx, cl, from)
 		if err != nil {
 			return rep, err
 		}
+		rep.UnreadKnown = true
 		for i := range rep.Partitions {
 			p := &rep.Partitions[i]
-			if t, ok := ts[p.Topic][p.Partition]; ok {
-				p.LagSeconds = max(rep.At.Sub(t).Seconds(), 0)
+			o, ok := ts[p.Topic][p.Partition]
+			if ok {
+				p.LagSeconds = max(rep.At.Sub(o.timestamp).Seconds(), 0)
 				rep.MaxLagSeconds = max(rep.MaxLagSeconds, p.LagSeconds)
+				p.OldestPersistedAt = o.persistedAt
+			}
+			if p.Lag > 0 {
+				if !ok || o.persistedAt.IsZero() {
+					rep.UnreadKnown = false
+				} else if rep.Unread.IsZero() || o.persistedAt.Before(rep.Unread) {
+					rep.Unread = o.persistedAt
+				}
 			}
 		}
+	} else {
+		rep.UnreadKnown = true
 	}
 	return rep, nil
 }
 
-// oldestTimestamps reads one record at each given offset and returns its
-// timestamp.
-func oldestTimestamps(ctx context.Context, seed *kgo.Client, from map[string]map[int32]kgo.Offset) (map[string]map[int32]time.Time, error) {
+// oldest is what lag needs of a partition's oldest unconsumed record.
+type oldest struct {
+	timestamp   time.Time
+	persistedAt time.Time // zero when the value has none
+}
+
+// oldestRecords reads one record at each given offset and returns its
+// timestamp and the persistedAt in its value.
+func oldestRecords(ctx context.Context, seed *kgo.Client, from map[string]map[int32]kgo.Offset) (map[string]map[int32]oldest, error) {
 	brokers := seed.OptValues(kgo.SeedBrokers)
 	var addrs []string
 	for _, v := range brokers {
@@ -152,7 +198,7 @@ func oldestTimestamps(ctx context.Context, seed *kgo.Client, from map[string]map
 	for _, ps := range from {
 		want += len(ps)
 	}
-	out := map[string]map[int32]time.Time{}
+	out := map[string]map[int32]oldest{}
 	got := 0
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -166,10 +212,17 @@ func oldestTimestamps(ctx context.Context, seed *kgo.Client, from map[string]map
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			if out[r.Topic] == nil {
-				out[r.Topic] = map[int32]time.Time{}
+				out[r.Topic] = map[int32]oldest{}
 			}
 			if _, seen := out[r.Topic][r.Partition]; !seen {
-				out[r.Topic][r.Partition] = r.Timestamp
+				o := oldest{timestamp: r.Timestamp}
+				var v struct {
+					PersistedAt string `json:"persistedAt"`
+				}
+				if json.Unmarshal(r.Value, &v) == nil {
+					o.persistedAt, _ = time.Parse(time.RFC3339Nano, v.PersistedAt)
+				}
+				out[r.Topic][r.Partition] = o
 				got++
 			}
 		})
