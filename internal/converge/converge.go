@@ -219,6 +219,9 @@ type Result struct {
 	Leader bool
 	// Full is true for a pass over every run (no cursor).
 	Full bool
+	// Skipped is true for a pass that could not tell how far the consumer
+	// has read (Config.Unread failed) and checked nothing.
+	Skipped bool
 	// Checked runs, and those found behind by cause.
 	Checked int
 	Found   map[string]int
@@ -252,7 +255,12 @@ func (c *Converger) Pass(ctx context.Context) (Result, error) {
 	if c.cfg.Unread != nil {
 		unread, err := c.cfg.Unread(ctx)
 		if err != nil {
-			return res, fmt.Errorf("telling how far the consumer has read: %w", err)
+			// Not a failure of the pass: the consumer is starting or
+			// rebalancing, or the broker is away; the next pass tells.
+			c.log.Debug("cannot tell how far the consumer has read; skipping the pass", "err", err)
+			c.m.passes.WithLabelValues("skipped").Inc()
+			res.Skipped = true
+			return res, nil
 		}
 		if !unread.IsZero() && unread.Add(-c.cfg.Grace).Before(horizon) {
 			horizon = unread.Add(-c.cfg.Grace)
@@ -401,7 +409,7 @@ func newMetrics(reg prometheus.Registerer, consumer string) (*metrics, error) {
 		unrepaired: prometheus.NewCounter(prometheus.CounterOpts{Name: "runstream_converge_unrepaired_total",
 			Help: "Runs found behind that a pass could not repair at once (marked stale and retried).", ConstLabels: cl}),
 		passes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "runstream_converge_passes_total",
-			Help: "Convergence passes by mode: window (the runs changed since the cursor), full (every run: no cursor), error.", ConstLabels: cl},
+			Help: "Convergence passes by mode: window (the runs changed since the cursor), full (every run: no cursor), skipped (how far the consumer has read could not be told: starting, rebalancing, broker away), error.", ConstLabels: cl},
 			[]string{"mode"}),
 		passTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "runstream_converge_pass_seconds",
 			Help: "Duration of convergence passes.", ConstLabels: cl,
@@ -416,7 +424,7 @@ func newMetrics(reg prometheus.Registerer, consumer string) (*metrics, error) {
 	for _, cause := range []string{"missing", "behind", "stale", "index"} {
 		m.runs.WithLabelValues(cause)
 	}
-	for _, mode := range []string{"window", "full", "error"} {
+	for _, mode := range []string{"window", "full", "skipped", "error"} {
 		m.passes.WithLabelValues(mode)
 	}
 	if reg != nil {

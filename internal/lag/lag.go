@@ -189,7 +189,11 @@ func oldestRecords(ctx context.Context, seed *kgo.Client, from map[string]map[in
 			addrs = append(addrs, ss...)
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumePartitions(from), kgo.FetchMaxWait(200*time.Millisecond))
+	// One record per partition is wanted: small fetches (a broker still
+	// answers with the first batch when it is larger), not megabytes of a
+	// lagging partition's backlog on every measurement.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumePartitions(from), kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.FetchMaxPartitionBytes(64<<10), kgo.FetchMaxBytes(1<<20))
 	if err != nil {
 		return nil, fmt.Errorf("creating the timestamp reader: %w", err)
 	}
