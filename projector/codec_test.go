@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/runstream/runstream/internal/workload"
-	"github.com/runstream/runstream/projector/reduce"
+	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/store"
 )
 

@@ -1,7 +1,7 @@
 // Package projector reduces the run-event topic into Redis snapshots
 // (DESIGN.md sections 1.9 and 2): stateless processes in one Kafka consumer
 // group apply each run's events in runSeq order with the one reducer
-// (projector/reduce), write the snapshot and its watermark lastEventSeq
+// (reduce), write the snapshot and its watermark lastEventSeq
 // atomically with a Lua script guarded on the previous watermark, and commit
 // Kafka offsets only after the Redis writes they cover succeeded.
 //

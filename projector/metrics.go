@@ -3,7 +3,7 @@ package projector
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/runstream/runstream/projector/reduce"
+	"github.com/runstream/runstream/reduce"
 )
 
 type metrics struct {

@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runstream/runstream/internal/kgroup"
-	"github.com/runstream/runstream/projector/reduce"
+	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/store"
 )
 

@@ -391,7 +391,7 @@ func runBenchEtl(ctx context.Context, env *environment, args []string) error {
 			"records of realistic runs (retries, failures, skips, pauses, unknown types), --active-runs\n"+
 			"in flight at once, produced as the relay produces them. Sink: the ETL in a fresh schema,\n"+
 			"timed from its start until its group committed every offset (kadm); every run's row is then\n"+
-			"checked against projector/reduce. Baseline, same run, same Postgres: the sink's final rows\n"+
+			"checked against reduce. Baseline, same run, same Postgres: the sink's final rows\n"+
 			"inserted into a fresh copy of the tables with plain --insert-batch-row INSERTs on\n"+
 			"--baseline-conns connections. Reports both in records/s and the ratio. Target: >= 50%.\n"+
 			"All of it runs --rounds times; the report is the round with the median ratio (a round takes\n"+

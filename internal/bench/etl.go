@@ -29,7 +29,7 @@ import (
 	"github.com/runstream/runstream/internal/etl"
 	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/workload"
-	"github.com/runstream/runstream/projector/reduce"
+	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/store"
 )
 
@@ -188,7 +188,7 @@ type ETLReport struct {
 	RunRows     int64 `json:"runRows"`
 	AttemptRows int64 `json:"attemptRows"`
 	// Verified runs had the status, steps, failed steps and attempts that
-	// projector/reduce gives for their events; Wrong ones did not, Missing
+	// reduce gives for their events; Wrong ones did not, Missing
 	// ones had no row. FirstProblem describes one.
 	Verified     int    `json:"verified"`
 	Wrong        int    `json:"wrong"`
@@ -305,7 +305,7 @@ func (r *ETLReport) WriteText(w io.Writer) error {
 	b.WriteString(")\n")
 	fmt.Fprintf(&b, "  rows       %d runs, %d step_attempts; %d applied, %d unknown types, %d duplicates, %d gap-filled, %d handler errors, %d dead-lettered, %d store calls\n",
 		r.RunRows, r.AttemptRows, r.Applied, r.UnknownType, r.Duplicates, r.GapFilled, r.HandlerError, r.DeadLettered, r.StoreCalls)
-	fmt.Fprintf(&b, "  check      %d runs agree with projector/reduce, %d wrong, %d missing", r.Verified, r.Wrong, r.Missing)
+	fmt.Fprintf(&b, "  check      %d runs agree with reduce, %d wrong, %d missing", r.Verified, r.Wrong, r.Missing)
 	if r.FirstProblem != "" {
 		fmt.Fprintf(&b, " (%s)", r.FirstProblem)
 	}
@@ -347,7 +347,7 @@ func (r *ETLReport) WriteText(w io.Writer) error {
 //     flight at once, produced as the relay produces them.
 //   - Sink: the ETL, in a fresh schema, from its start until its group's
 //     committed offsets reach the end offsets (kadm). Then its metrics and
-//     every run's row are checked against projector/reduce.
+//     every run's row are checked against reduce.
 //   - Baseline, same run, same Postgres: the sink's final rows, read back
 //     outside the window, inserted into a fresh copy of the tables with
 //     plain multi-row INSERTs of InsertBatch rows.
@@ -791,7 +791,7 @@ type etlRow struct {
 	steps, failed, attempts int
 }
 
-// etlExpect works out each run's row with projector/reduce, for the runs
+// etlExpect works out each run's row with reduce, for the runs
 // that get one (those with an event of a known type), by run ID.
 func etlExpect(runs [][]store.RunEventRecord) map[string]etlRow {
 	want := make(map[string]etlRow, len(runs))

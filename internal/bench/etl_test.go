@@ -65,7 +65,7 @@ func TestBenchETL_ConsistentWithBaseline(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"records/s", "baseline", "ratio", "agree with projector/reduce", "rounds     3"} {
+	for _, s := range []string{"records/s", "baseline", "ratio", "agree with reduce", "rounds     3"} {
 		if !strings.Contains(text.String(), s) {
 			t.Errorf("text report lacks %q:\n%s", s, text.String())
 		}

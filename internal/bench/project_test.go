@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/runstream/runstream/internal/testenv"
-	"github.com/runstream/runstream/projector/reduce"
+	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/store"
 )
 

@@ -28,7 +28,7 @@ import (
 	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/projector"
-	"github.com/runstream/runstream/projector/reduce"
+	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )

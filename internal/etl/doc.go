@@ -29,7 +29,7 @@
 // # Agreement with the snapshots
 //
 // A run's rows are read back into a snapshot and the new events are folded
-// in with projector/reduce, the reducer that builds the snapshots the API
+// in with reduce, the reducer that builds the snapshots the API
 // serves: statuses, attempts and durations agree with them by
 // construction.
 //

@@ -27,7 +27,7 @@ import (
 	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
-	"github.com/runstream/runstream/projector/reduce"
+	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -309,7 +309,7 @@ func known(recs []store.RunEventRecord) int {
 	return n
 }
 
-// checkAgainstReducer compares the tables with what projector/reduce makes
+// checkAgainstReducer compares the tables with what reduce makes
 // of each run: the snapshots the API serves and the ETL must agree.
 func checkAgainstReducer(t *testing.T, db *etlDB, runs [][]store.RunEventRecord) {
 	t.Helper()

@@ -20,7 +20,7 @@ import (
 	"github.com/runstream/runstream/consumer"
 	"github.com/runstream/runstream/consumer/pgcheckpoint"
 	"github.com/runstream/runstream/internal/jsonscan"
-	"github.com/runstream/runstream/projector/reduce"
+	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/store"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/runstream/runstream/internal/workload"
-	"github.com/runstream/runstream/projector/reduce"
+	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/store"
 )
 

@@ -2,7 +2,7 @@
 // embedded versioned migrations, append (single and batch) with a per-run
 // locked counter so runSeq is contiguous, the transactional outbox row in the
 // same transaction, fetch, and snapshots (the run_snapshots checkpoint plus
-// projectSnapshot through the one reducer in projector/reduce).
+// projectSnapshot through the one reducer in reduce).
 //
 // Metrics (registered on the Registerer in [Config]):
 //

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/runstream/runstream/projector/reduce"
+	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/store"
 )
 

@@ -61,10 +61,10 @@ func TestProject_Golden(t *testing.T) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("reading %s (run go test ./projector/reduce -update to create it): %v", path, err)
+		t.Fatalf("reading %s (run go test ./reduce -update to create it): %v", path, err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("snapshot differs from %s (run go test ./projector/reduce -update and review the diff):\n%s",
+		t.Errorf("snapshot differs from %s (run go test ./reduce -update and review the diff):\n%s",
 			path, quickDiff(string(want), string(got)))
 	}
 }

@@ -12,7 +12,7 @@ import (
 // BenchmarkProject folds realistic runs (internal/workload: steps with
 // artifacts and durations, retries, failures, unknown types) into empty
 // snapshots, as the analytics ETL and a projector's catch-up do. Run with
-// go test -bench Project -benchmem ./projector/reduce/.
+// go test -bench Project -benchmem ./reduce/.
 func BenchmarkProject(b *testing.B) {
 	runs, perRun := benchRuns()
 	b.ReportAllocs()
