@@ -50,6 +50,7 @@ fmt:
 
 vet:
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 
 tidy:
 	$(GO) mod tidy

@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -190,7 +189,8 @@ func buildRunstream(t *testing.T, root, dir string) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		// Not on PATH: the go command running this test sets GOROOT.
+		goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 	}
 	bin := filepath.Join(dir, "runstream")
 	cmd := exec.Command(goBin, "build", "-o", bin, "./cmd/runstream")
