@@ -90,7 +90,7 @@ type Hooks struct {
 type Config struct {
 	// Brokers are the Kafka bootstrap brokers (required).
 	Brokers []string
-	// Topic to consume; empty means "run-events".
+	// Topic to consume; empty means [store.DefaultTopic].
 	Topic string
 	// Group is the consumer group (required); its lag shows in
 	// `runstream lag --group`.
@@ -218,7 +218,7 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 		return nil, errors.New("consumer: nil handler")
 	}
 	if cfg.Topic == "" {
-		cfg.Topic = "run-events"
+		cfg.Topic = store.DefaultTopic
 	}
 	if cfg.Checkpoints == nil {
 		cfg.Checkpoints = NewMemoryCheckpoints()

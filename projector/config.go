@@ -7,15 +7,17 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/runstream/runstream/store"
 )
 
 // Config configures a [Projector]. Zero values take the defaults noted.
 type Config struct {
 	// Brokers are the Kafka bootstrap brokers (required).
 	Brokers []string
-	// Topic to consume; empty means "run-events".
+	// Topic to consume; empty means [store.DefaultTopic].
 	Topic string
-	// Group is the consumer group; empty means "runstream-projector".
+	// Group is the consumer group; empty means [store.DefaultProjectorGroup].
 	Group string
 	// MaxPollRecords bounds one batch; 0 means 5000.
 	MaxPollRecords int
@@ -85,10 +87,10 @@ const DefaultSnapshotCacheBytes = 16 << 20
 
 func (c *Config) setDefaults() {
 	if c.Topic == "" {
-		c.Topic = "run-events"
+		c.Topic = store.DefaultTopic
 	}
 	if c.Group == "" {
-		c.Group = "runstream-projector"
+		c.Group = store.DefaultProjectorGroup
 	}
 	if c.MaxPollRecords == 0 {
 		c.MaxPollRecords = 5000

@@ -13,6 +13,7 @@ import (
 	"github.com/runstream/runstream/internal/config"
 	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/internal/lag"
+	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
 
@@ -21,7 +22,7 @@ func runAPI(ctx context.Context, env *environment, args []string) error {
 	var f serverFlags
 	f.register(fs, "json", "")
 	brokers := fs.String("kafka-brokers", "", "Kafka brokers, optional: enables GET /v1/lag, the lag gauges and the Kafka readiness check")
-	group := fs.String("group", "runstream-projector", "consumer group GET /v1/lag and the lag gauges report by default")
+	group := fs.String("group", store.DefaultProjectorGroup, "consumer group GET /v1/lag and the lag gauges report by default")
 	if err := parseFlags(fs, env, args, "runstream api [flags]",
 		"Serves the HTTP API: appends to the Postgres Append Authority, event reads, snapshots.\nMigrates the schema on start. Stops gracefully on SIGTERM."); err != nil {
 		return err

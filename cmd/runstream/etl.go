@@ -13,6 +13,7 @@ import (
 	"github.com/runstream/runstream/consumer"
 	"github.com/runstream/runstream/internal/config"
 	"github.com/runstream/runstream/internal/etl"
+	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
 
@@ -47,7 +48,7 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("etl", flag.ContinueOnError)
 	var f etlFlags
 	fs.StringVar(&f.brokers, "kafka-brokers", "", "Kafka bootstrap brokers, comma-separated (required)")
-	fs.StringVar(&f.topic, "topic", "run-events", "Kafka topic of run events")
+	fs.StringVar(&f.topic, "topic", store.DefaultTopic, "Kafka topic of run events")
 	fs.StringVar(&f.group, "group", etl.DefaultGroup, "Kafka consumer group of the ETL (its lag: runstream lag --group)")
 	fs.StringVar(&f.etlURL, "etl-database-url", defaultPostgresURL, "PostgreSQL URL of the analytics database the tables are kept in")
 	fs.StringVar(&f.schema, "etl-schema", etl.DefaultSchema, "schema of the tables and the consumer checkpoints (created when absent)")

@@ -11,12 +11,13 @@ import (
 
 	"github.com/runstream/runstream/internal/config"
 	"github.com/runstream/runstream/internal/lag"
+	"github.com/runstream/runstream/store"
 )
 
 func runLag(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("lag", flag.ContinueOnError)
 	brokers := fs.String("kafka-brokers", "127.0.0.1:9092", "Kafka bootstrap brokers, comma-separated")
-	group := fs.String("group", "runstream-projector", "consumer group (the projector's by default; any group, e.g. an ETL's)")
+	group := fs.String("group", store.DefaultProjectorGroup, "consumer group (the projector's by default; any group, e.g. an ETL's)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	watch := fs.Bool("watch", false, "refresh like top until Ctrl-C")
 	interval := fs.Duration("interval", 2*time.Second, "refresh interval with --watch")

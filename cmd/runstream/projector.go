@@ -14,6 +14,7 @@ import (
 
 	"github.com/runstream/runstream/internal/config"
 	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
 
@@ -28,7 +29,7 @@ type projectorFlags struct {
 }
 
 func (f *projectorFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.group, "group", "runstream-projector", "Kafka consumer group of the projectors")
+	fs.StringVar(&f.group, "group", store.DefaultProjectorGroup, "Kafka consumer group of the projectors")
 	fs.IntVar(&f.maxPoll, "max-poll-records", 5000, "most records reduced per batch")
 	fs.IntVar(&f.lagHighMs, "lag-high-ms", 5000, "projection lag that raises PROJECTOR_LAG_HIGH")
 	fs.IntVar(&f.cacheMB, "snapshot-cache-mb", projector.DefaultSnapshotCacheBytes>>20,
@@ -84,7 +85,7 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 	pgURL := fs.String("postgres-url", defaultPostgresURL, "PostgreSQL URL of the Append Authority (for resyncs)")
 	redisURL := fs.String("redis-url", defaultRedisURL, "Redis URL of the snapshots (redis://h1:p?addr=h2:p&addr=h3:p for a cluster)")
 	brokers := fs.String("kafka-brokers", "", "Kafka bootstrap brokers, comma-separated (required)")
-	topic := fs.String("topic", "run-events", "Kafka topic of run events")
+	topic := fs.String("topic", store.DefaultTopic, "Kafka topic of run events")
 	metricsAddr := fs.String("http-addr", "127.0.0.1:9465", "address of /metrics, /healthz and /readyz")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "json", "json or text")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/runstream/runstream/internal/config"
 	"github.com/runstream/runstream/internal/relay"
+	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
 
@@ -30,7 +31,7 @@ type relayFlags struct {
 }
 
 func (f *relayFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.topic, "topic", "run-events", "Kafka topic of run events")
+	fs.StringVar(&f.topic, "topic", store.DefaultTopic, "Kafka topic of run events")
 	fs.IntVar(&f.partitions, "partitions", 12, "partitions when the relay creates the topic")
 	fs.IntVar(&f.replicationFactor, "replication-factor", 0, "replication factor when the relay creates the topic (0: the broker's default)")
 	fs.IntVar(&f.batch, "relay-batch", 5000, "most outbox rows published per round")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/runstream/runstream/consumer"
 	"github.com/runstream/runstream/consumer/pgcheckpoint"
+	"github.com/runstream/runstream/store"
 )
 
 // DefaultGroup is the consumer group of the ETL when none is given.
@@ -24,7 +25,7 @@ const DefaultGroup = "runstream-etl"
 type Config struct {
 	// Brokers are the Kafka bootstrap brokers (required).
 	Brokers []string
-	// Topic of run events; empty means "run-events".
+	// Topic of run events; empty means [store.DefaultTopic].
 	Topic string
 	// Group is the consumer group; empty means [DefaultGroup]. Its lag
 	// shows in `runstream lag --group`.
@@ -122,7 +123,7 @@ func New(cfg Config, pool *pgxpool.Pool) (*ETL, error) {
 		return nil, errors.New("etl: nil pool")
 	}
 	if cfg.Topic == "" {
-		cfg.Topic = "run-events"
+		cfg.Topic = store.DefaultTopic
 	}
 	if cfg.Group == "" {
 		cfg.Group = DefaultGroup

@@ -43,7 +43,7 @@ type Config struct {
 	// 503 (no brokers configured).
 	Lag func(ctx context.Context, group string) (lag.Report, error)
 	// LagGroup is the group GET /v1/lag reports without ?group=; empty
-	// means "runstream-projector".
+	// means [store.DefaultProjectorGroup].
 	LagGroup string
 	// ShutdownTimeout bounds graceful shutdown; 0 means 10s.
 	ShutdownTimeout time.Duration
@@ -123,7 +123,7 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 		cfg.MaxBatchEvents = 1000
 	}
 	if cfg.LagGroup == "" {
-		cfg.LagGroup = "runstream-projector"
+		cfg.LagGroup = store.DefaultProjectorGroup
 	}
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = 10 * time.Second

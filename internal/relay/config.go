@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/runstream/runstream/store"
 )
 
 // DefaultRetryWindow is how long a refused record is retried by default
@@ -15,7 +17,7 @@ const DefaultRetryWindow = 5 * time.Minute
 
 // Config configures a [Relay]. Zero values take the defaults noted.
 type Config struct {
-	// Topic to publish to; empty means "run-events".
+	// Topic to publish to; empty means [store.DefaultTopic].
 	Topic string
 	// Partitions of the topic when the relay creates it; 0 means 12.
 	Partitions int32
@@ -93,7 +95,7 @@ func (c Config) Validate() error {
 
 func (c *Config) setDefaults() {
 	if c.Topic == "" {
-		c.Topic = "run-events"
+		c.Topic = store.DefaultTopic
 	}
 	if c.Partitions == 0 {
 		c.Partitions = 12
