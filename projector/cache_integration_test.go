@@ -13,6 +13,7 @@ import (
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/projector"
 	"github.com/runstream/runstream/reduce"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 )
 
@@ -64,7 +65,7 @@ func TestProjector_StaleCacheEntryLosesItsGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.rdb.Set(ctx, projector.SnapshotKey(id.RunID), body, 0).Err(); err != nil {
+	if err := f.rdb.Set(ctx, snapshots.Key(id.RunID), body, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	f.publish(t, recs[3:])
@@ -112,7 +113,7 @@ func TestProjector_ManyRunsPerBatch(t *testing.T) {
 		}
 		t.Cleanup(func() {
 			for id := range runs {
-				f.rdb.Del(context.Background(), projector.SnapshotKey(id))
+				f.rdb.Del(context.Background(), snapshots.Key(id))
 			}
 		})
 		f.publish(t, interleave(runs))

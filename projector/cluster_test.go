@@ -8,7 +8,7 @@ import (
 
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
-	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 )
 
@@ -52,7 +52,7 @@ func TestProjector_RedisCluster(t *testing.T) {
 
 	masters := map[string]bool{}
 	for _, id := range ids {
-		n, err := cc.MasterForKey(ctx, projector.SnapshotKey(id))
+		n, err := cc.MasterForKey(ctx, snapshots.Key(id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,19 +107,19 @@ func TestProjector_RedisCluster(t *testing.T) {
 	}
 	// The resync set is updated right after the snapshot is written: wait.
 	testenv.WaitFor(t, 10*time.Second, "the resynced run gone from the resync set", func() bool {
-		n, err := cc.SIsMember(ctx, projector.ResyncSetKey, gapped).Result()
+		n, err := cc.SIsMember(ctx, snapshots.ResyncSetKey, gapped).Result()
 		return err == nil && !n
 	})
 	watch.check(t, runs, 10*time.Second)
 
 	// The tenant's run index: exactly its runs, scored by the updatedAt of
 	// their snapshots (ZRANGE on the cluster).
-	zs, err := cc.ZRangeWithScores(ctx, projector.RunIndexKey(tenant), 0, -1).Result()
+	zs, err := cc.ZRangeWithScores(ctx, snapshots.IndexKey(tenant), 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(zs) != len(ids) {
-		t.Fatalf("ZRANGE %s has %d members, want %d", projector.RunIndexKey(tenant), len(zs), len(ids))
+		t.Fatalf("ZRANGE %s has %d members, want %d", snapshots.IndexKey(tenant), len(zs), len(ids))
 	}
 	for _, z := range zs {
 		id, _ := z.Member.(string)
@@ -137,8 +137,8 @@ func TestProjector_RedisCluster(t *testing.T) {
 	}
 	// A reader's view: GET of each snapshot key on the cluster.
 	for _, id := range ids {
-		if _, err := cc.Get(ctx, projector.SnapshotKey(id)).Result(); err != nil {
-			t.Fatalf("GET %s on the cluster: %v", projector.SnapshotKey(id), err)
+		if _, err := cc.Get(ctx, snapshots.Key(id)).Result(); err != nil {
+			t.Fatalf("GET %s on the cluster: %v", snapshots.Key(id), err)
 		}
 	}
 }

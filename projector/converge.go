@@ -15,22 +15,9 @@ import (
 
 	"github.com/runstream/runstream/internal/converge"
 	"github.com/runstream/runstream/internal/lag"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 )
-
-// The projector's convergence state lives beside the snapshots it
-// vouches for, so that whatever loses the snapshots (Redis restarted
-// empty, a failover to a replica that missed writes) loses or rolls back
-// the cursor with them, and the next pass rechecks what may be gone. It is
-// kept per consumer group: the group is what reads the topic into these
-// snapshots.
-
-// ConvergeCursorKey holds the time (RFC 3339) before which every run's
-// snapshot was verified against the store, for the projectors of group.
-func ConvergeCursorKey(group string) string { return "runstream:converge:{" + group + "}" }
-
-// ConvergeLeaseKey names the projector of group that runs the passes.
-func ConvergeLeaseKey(group string) string { return "runstream:converge:{" + group + "}:lease" }
 
 // leaseScript takes the lease when it is free or already ours, and renews
 // it. KEYS[1] the lease, ARGV[1] owner, ARGV[2] ttl in milliseconds.
@@ -45,20 +32,6 @@ if cur then
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
-`)
-
-// headScript returns a snapshot's watermark (-1 when there is none or it
-// is unreadable) and whether it is stale, without sending the snapshot.
-var headScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if not cur then
-  return {-1, 0}
-end
-local seq = tonumber(string.match(cur, '"lastEventSeq":(%-?%d+)')) or -1
-if string.find(cur, '"stale":true', 1, true) then
-  return {seq, 1}
-end
-return {seq, 0}
 `)
 
 // cursorScript moves the cursor only within the generation the pass read:
@@ -79,7 +52,10 @@ return 0
 // and run index entries checked against the store's heads. The cursor key
 // holds "<generation>|<RFC 3339 time>": a generation is created with the
 // key (when there is none: first start, or Redis lost it), and a cursor is
-// recorded only in the generation the pass started in.
+// recorded only in the generation the pass started in. The cursor and
+// lease keys (snapshots.ConvergeCursorKey, snapshots.ConvergeLeaseKey) are
+// part of the snapshot layout, beside the snapshots they vouch for: what
+// loses the snapshots loses or rolls back the cursor with them.
 type convergeTarget struct {
 	p   *Projector
 	gen string // the generation read by Cursor
@@ -88,12 +64,12 @@ type convergeTarget struct {
 var _ converge.Target = (*convergeTarget)(nil)
 
 func (t *convergeTarget) Lease(ctx context.Context, owner string, ttl time.Duration) (bool, error) {
-	n, err := runScript(ctx, t.p.rdb, leaseScript, []string{ConvergeLeaseKey(t.p.cfg.Group)}, owner, ttl.Milliseconds()).Int64()
+	n, err := runScript(ctx, t.p.rdb, leaseScript, []string{snapshots.ConvergeLeaseKey(t.p.cfg.Group)}, owner, ttl.Milliseconds()).Int64()
 	return n == 1, err
 }
 
 func (t *convergeTarget) Cursor(ctx context.Context) (time.Time, bool, error) {
-	key := ConvergeCursorKey(t.p.cfg.Group)
+	key := snapshots.ConvergeCursorKey(t.p.cfg.Group)
 	for {
 		v, err := t.p.rdb.Get(ctx, key).Result()
 		if errors.Is(err, redis.Nil) {
@@ -129,7 +105,7 @@ func (t *convergeTarget) Cursor(ctx context.Context) (time.Time, bool, error) {
 }
 
 func (t *convergeTarget) SetCursor(ctx context.Context, c time.Time) error {
-	n, err := runScript(ctx, t.p.rdb, cursorScript, []string{ConvergeCursorKey(t.p.cfg.Group)},
+	n, err := runScript(ctx, t.p.rdb, cursorScript, []string{snapshots.ConvergeCursorKey(t.p.cfg.Group)},
 		t.gen, c.UTC().Format(time.RFC3339Nano)).Int64()
 	if err != nil {
 		return err
@@ -149,99 +125,44 @@ func newGeneration() string {
 // repairWorkers bounds the resyncs a convergence pass runs at once.
 const repairWorkers = 4
 
-// runHead is what Redis holds of a run, for comparison with the store.
-type runHead struct {
-	seq     int64 // -1: no snapshot
-	stale   bool
-	indexed bool
-}
-
-// readHeads reads the watermark, stale flag and run index entry of each
-// run in one pipeline.
-func (t *convergeTarget) readHeads(ctx context.Context, heads []store.RunHead) ([]runHead, error) {
-	read := func() ([]*redis.Cmd, []*redis.FloatCmd, error) {
-		pipe := t.p.rdb.Pipeline()
-		hs := make([]*redis.Cmd, len(heads))
-		zs := make([]*redis.FloatCmd, len(heads))
-		for i, h := range heads {
-			hs[i] = headScript.EvalSha(ctx, pipe, []string{SnapshotKey(h.RunID)})
-			zs[i] = pipe.ZScore(ctx, RunIndexKey(h.TenantID), h.RunID)
-		}
-		_, err := pipe.Exec(ctx)
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return nil, nil, err
-		}
-		return hs, zs, nil
-	}
-	hs, zs, err := read()
-	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		if err := headScript.Load(ctx, t.p.rdb).Err(); err != nil {
-			return nil, fmt.Errorf("loading the snapshot head script: %w", err)
-		}
-		hs, zs, err = read()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading snapshot watermarks: %w", err)
-	}
-	out := make([]runHead, len(heads))
-	for i := range heads {
-		vals, err := hs[i].Int64Slice()
-		if err != nil || len(vals) != 2 {
-			return nil, fmt.Errorf("reading the watermark of run %q: %v", heads[i].RunID, err)
-		}
-		out[i] = runHead{seq: vals[0], stale: vals[1] == 1}
-		if _, err := zs[i].Result(); err == nil {
-			out[i].indexed = true
-		} else if !errors.Is(err, redis.Nil) {
-			return nil, fmt.Errorf("reading the run index of tenant %q: %w", heads[i].TenantID, err)
-		}
-	}
-	return out, nil
-}
-
 // Repair compares each run's snapshot with the store and repairs those
 // behind through the projector's own resync (FROM_SNAPSHOT, FULL when the
 // snapshot is gone or unreadable), which marks a run stale and queues it
 // in the resync set when the store cannot answer. A run missing only from
 // its tenant's run index gets its entry back.
 func (t *convergeTarget) Repair(ctx context.Context, heads []store.RunHead) (map[string]int, int, error) {
-	have, err := t.readHeads(ctx, heads)
+	have, err := snapshots.ReadWatermarks(ctx, t.p.rdb, heads)
 	if err != nil {
 		return nil, 0, err
 	}
 	found := map[string]int{}
 	var due []*runEvents
-	var dueHeads []store.RunHead
-	pipe := t.p.rdb.Pipeline()
-	reindexed := 0
+	var dueHeads, unindexed []store.RunHead
 	for i, h := range heads {
 		got := have[i]
 		cause := ""
 		switch {
-		case got.seq < 0:
+		case got.LastEventSeq < 0:
 			cause = "missing"
-		case got.seq < h.LastSeq:
+		case got.LastEventSeq < h.LastSeq:
 			cause = "behind"
-		case got.stale:
+		case got.Stale:
 			cause = "stale"
-		case !got.indexed:
+		case !got.Indexed:
 			found["index"]++
-			pipe.ZAddGT(ctx, RunIndexKey(h.TenantID), redis.Z{Score: float64(h.LastPersistedAt.UnixMilli()), Member: h.RunID})
-			reindexed++
+			unindexed = append(unindexed, h)
 			continue
 		default:
 			continue
 		}
 		found[cause]++
 		t.p.log.Info("run behind the store; repairing", "runId", h.RunID, "cause", cause,
-			"watermark", got.seq, "storeLastSeq", h.LastSeq)
+			"watermark", got.LastEventSeq, "storeLastSeq", h.LastSeq)
 		due = append(due, &runEvents{id: h.RunID, behind: h.LastSeq})
 		dueHeads = append(dueHeads, h)
 	}
-	if reindexed > 0 {
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, 0, fmt.Errorf("restoring run index entries: %w", err)
-		}
+	if err := snapshots.Reindex(ctx, t.p.rdb, unindexed); err != nil {
+		return nil, 0, fmt.Errorf("restoring run index entries: %w", err)
 	}
 	if len(due) == 0 {
 		return found, 0, nil
@@ -268,7 +189,7 @@ func (t *convergeTarget) Repair(ctx context.Context, heads []store.RunHead) (map
 	if err := g.Wait(); err != nil {
 		return nil, 0, err
 	}
-	after, err := t.readHeads(ctx, dueHeads)
+	after, err := snapshots.ReadWatermarks(ctx, t.p.rdb, dueHeads)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -279,10 +200,10 @@ func (t *convergeTarget) Repair(ctx context.Context, heads []store.RunHead) (map
 	failed := 0
 	for i, h := range dueHeads {
 		switch {
-		case after[i].seq >= h.LastSeq && !after[i].stale:
-		case after[i].stale:
+		case after[i].LastEventSeq >= h.LastSeq && !after[i].Stale:
+		case after[i].Stale:
 			t.p.log.Warn("run behind the store left stale; the resync loop retries it", "runId", h.RunID,
-				"watermark", after[i].seq, "storeLastSeq", h.LastSeq)
+				"watermark", after[i].LastEventSeq, "storeLastSeq", h.LastSeq)
 		default:
 			failed++
 		}

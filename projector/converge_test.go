@@ -21,6 +21,7 @@ import (
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 )
 
@@ -110,7 +111,7 @@ func TestConverge_ReplayOntoMissingSnapshot(t *testing.T) {
 
 	w := &seqWatcher{seqs: map[int64]bool{}}
 	w.watch(t, f.rdb, victim)
-	if err := f.rdb.Del(context.Background(), projector.SnapshotKey(victim)).Err(); err != nil {
+	if err := f.rdb.Del(context.Background(), snapshots.Key(victim)).Err(); err != nil {
 		t.Fatal(err)
 	}
 	first := runs[victim][0]
@@ -179,7 +180,7 @@ func TestConverge_RedisLostEverything(t *testing.T) {
 			t.Logf("30 idle runs back %v after Redis lost everything", time.Since(lost).Round(time.Millisecond))
 			ctx := context.Background()
 			for id, recs := range runs {
-				if _, err := rdb.ZScore(ctx, projector.RunIndexKey(recs[0].TenantID), id).Result(); err != nil {
+				if _, err := rdb.ZScore(ctx, snapshots.IndexKey(recs[0].TenantID), id).Result(); err != nil {
 					t.Fatalf("run %s is not back in its tenant's run index: %v", id, err)
 				}
 			}
@@ -199,7 +200,7 @@ type seqWatcher struct {
 func (w *seqWatcher) watch(t *testing.T, rdb redis.UniversalClient, runID string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	sub := rdb.Subscribe(ctx, projector.UpdatesChannel)
+	sub := rdb.Subscribe(ctx, snapshots.UpdatesChannel)
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}

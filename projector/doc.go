@@ -25,6 +25,11 @@
 // committed: the partitions are rewound to the batch's first offsets and
 // polled again after a backoff.
 //
+// The Redis layout (keys, the guarded write script, the snapshot codec,
+// the change notification) is package snapshots; this package drives it:
+// the Kafka loop, the pipelining of writes (batchWriter), the snapshot
+// cache and convergence.
+//
 // Runs whose resync could not finish (the store is down) stay stale and are
 // listed in the set runstream:resync; every projector retries them with
 // backoff, so a crash does not forget them.

@@ -27,6 +27,7 @@ import (
 	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -93,7 +94,7 @@ func progress(t *testing.T, rdb redis.UniversalClient, runs map[string][]store.R
 	pipe := rdb.Pipeline()
 	cmds := make([]*redis.StringCmd, len(ids))
 	for i, id := range ids {
-		cmds[i] = pipe.Get(ctx, projector.SnapshotKey(id))
+		cmds[i] = pipe.Get(ctx, snapshots.Key(id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		t.Fatal(err)
@@ -300,7 +301,7 @@ func TestHelperProjectorProcess(t *testing.T) {
 }
 
 // updateWatcher records, per run of interest, the watermarks published on
-// projector.UpdatesChannel in the order Redis delivered them (the order of
+// snapshots.UpdatesChannel in the order Redis delivered them (the order of
 // the snapshot writes: the script publishes atomically with its SET).
 type updateWatcher struct {
 	mu          sync.Mutex
@@ -311,14 +312,14 @@ type updateWatcher struct {
 	bad         []string
 }
 
-// watchUpdates subscribes to projector.UpdatesChannel and returns once the
+// watchUpdates subscribes to snapshots.UpdatesChannel and returns once the
 // subscription is active, so no later write is missed.
 func watchUpdates(t *testing.T, rdb redis.UniversalClient, runIDs []string) *updateWatcher {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	sub := rdb.Subscribe(ctx, projector.UpdatesChannel)
+	sub := rdb.Subscribe(ctx, snapshots.UpdatesChannel)
 	if _, err := sub.Receive(ctx); err != nil { // the subscription's confirmation
-		t.Fatalf("subscribing to %s: %v", projector.UpdatesChannel, err)
+		t.Fatalf("subscribing to %s: %v", snapshots.UpdatesChannel, err)
 	}
 	w := &updateWatcher{want: map[string]bool{}, last: map[string]int64{}}
 	for _, id := range runIDs {
@@ -340,12 +341,7 @@ func watchUpdates(t *testing.T, rdb redis.UniversalClient, runIDs []string) *upd
 }
 
 func (w *updateWatcher) note(payload string) {
-	var u struct {
-		RunID        string `json:"runId"`
-		TenantID     string `json:"tenantId"`
-		LastEventSeq int64  `json:"lastEventSeq"`
-		Status       string `json:"status"`
-	}
+	var u snapshots.Notification
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := json.Unmarshal([]byte(payload), &u); err != nil {
@@ -382,7 +378,7 @@ func (w *updateWatcher) check(t *testing.T, runs map[string][]store.RunEventReco
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.bad) > 0 {
-		t.Errorf("%d malformed notifications on %s, first: %s", len(w.bad), projector.UpdatesChannel, w.bad[0])
+		t.Errorf("%d malformed notifications on %s, first: %s", len(w.bad), snapshots.UpdatesChannel, w.bad[0])
 	}
 	if len(w.regressions) > 0 {
 		t.Fatalf("%d snapshot regressions; first: %s", len(w.regressions), strings.Join(w.regressions[:min(5, len(w.regressions))], "; "))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/runstream/runstream/internal/kgroup"
 	"github.com/runstream/runstream/reduce"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 )
 
@@ -103,7 +104,7 @@ func (p *Projector) Run(ctx context.Context) error {
 	// Leaves the group, as a static member too, so a clean stop moves the
 	// partitions at once.
 	defer kgroup.Close(cl, p.cfg.Group, p.cfg.InstanceID, p.log)
-	if err := writeScript.Load(ctx, p.rdb).Err(); err != nil && ctx.Err() == nil {
+	if err := snapshots.LoadScript(ctx, p.rdb); err != nil && ctx.Err() == nil {
 		p.log.Warn("loading the snapshot script failed; it is loaded on first use", "err", err)
 	}
 	conv, admin, err := p.newConverger()
@@ -460,7 +461,7 @@ func (p *Projector) readSnapshots(ctx context.Context, group []*runEvents) chan 
 		return ch
 	}
 	go func() {
-		snaps, broken, err := loadSnapshots(ctx, p.rdb, ids)
+		snaps, broken, err := snapshots.Load(ctx, p.rdb, ids)
 		ch <- snapshotsRead{snaps: snaps, broken: broken, err: err}
 	}()
 	return ch
@@ -492,7 +493,11 @@ func (p *Projector) reduceAndSend(ctx context.Context, fl *runsInFlight, re *run
 		}
 		return
 	}
-	fl.bw.add(snapshotWrite{snap: next, expected: expected, max: broken})
+	mode := snapshots.ModeCAS
+	if broken {
+		mode = snapshots.ModeMax // the stored snapshot does not decode: replace it unless newer
+	}
+	fl.bw.add(snapshots.Write{Snapshot: next, Expected: expected, Mode: mode})
 	fl.written = append(fl.written, re)
 }
 
@@ -507,10 +512,10 @@ func (p *Projector) finishRuns(ctx context.Context, fl *runsInFlight) ([]*runEve
 	var conflicted []*runEvents
 	for i, r := range results {
 		re := fl.written[i]
-		if !r.written {
+		if !r.Written {
 			p.m.conflicts.Inc()
-			p.log.Debug("guarded write lost; reloading", "runId", writes[i].snap.RunID,
-				"expected", writes[i].expected, "stored", r.stored)
+			p.log.Debug("guarded write lost; reloading", "runId", writes[i].Snapshot.RunID,
+				"expected", writes[i].Expected, "stored", r.Stored)
 			conflicted = append(conflicted, re)
 			continue
 		}
@@ -518,7 +523,7 @@ func (p *Projector) finishRuns(ctx context.Context, fl *runsInFlight) ([]*runEve
 			p.cache.drop(re.id) // a retry of a stale run moved it
 			continue
 		}
-		p.cache.put(re.lastRecord.Partition, writes[i].snap, re.cached)
+		p.cache.put(re.lastRecord.Partition, writes[i].Snapshot, re.cached)
 	}
 	for _, re := range fl.unchanged {
 		p.cache.put(re.lastRecord.Partition, re.prev, re.cached)
@@ -687,10 +692,10 @@ func (p *Projector) markStale(ctx context.Context, stale, resolved []string) err
 	}
 	pipe := p.rdb.Pipeline()
 	if len(stale) > 0 {
-		pipe.SAdd(ctx, ResyncSetKey, toAny(stale)...)
+		pipe.SAdd(ctx, snapshots.ResyncSetKey, toAny(stale)...)
 	}
 	if len(resolved) > 0 {
-		pipe.SRem(ctx, ResyncSetKey, toAny(resolved)...)
+		pipe.SRem(ctx, snapshots.ResyncSetKey, toAny(resolved)...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("updating the resync set: %w", err)
@@ -722,11 +727,11 @@ func (p *Projector) retryStale(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		ids, err := p.rdb.SRandMemberN(ctx, ResyncSetKey, 100).Result()
+		ids, err := p.rdb.SRandMemberN(ctx, snapshots.ResyncSetKey, 100).Result()
 		if err != nil {
 			continue
 		}
-		if n, err := p.rdb.SCard(ctx, ResyncSetKey).Result(); err == nil {
+		if n, err := p.rdb.SCard(ctx, snapshots.ResyncSetKey).Result(); err == nil {
 			p.m.staleRuns.Set(float64(n))
 		}
 		now := time.Now()

@@ -22,6 +22,7 @@ import (
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -175,7 +176,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name, label string) float64
 
 func redisSnapshot(t *testing.T, rdb redis.UniversalClient, runID string) (store.RunSnapshot, bool) {
 	t.Helper()
-	b, err := rdb.Get(context.Background(), projector.SnapshotKey(runID)).Bytes()
+	b, err := rdb.Get(context.Background(), snapshots.Key(runID)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return store.RunSnapshot{}, false
 	}
@@ -366,7 +367,7 @@ func TestProjector_StoreDownDuringResync(t *testing.T) {
 	// The resync set is updated right after the snapshot is written, in a
 	// pipeline of its own: the snapshot can be seen first.
 	testenv.WaitFor(t, 10*time.Second, "the recovered run gone from the resync set", func() bool {
-		n, err := f.rdb.SIsMember(context.Background(), projector.ResyncSetKey, gapped).Result()
+		n, err := f.rdb.SIsMember(context.Background(), snapshots.ResyncSetKey, gapped).Result()
 		return err == nil && !n
 	})
 }

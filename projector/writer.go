@@ -5,9 +5,12 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/runstream/runstream/snapshots"
 )
 
-// batchWriter sends a batch's guarded writes in pipelines of chunk writes
+// batchWriter sends a batch's guarded writes (snapshots.WriteAll) in
+// pipelines of chunk writes
 // while the caller goes on reducing the batch's next runs: Redis executes
 // one chunk (and the writer encodes the next) while the projector's CPU
 // works on the rest, instead of the two taking turns. At most inFlight
@@ -20,7 +23,7 @@ type batchWriter struct {
 	ctx     context.Context
 	rdb     redis.UniversalClient
 	chunk   int
-	writes  []snapshotWrite
+	writes  []snapshots.Write
 	flushed int
 	sem     chan struct{}
 	wg      sync.WaitGroup
@@ -31,7 +34,7 @@ type batchWriter struct {
 
 type writeChunk struct {
 	start int
-	res   []writeResult
+	res   []snapshots.Result
 }
 
 func newBatchWriter(ctx context.Context, rdb redis.UniversalClient, chunk, inFlight int) *batchWriter {
@@ -39,7 +42,7 @@ func newBatchWriter(ctx context.Context, rdb redis.UniversalClient, chunk, inFli
 }
 
 // add queues w, and sends the queued writes once there are chunk of them.
-func (b *batchWriter) add(w snapshotWrite) {
+func (b *batchWriter) add(w snapshots.Write) {
 	b.writes = append(b.writes, w)
 	if len(b.writes)-b.flushed >= b.chunk {
 		b.flush()
@@ -58,7 +61,7 @@ func (b *batchWriter) flush() {
 	b.wg.Add(1)
 	go func() {
 		defer func() { <-b.sem; b.wg.Done() }()
-		res, err := writeSnapshots(b.ctx, b.rdb, ws)
+		res, err := snapshots.WriteAll(b.ctx, b.rdb, ws)
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if err != nil && b.err == nil {
@@ -70,13 +73,13 @@ func (b *batchWriter) flush() {
 
 // wait sends what is queued, waits for every chunk and returns the
 // results of all writes in the order added.
-func (b *batchWriter) wait() ([]snapshotWrite, []writeResult, error) {
+func (b *batchWriter) wait() ([]snapshots.Write, []snapshots.Result, error) {
 	b.flush()
 	b.wg.Wait()
 	if b.err != nil {
 		return b.writes, nil, b.err
 	}
-	out := make([]writeResult, len(b.writes))
+	out := make([]snapshots.Result, len(b.writes))
 	for _, c := range b.chunks {
 		copy(out[c.start:], c.res)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/snapshots"
 )
 
 // TestBatchWriter_ResultsInOrderAcrossChunks: 150 guarded writes in chunks
@@ -21,7 +22,7 @@ func TestBatchWriter_ResultsInOrderAcrossChunks(t *testing.T) {
 	var ids []string
 	t.Cleanup(func() {
 		for _, id := range ids {
-			rdb.Del(context.Background(), SnapshotKey(id))
+			rdb.Del(context.Background(), snapshots.Key(id))
 		}
 	})
 	bw := newBatchWriter(ctx, rdb, 16, 2)
@@ -34,7 +35,7 @@ func TestBatchWriter_ResultsInOrderAcrossChunks(t *testing.T) {
 		if i%3 == 0 {
 			expected = 5 // wrong
 		}
-		bw.add(snapshotWrite{snap: s, expected: expected})
+		bw.add(snapshots.Write{Snapshot: s, Expected: expected})
 	}
 	writes, res, err := bw.wait()
 	if err != nil {
@@ -44,18 +45,18 @@ func TestBatchWriter_ResultsInOrderAcrossChunks(t *testing.T) {
 		t.Fatalf("%d writes, %d results; want 150", len(writes), len(res))
 	}
 	for i, r := range res {
-		if writes[i].snap.RunID != ids[i] {
-			t.Fatalf("write %d is run %s, want %s", i, writes[i].snap.RunID, ids[i])
+		if writes[i].Snapshot.RunID != ids[i] {
+			t.Fatalf("write %d is run %s, want %s", i, writes[i].Snapshot.RunID, ids[i])
 		}
-		if want := i%3 != 0; r.written != want {
-			t.Fatalf("write %d: written %v, want %v", i, r.written, want)
+		if want := i%3 != 0; r.Written != want {
+			t.Fatalf("write %d: written %v, want %v", i, r.Written, want)
 		}
-		n, err := rdb.Exists(ctx, SnapshotKey(ids[i])).Result()
+		n, err := rdb.Exists(ctx, snapshots.Key(ids[i])).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if (n == 1) != r.written {
-			t.Fatalf("run %d: key exists %v, written %v", i, n == 1, r.written)
+		if (n == 1) != r.Written {
+			t.Fatalf("run %d: key exists %v, written %v", i, n == 1, r.Written)
 		}
 	}
 }
@@ -66,7 +67,7 @@ func TestBatchWriter_RedisError(t *testing.T) {
 	defer rdb.Close()
 	bw := newBatchWriter(context.Background(), rdb, 4, 2)
 	for i := range 10 {
-		bw.add(snapshotWrite{snap: snap(fmt.Sprintf("r%d", i), 1, 1), expected: -1})
+		bw.add(snapshots.Write{Snapshot: snap(fmt.Sprintf("r%d", i), 1, 1), Expected: -1})
 	}
 	if _, _, err := bw.wait(); err == nil {
 		t.Fatal("no error from writes to a Redis that is not there")

@@ -18,7 +18,7 @@ import (
 
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
-	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 )
 
@@ -103,7 +103,7 @@ func TestConsole_RunGoesLive(t *testing.T) {
 	// the badge appears live; the operator's Resync rebuilds it from the
 	// store and the badge goes away.
 	ctx := context.Background()
-	raw, err := rdb.Get(ctx, projector.SnapshotKey(id.RunID)).Bytes()
+	raw, err := rdb.Get(ctx, snapshots.Key(id.RunID)).Bytes()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,10 +114,10 @@ func TestConsole_RunGoesLive(t *testing.T) {
 	snap["stale"] = true
 	raw, _ = json.Marshal(snap)
 	note, _ := json.Marshal(map[string]any{"runId": id.RunID, "tenantId": tenant, "lastEventSeq": snap["lastEventSeq"], "status": snap["status"]})
-	if err := rdb.Set(ctx, projector.SnapshotKey(id.RunID), raw, 0).Err(); err != nil {
+	if err := rdb.Set(ctx, snapshots.Key(id.RunID), raw, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.Publish(ctx, projector.UpdatesChannel, note).Err(); err != nil {
+	if err := rdb.Publish(ctx, snapshots.UpdatesChannel, note).Err(); err != nil {
 		t.Fatal(err)
 	}
 	b.waitVisible(`.status-line [data-testid=stale-badge]`)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/runstream/runstream/internal/config"
 	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -167,7 +168,7 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	if *runID != "" {
-		n, err := projector.Rebuild(ctx, rdb, st, []string{*runID}, 1)
+		n, err := snapshots.Rebuild(ctx, rdb, st, []string{*runID}, 1)
 		if err != nil {
 			return err
 		}
@@ -192,7 +193,7 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 		if len(ids) == 0 {
 			break
 		}
-		n, err := projector.Rebuild(ctx, rdb, st, ids, 4)
+		n, err := snapshots.Rebuild(ctx, rdb, st, ids, 4)
 		if err != nil {
 			return err
 		}

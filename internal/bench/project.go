@@ -40,6 +40,7 @@ import (
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/projector"
 	"github.com/runstream/runstream/reduce"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -321,10 +322,10 @@ func projOpenRedis(ctx context.Context, url string) (redis.UniversalClient, stri
 // index, for deletion.
 func (b *projBench) track(tenant string, runIDs ...string) {
 	if tenant != "" {
-		b.keys = append(b.keys, projector.RunIndexKey(tenant))
+		b.keys = append(b.keys, snapshots.IndexKey(tenant))
 	}
 	for _, id := range runIDs {
-		b.keys = append(b.keys, projector.SnapshotKey(id))
+		b.keys = append(b.keys, snapshots.Key(id))
 	}
 }
 
@@ -717,7 +718,7 @@ type projNoStore struct {
 
 func (s *projNoStore) fail(runID string) error {
 	if _, ok := s.mine[runID]; !ok {
-		return fmt.Errorf("bench: run %q is not the bench's (another client left it in %s); the bench has no store for it", runID, projector.ResyncSetKey)
+		return fmt.Errorf("bench: run %q is not the bench's (another client left it in %s); the bench has no store for it", runID, snapshots.ResyncSetKey)
 	}
 	s.calls.Add(1)
 	return fmt.Errorf("bench: the projector asked the store about run %q, but the topic has no gaps: a projector bug", runID)
@@ -817,7 +818,7 @@ func (b *projBench) verifySnapshots(ctx context.Context, tenant string, ids []st
 		pipe := b.rdb.Pipeline()
 		cmds := make([]*redis.StringCmd, hi-lo)
 		for i := lo; i < hi; i++ {
-			cmds[i-lo] = pipe.Get(ctx, projector.SnapshotKey(ids[i]))
+			cmds[i-lo] = pipe.Get(ctx, snapshots.Key(ids[i]))
 		}
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return c, fmt.Errorf("reading back snapshots: %w", err)
@@ -848,7 +849,7 @@ func (b *projBench) verifySnapshots(ctx context.Context, tenant string, ids []st
 		}
 		checked.Store(int64(hi))
 	}
-	n, err := b.rdb.ZCard(ctx, projector.RunIndexKey(tenant)).Result()
+	n, err := b.rdb.ZCard(ctx, snapshots.IndexKey(tenant)).Result()
 	if err != nil {
 		return c, fmt.Errorf("counting the run index of %s: %w", tenant, err)
 	}
@@ -878,30 +879,27 @@ type projSubscriber struct {
 }
 
 func (b *projBench) subscribe(ctx context.Context, index map[string]int, fn func(run int, seq int64, at time.Time)) (*projSubscriber, error) {
-	ps := b.rdb.Subscribe(ctx, projector.UpdatesChannel)
+	ps := b.rdb.Subscribe(ctx, snapshots.UpdatesChannel)
 	if _, err := ps.Receive(ctx); err != nil {
 		_ = ps.Close()
-		return nil, fmt.Errorf("subscribing to %s: %w", projector.UpdatesChannel, err)
+		return nil, fmt.Errorf("subscribing to %s: %w", snapshots.UpdatesChannel, err)
 	}
 	s := &projSubscriber{ps: ps, stopped: make(chan struct{})}
 	go func() {
 		defer close(s.stopped)
-		var u struct {
-			RunID        string `json:"runId"`
-			LastEventSeq int64  `json:"lastEventSeq"`
-		}
+		var u snapshots.Notification
 		for {
 			// go-redis does not interrupt a blocked read on ctx; close
 			// does, through the connection.
 			msg, err := ps.ReceiveMessage(ctx)
 			if err != nil {
 				if !s.closing.Load() && ctx.Err() == nil {
-					s.err = fmt.Errorf("reading %s: %w", projector.UpdatesChannel, err)
+					s.err = fmt.Errorf("reading %s: %w", snapshots.UpdatesChannel, err)
 				}
 				return
 			}
 			now := time.Now()
-			u.RunID, u.LastEventSeq = "", 0
+			u = snapshots.Notification{}
 			if err := json.Unmarshal([]byte(msg.Payload), &u); err != nil {
 				s.bad.Add(1)
 				continue
@@ -924,7 +922,7 @@ func (s *projSubscriber) exited() error {
 		if s.err != nil {
 			return s.err
 		}
-		return fmt.Errorf("the subscription to %s ended", projector.UpdatesChannel)
+		return fmt.Errorf("the subscription to %s ended", snapshots.UpdatesChannel)
 	default:
 		return nil
 	}
@@ -1121,7 +1119,7 @@ func (b *projBench) baseline(ctx context.Context, tenant string, plans []*projPl
 	var written atomic.Int64
 	stop := b.progress("baseline", rep.Writes, written.Load)
 	defer stop()
-	ws := make([]projector.BenchWrite, 0, pipeline)
+	ws := make([]snapshots.EncodedWrite, 0, pipeline)
 	var bodyBytes int64
 	runtime.GC()
 	cpuBefore := sampleCPU()
@@ -1131,12 +1129,12 @@ func (b *projBench) baseline(ctx context.Context, tenant string, plans []*projPl
 		for _, w := range writes[lo:min(lo+pipeline, len(writes))] {
 			t := &tpls[int(w.run)%len(tpls)]
 			seq := int64(w.seq)
-			ws = append(ws, projector.BenchWrite{RunID: ids[w.run], TenantID: tenant, Status: t.status[seq-1],
+			ws = append(ws, snapshots.EncodedWrite{RunID: ids[w.run], TenantID: tenant, Status: t.status[seq-1],
 				Snapshot: t.bodies[seq-1], LastEventSeq: seq, Expected: last[w.run]})
 			last[w.run] = seq
 			bodyBytes += int64(len(t.bodies[seq-1]))
 		}
-		lost, err := projector.BenchWriteScript(ctx, b.rdb, ws)
+		lost, err := snapshots.WriteEncoded(ctx, b.rdb, ws)
 		if err != nil {
 			return nil, fmt.Errorf("baseline writes: %w", err)
 		}

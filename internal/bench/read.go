@@ -27,8 +27,8 @@ import (
 
 	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/internal/workload"
-	"github.com/runstream/runstream/projector"
 	"github.com/runstream/runstream/reduce"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -221,7 +221,7 @@ func writeReadSnapshots(ctx context.Context, rdb *redis.Client, n int) error {
 		if err != nil {
 			return err
 		}
-		pipe.Set(ctx, projector.SnapshotKey(id.RunID), b, time.Hour)
+		pipe.Set(ctx, snapshots.Key(id.RunID), b, time.Hour)
 		if pipe.Len() >= 500 {
 			if _, err := pipe.Exec(ctx); err != nil {
 				return fmt.Errorf("writing bench snapshots: %w", err)
@@ -235,7 +235,7 @@ func writeReadSnapshots(ctx context.Context, rdb *redis.Client, n int) error {
 func cleanReadSnapshots(ctx context.Context, rdb *redis.Client, n int) {
 	keys := make([]string, 0, n)
 	for i := range n {
-		keys = append(keys, projector.SnapshotKey(readRunID(i)))
+		keys = append(keys, snapshots.Key(readRunID(i)))
 	}
 	for len(keys) > 0 {
 		k := min(len(keys), 500)
@@ -447,7 +447,7 @@ func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client
 	snaps := make([]store.RunSnapshot, n)
 	firstSeq := make([]int64, n)
 	for r := range n {
-		body, err := rdb.Get(ctx, projector.SnapshotKey(readRunID(r))).Bytes()
+		body, err := rdb.Get(ctx, snapshots.Key(readRunID(r))).Bytes()
 		if err != nil {
 			return fmt.Errorf("reading the watched snapshot of %s: %w", readRunID(r), err)
 		}
@@ -534,13 +534,13 @@ func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client
 		r := (k - 1) % n
 		snap := &snaps[r]
 		snap.LastEventSeq = firstSeq[r] + int64((k-1)/n+1)
-		key := projector.SnapshotKey(readRunID(r))
+		key := snapshots.Key(readRunID(r))
 		b, _ := json.Marshal(snap)
-		note, _ := json.Marshal(map[string]any{"runId": snap.RunID, "tenantId": snap.TenantID, "lastEventSeq": snap.LastEventSeq, "status": snap.Status})
+		note := snapshots.NotificationOf(snap).Append(nil)
 		sent[k].Store(time.Now().UnixNano())
 		pipe := rdb.TxPipeline()
 		pipe.Set(ctx, key, b, time.Hour)
-		pipe.Publish(ctx, projector.UpdatesChannel, note)
+		pipe.Publish(ctx, snapshots.UpdatesChannel, note)
 		if _, err := pipe.Exec(ctx); err != nil {
 			return fmt.Errorf("publishing change %d: %w", k, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store/postgres"
 )
 
@@ -88,7 +89,7 @@ func (b *projBench) repair(ctx context.Context) (_ *RepairReport, err error) {
 	}
 	defer pb.close()
 	group := "bench-repair-" + projHex(6)
-	b.keys = append(b.keys, projector.ConvergeCursorKey(group), projector.ConvergeLeaseKey(group))
+	b.keys = append(b.keys, snapshots.ConvergeCursorKey(group), snapshots.ConvergeLeaseKey(group))
 	reg := prometheus.NewRegistry()
 	p, err := projector.New(projector.Config{Brokers: pb.brokers, Topic: pb.topic, Group: group,
 		ConvergeInterval: 100 * time.Millisecond, Registerer: reg, Logger: cfg.Logger}, b.rdb, st)
@@ -103,7 +104,7 @@ func (b *projBench) repair(ctx context.Context) (_ *RepairReport, err error) {
 	stop := b.progress("repair", int64(cfg.RepairRuns), func() int64 { return int64(gatherSum(reg, "runstream_converge_checked_total")) })
 	defer stop()
 	for {
-		v, err := b.rdb.Get(ctx, projector.ConvergeCursorKey(group)).Result()
+		v, err := b.rdb.Get(ctx, snapshots.ConvergeCursorKey(group)).Result()
 		if err == nil && len(v) > 0 && v[len(v)-1] != '|' {
 			break // a cursor: the full pass is done
 		}
@@ -128,7 +129,7 @@ func (b *projBench) repair(ctx context.Context) (_ *RepairReport, err error) {
 		pipe := b.rdb.Pipeline()
 		var cmds []*redis.IntCmd
 		for i := lo; i < lo+1000 && i <= cfg.RepairRuns; i++ {
-			cmds = append(cmds, pipe.Exists(ctx, projector.SnapshotKey(fmt.Sprintf("%s%d", prefix, i))))
+			cmds = append(cmds, pipe.Exists(ctx, snapshots.Key(fmt.Sprintf("%s%d", prefix, i))))
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return rep, fmt.Errorf("checking the repaired snapshots: %w", err)

@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 )
 
@@ -233,12 +233,12 @@ func checkRead(ctx context.Context, rdb *redis.Client, pool *pgxpool.Pool, etlSc
 	pipe := rdb.Pipeline()
 	gets := make([]*redis.StringCmd, len(lr.runs))
 	for i, rec := range lr.runs {
-		gets[i] = pipe.Get(ctx, projector.SnapshotKey(rec.id))
+		gets[i] = pipe.Get(ctx, snapshots.Key(rec.id))
 	}
 	tenants := map[string]*redis.StringSliceCmd{}
 	for _, rec := range lr.runs {
 		if tenants[rec.tenant] == nil {
-			tenants[rec.tenant] = pipe.ZRange(ctx, projector.RunIndexKey(rec.tenant), 0, -1)
+			tenants[rec.tenant] = pipe.ZRange(ctx, snapshots.IndexKey(rec.tenant), 0, -1)
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -280,7 +280,7 @@ func checkRead(ctx context.Context, rdb *redis.Client, pool *pgxpool.Pool, etlSc
 		}
 		if !index[rec.tenant][rec.id] {
 			rep.indexMissing++
-			ps.add("index_missing", "run %s is not in %s", rec.id, projector.RunIndexKey(rec.tenant))
+			ps.add("index_missing", "run %s is not in %s", rec.id, snapshots.IndexKey(rec.tenant))
 		}
 		if rep.redisMissing+rep.redisMismatch+rep.redisStale+rep.indexMissing > before {
 			rep.redisRuns++

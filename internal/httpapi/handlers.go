@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 )
 
@@ -207,7 +207,7 @@ func (s *Server) fetchEvents(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func etag(h snapshotHead) string {
+func etag(h snapshots.Head) string {
 	if h.Stale {
 		return fmt.Sprintf(`"%d-stale"`, h.LastEventSeq)
 	}
@@ -222,7 +222,7 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 	}
 	tenant := tenantOf(r.Context())
 	var body []byte
-	var head snapshotHead
+	var head snapshots.Head
 	switch c := r.URL.Query().Get("consistent"); c {
 	case "true", "1":
 		snap, err := s.store.ProjectSnapshot(r.Context(), id)
@@ -236,19 +236,19 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		head = snapshotHead{TenantID: snap.TenantID, LastEventSeq: snap.LastEventSeq}
+		head = snapshots.Head{TenantID: snap.TenantID, LastEventSeq: snap.LastEventSeq}
 	case "", "false", "0":
 		if s.redis == nil {
 			return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL); use ?consistent=true"}
 		}
-		body, err = s.snapshots.get(r.Context(), projector.SnapshotKey(id))
+		body, err = s.getter.Get(r.Context(), id)
 		if errors.Is(err, redis.Nil) {
 			return notFound(id)
 		}
 		if err != nil {
 			return &store.Error{Code: store.CodeUnavailable, Message: "the snapshot cache (Redis) is unavailable; retry or use ?consistent=true", Err: err}
 		}
-		if head, err = parseSnapshotHead(body); err != nil {
+		if head, err = snapshots.ParseHead(body); err != nil {
 			return fmt.Errorf("decoding the Redis snapshot of run %q: %w", id, err)
 		}
 	default:

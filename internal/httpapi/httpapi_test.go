@@ -20,7 +20,7 @@ import (
 	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
-	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -285,7 +285,7 @@ func TestAuth_TenantScoping(t *testing.T) {
 		}
 	}
 	// A Redis snapshot of tenant_a's run is not shown to tenant_b either.
-	e.redis.Set(context.Background(), projector.SnapshotKey(a.RunID), `{"runId":"`+a.RunID+`","tenantId":"tenant_a","lastEventSeq":1}`, time.Minute)
+	e.redis.Set(context.Background(), snapshots.Key(a.RunID), `{"runId":"`+a.RunID+`","tenantId":"tenant_a","lastEventSeq":1}`, time.Minute)
 	if r := do(t, "GET", e.url+"/v1/runs/"+a.RunID+"/snapshot", "tok-b", nil); r.status != 404 {
 		t.Fatalf("tenant_b reading tenant_a's Redis snapshot: %d, want 404", r.status)
 	}
@@ -408,7 +408,7 @@ func TestSnapshot_RedisAndConsistent(t *testing.T) {
 		t.Fatalf("consistent snapshot %+v etag %s", snap, r.header.Get("ETag"))
 	}
 	stored := `{"runId":"` + id.RunID + `","tenantId":"tenant_a","status":"RUNNING","lastEventSeq":7,"stale":true,"futureField":1}`
-	e.redis.Set(context.Background(), projector.SnapshotKey(id.RunID), stored, time.Minute)
+	e.redis.Set(context.Background(), snapshots.Key(id.RunID), stored, time.Minute)
 	r = do(t, "GET", e.url+"/v1/runs/"+id.RunID+"/snapshot", "", nil)
 	if r.status != 200 || string(r.body) != stored {
 		t.Fatalf("Redis snapshot: %d %s; want it as stored", r.status, r.body)

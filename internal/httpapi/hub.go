@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"strconv"
@@ -11,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/snapshots"
 )
 
 // hub fans the Redis update channel out to SSE watchers: one SUBSCRIBE per
@@ -44,11 +43,11 @@ type runWatcher struct {
 // watchers: its head parsed and its SSE event framed, so a thousand watchers
 // cost a thousand writes of the same bytes and nothing else.
 type runChange struct {
-	head  snapshotHead
+	head  snapshots.Head
 	frame []byte
 }
 
-func newRunChange(head snapshotHead, body []byte) *runChange {
+func newRunChange(head snapshots.Head, body []byte) *runChange {
 	return &runChange{head: head, frame: sseFrame("snapshot", strconv.FormatInt(head.LastEventSeq, 10), body)}
 }
 
@@ -96,7 +95,7 @@ func (h *hub) close() {
 func (h *hub) run() {
 	readyOnce := sync.Once{}
 	for attempt := 0; h.ctx.Err() == nil; attempt++ {
-		sub := h.rdb.Subscribe(h.ctx, projector.UpdatesChannel)
+		sub := h.rdb.Subscribe(h.ctx, snapshots.UpdatesChannel)
 		if _, err := sub.Receive(h.ctx); err != nil {
 			_ = sub.Close()
 			if h.ctx.Err() != nil {
@@ -131,14 +130,12 @@ func (h *hub) run() {
 	}
 }
 
-type note struct {
-	RunID    string `json:"runId"`
-	TenantID string `json:"tenantId"`
-}
-
+// dispatch hands a notification to the tenant's watchers as it is, once
+// snapshots.ParseNotification accepted it, and the changed snapshot to the
+// run's watchers.
 func (h *hub) dispatch(payload []byte) {
-	var n note
-	if err := json.Unmarshal(payload, &n); err != nil || n.RunID == "" {
+	n, err := snapshots.ParseNotification(payload)
+	if err != nil {
 		return
 	}
 	h.mu.Lock()
@@ -159,7 +156,7 @@ func (h *hub) dispatch(payload []byte) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, 2*time.Second)
-	body, err := h.rdb.Get(ctx, projector.SnapshotKey(n.RunID)).Bytes()
+	body, err := h.rdb.Get(ctx, snapshots.Key(n.RunID)).Bytes()
 	cancel()
 	if err != nil {
 		if !errors.Is(err, redis.Nil) {
@@ -167,7 +164,7 @@ func (h *hub) dispatch(payload []byte) {
 		}
 		return
 	}
-	head, err := parseSnapshotHead(body)
+	head, err := snapshots.ParseHead(body)
 	if err != nil {
 		h.log.Warn("a changed snapshot is not valid JSON; its watchers keep the previous state", "runId", n.RunID, "err", err)
 		return

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 )
 
@@ -121,7 +121,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 		after = &c
 	}
 	ctx := r.Context()
-	key := projector.RunIndexKey(tenant)
+	key := snapshots.IndexKey(tenant)
 	max := "+inf"
 	if after != nil {
 		max = strconv.FormatFloat(after.Score, 'f', -1, 64)
@@ -182,27 +182,19 @@ func (s *Server) redisErr(err error) error {
 	return &store.Error{Code: store.CodeUnavailable, Message: "the snapshot cache (Redis) is unavailable; retry", Err: err}
 }
 
-// getSnapshots reads snapshots in one pipeline; missing ones are nil.
+// getSnapshots reads snapshots in one pipeline (snapshots.Load); missing
+// and undecodable ones are nil.
 func (s *Server) getSnapshots(ctx context.Context, ids []string) ([]*store.RunSnapshot, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	pipe := s.redis.Pipeline()
-	cmds := make([]*redis.StringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.Get(ctx, projector.SnapshotKey(id))
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	snaps, _, err := snapshots.Load(ctx, s.redis, ids)
+	if err != nil {
 		return nil, s.redisErr(err)
 	}
 	out := make([]*store.RunSnapshot, len(ids))
-	for i, c := range cmds {
-		b, err := c.Bytes()
-		if err != nil {
-			continue
-		}
-		var snap store.RunSnapshot
-		if json.Unmarshal(b, &snap) == nil {
+	for i, id := range ids {
+		if snap, ok := snaps[id]; ok {
 			out[i] = &snap
 		}
 	}
@@ -245,14 +237,14 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 	watcher, stop := s.hub.watchRun(id)
 	defer stop()
 	s.hub.waitReady(r.Context())
-	body, err := s.redis.Get(r.Context(), projector.SnapshotKey(id)).Bytes()
+	body, err := s.redis.Get(r.Context(), snapshots.Key(id)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return notFound(id)
 	}
 	if err != nil {
 		return s.redisErr(err)
 	}
-	head, err := parseSnapshotHead(body)
+	head, err := snapshots.ParseHead(body)
 	if err != nil {
 		return fmt.Errorf("decoding the Redis snapshot of run %q: %w", id, err)
 	}
@@ -374,7 +366,7 @@ func (s *Server) resyncRun(w http.ResponseWriter, r *http.Request) error {
 	if err := s.authorizeRun(r, id); err != nil {
 		return err
 	}
-	snap, err := projector.Resync(r.Context(), s.redis, s.store, id)
+	snap, err := snapshots.Resync(r.Context(), s.redis, s.store, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound(id)
 	}

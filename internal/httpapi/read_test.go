@@ -17,7 +17,7 @@ import (
 	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
-	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 )
 
@@ -27,13 +27,13 @@ func putSnapshot(t *testing.T, rdb *redis.Client, s store.RunSnapshot) {
 	t.Helper()
 	ctx := context.Background()
 	b, _ := json.Marshal(s)
-	if err := rdb.Set(ctx, projector.SnapshotKey(s.RunID), b, time.Hour).Err(); err != nil {
+	if err := rdb.Set(ctx, snapshots.Key(s.RunID), b, time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
 	ts, _ := time.Parse(time.RFC3339Nano, s.UpdatedAt)
-	rdb.ZAdd(ctx, projector.RunIndexKey(s.TenantID), redis.Z{Score: float64(ts.UnixMilli()), Member: s.RunID})
-	note, _ := json.Marshal(map[string]any{"runId": s.RunID, "tenantId": s.TenantID, "lastEventSeq": s.LastEventSeq, "status": s.Status})
-	rdb.Publish(ctx, projector.UpdatesChannel, note)
+	rdb.ZAdd(ctx, snapshots.IndexKey(s.TenantID), redis.Z{Score: float64(ts.UnixMilli()), Member: s.RunID})
+	note := snapshots.NotificationOf(&s).Append(nil)
+	rdb.Publish(ctx, snapshots.UpdatesChannel, note)
 }
 
 func snap(tenant, id, status string, seq int64, at time.Time) store.RunSnapshot {
@@ -317,7 +317,7 @@ func TestResync_Endpoint(t *testing.T) {
 	var w store.RunEventWrite
 	_ = json.Unmarshal(ev, &w)
 	// A corrupted Redis snapshot at the same watermark is repaired.
-	e.redis.Set(context.Background(), projector.SnapshotKey(w.RunID), `{"runId":"`+w.RunID+`","tenantId":"tenant_a","lastEventSeq":1,"status":"FAILED"}`, time.Hour)
+	e.redis.Set(context.Background(), snapshots.Key(w.RunID), `{"runId":"`+w.RunID+`","tenantId":"tenant_a","lastEventSeq":1,"status":"FAILED"}`, time.Hour)
 	if r := do(t, "POST", e.url+"/v1/runs/"+w.RunID+"/resync", "tok-b", nil); r.status != 404 {
 		t.Fatalf("another tenant's resync: %d, want 404", r.status)
 	}
@@ -325,7 +325,7 @@ func TestResync_Endpoint(t *testing.T) {
 	if r.status != 200 || !strings.Contains(string(r.body), `"status":"RUNNING"`) {
 		t.Fatalf("resync: %d %s", r.status, r.body)
 	}
-	got, _ := e.redis.Get(context.Background(), projector.SnapshotKey(w.RunID)).Result()
+	got, _ := e.redis.Get(context.Background(), snapshots.Key(w.RunID)).Result()
 	if !strings.Contains(got, `"status":"RUNNING"`) {
 		t.Fatalf("Redis snapshot after resync: %s", got)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/runstream/runstream/internal/httpapi/console"
 	"github.com/runstream/runstream/internal/lag"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -100,10 +101,10 @@ type Server struct {
 	handler http.Handler
 	ready   atomic.Bool
 	hub     *hub
-	// snapshots batches the snapshot GETs of concurrent requests.
-	snapshots *snapshotGetter
-	closing   chan struct{} // closed when shutdown starts: SSE streams end
-	close     sync.Once
+	// getter batches the snapshot GETs of concurrent requests.
+	getter  *snapshots.Getter
+	closing chan struct{} // closed when shutdown starts: SSE streams end
+	close   sync.Once
 }
 
 // New builds the API on st (required) and rdb (snapshot reads; may be nil,
@@ -143,7 +144,7 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 		tokens: map[[32]byte]string{}, closing: make(chan struct{})}
 	if rdb != nil {
 		s.hub = newHub(rdb, s.log)
-		s.snapshots = newSnapshotGetter(rdb)
+		s.getter = snapshots.NewGetter(rdb)
 	}
 	for tok, tenant := range cfg.AuthTokens {
 		s.tokens[sha256.Sum256([]byte(tok))] = tenant
@@ -236,7 +237,7 @@ func (s *Server) Close() {
 		close(s.closing)
 		if s.hub != nil {
 			s.hub.close()
-			s.snapshots.close()
+			s.getter.Close()
 		}
 	})
 }

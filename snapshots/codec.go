@@ -1,4 +1,4 @@
-package projector
+package snapshots
 
 import (
 	"strconv"
@@ -7,7 +7,7 @@ import (
 	"github.com/runstream/runstream/store"
 )
 
-// appendSnapshot appends the JSON encoding of s to b, byte for byte what
+// Append appends the JSON encoding of s to b, byte for byte what
 // json.Marshal(s) produces (same field order, omitempty rules, escaping),
 // without reflection: encoding the snapshot of every run of every batch
 // was a large part of the projector's CPU. Strings that are plain ASCII
@@ -15,7 +15,7 @@ import (
 // other string is encoded by encoding/json itself. TestAppendSnapshot
 // compares both on every field of the snapshot types, so a field added to
 // them and not here fails it.
-func appendSnapshot(b []byte, s *store.RunSnapshot) []byte {
+func Append(b []byte, s *store.RunSnapshot) []byte {
 	b = append(b, `{"runId":`...)
 	b = appendString(b, s.RunID)
 	b = append(b, `,"tenantId":`...)
@@ -77,20 +77,6 @@ func appendSnapshot(b []byte, s *store.RunSnapshot) []byte {
 	b = strconv.AppendBool(b, s.Stale)
 	b = append(b, `,"updatedAt":`...)
 	b = appendString(b, s.UpdatedAt)
-	return append(b, '}')
-}
-
-// appendUpdate appends the change notification of s, what
-// json.Marshal(update{...}) produces.
-func appendUpdate(b []byte, s *store.RunSnapshot) []byte {
-	b = append(b, `{"runId":`...)
-	b = appendString(b, s.RunID)
-	b = append(b, `,"tenantId":`...)
-	b = appendString(b, s.TenantID)
-	b = append(b, `,"lastEventSeq":`...)
-	b = strconv.AppendInt(b, s.LastEventSeq, 10)
-	b = append(b, `,"status":`...)
-	b = appendString(b, s.Status)
 	return append(b, '}')
 }
 

@@ -1,4 +1,4 @@
-package httpapi
+package snapshots
 
 import (
 	"context"
@@ -8,15 +8,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// snapshotGetter coalesces the snapshot GETs of concurrent requests into
-// Redis pipelines. A request hands its key to one of a few batching loops;
+// Getter coalesces the snapshot GETs of concurrent requests into Redis
+// pipelines. A request hands its run's key to one of a few batching loops;
 // a loop that is idle sends it at once, one that is waiting for Redis
 // collects the keys that arrive meanwhile and sends them together when the
 // reply is in. Under load one round trip (one read and one write system
 // call on each side) serves tens of requests; a lone request waits for
 // nothing. Redis shares the machine with the API, so every system call it
 // does not make is CPU the API can use.
-type snapshotGetter struct {
+type Getter struct {
 	rdb redis.UniversalClient
 
 	once   sync.Once
@@ -42,13 +42,16 @@ type getRequest struct {
 	done chan struct{}
 }
 
-func newSnapshotGetter(rdb redis.UniversalClient) *snapshotGetter {
+// NewGetter returns a Getter reading from rdb; its loops start with the
+// first Get. Close it when done.
+func NewGetter(rdb redis.UniversalClient) *Getter {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &snapshotGetter{rdb: rdb, reqs: make(chan *getRequest, 4*maxGetBatch), ctx: ctx, cancel: cancel}
+	return &Getter{rdb: rdb, reqs: make(chan *getRequest, 4*maxGetBatch), ctx: ctx, cancel: cancel}
 }
 
-// get reads one key; redis.Nil when it does not exist.
-func (g *snapshotGetter) get(ctx context.Context, key string) ([]byte, error) {
+// Get reads the stored snapshot of runID as it is (JSON); redis.Nil when
+// there is none.
+func (g *Getter) Get(ctx context.Context, runID string) ([]byte, error) {
 	g.once.Do(func() {
 		for range getLoops {
 			g.wg.Add(1)
@@ -58,7 +61,7 @@ func (g *snapshotGetter) get(ctx context.Context, key string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	r := &getRequest{key: key, done: make(chan struct{})}
+	r := &getRequest{key: Key(runID), done: make(chan struct{})}
 	select {
 	case g.reqs <- r:
 	case <-ctx.Done():
@@ -77,12 +80,14 @@ func (g *snapshotGetter) get(ctx context.Context, key string) ([]byte, error) {
 	}
 }
 
-func (g *snapshotGetter) close() {
+// Close stops the batching loops; a Get waiting on them returns
+// context.Canceled.
+func (g *Getter) Close() {
 	g.cancel()
 	g.wg.Wait()
 }
 
-func (g *snapshotGetter) loop() {
+func (g *Getter) loop() {
 	defer g.wg.Done()
 	batch := make([]*getRequest, 0, maxGetBatch)
 	cmds := make([]*redis.StringCmd, 0, maxGetBatch)

@@ -1,15 +1,31 @@
-package projector
+package snapshots
 
 import (
+	"encoding/json"
 	"unicode/utf8"
 
 	"github.com/runstream/runstream/internal/jsonscan"
 	"github.com/runstream/runstream/store"
 )
 
-// fastSnapshot decodes a snapshot as appendSnapshot (or encoding/json)
-// writes it, in one pass without reflection, and reports whether it
-// could; when it could, s is exactly what json.Unmarshal would make of b.
+// Decode decodes a stored snapshot into s: exactly what json.Unmarshal
+// makes of b, in one pass when decodeFast can read it.
+func Decode(b []byte, s *store.RunSnapshot) error {
+	if decodeFast(b, s) {
+		return nil
+	}
+	*s = store.RunSnapshot{}
+	return json.Unmarshal(b, s)
+}
+
+// decoder reads the JSON of snapshots in one pass; see decodeFast.
+type decoder struct {
+	jsonscan.Scanner
+}
+
+// decodeFast decodes a snapshot as Append (or encoding/json) writes it,
+// in one pass without reflection, and reports whether it could; when it
+// could, s is exactly what json.Unmarshal would make of b.
 // Reading and decoding snapshots from Redis with encoding/json was most
 // of the projector's CPU on a cache miss. It gives up on what it cannot
 // read exactly as encoding/json would: an unknown key (which
@@ -18,9 +34,9 @@ import (
 // \u escape of a surrogate, invalid UTF-8, a number that is not a plain
 // int64, any syntax error. The caller then uses encoding/json.
 // FuzzDecodeSnapshot holds it to encoding/json's result.
-func fastSnapshot(b []byte, s *store.RunSnapshot) bool {
+func decodeFast(b []byte, s *store.RunSnapshot) bool {
 	*s = store.RunSnapshot{}
-	d := snapDecoder{jsonscan.Scanner{B: b}}
+	d := decoder{jsonscan.Scanner{B: b}}
 	d.WS()
 	if !d.snapshot(s) {
 		return false
@@ -30,7 +46,7 @@ func fastSnapshot(b []byte, s *store.RunSnapshot) bool {
 
 // object reads an object, calling field for each key (the key is a slice
 // of the input, without escapes); field reads the value.
-func (d *snapDecoder) object(field func(key []byte) bool) bool {
+func (d *decoder) object(field func(key []byte) bool) bool {
 	if !d.Eat('{') {
 		return false
 	}
@@ -62,7 +78,7 @@ func (d *snapDecoder) object(field func(key []byte) bool) bool {
 }
 
 // array reads an array, calling elem for each element.
-func (d *snapDecoder) array(elem func() bool) bool {
+func (d *decoder) array(elem func() bool) bool {
 	if !d.Eat('[') {
 		return false
 	}
@@ -92,7 +108,7 @@ func once(seen *uint32, bit uint32) bool {
 	return true
 }
 
-func (d *snapDecoder) snapshot(s *store.RunSnapshot) bool {
+func (d *decoder) snapshot(s *store.RunSnapshot) bool {
 	var seen uint32
 	return d.object(func(key []byte) bool {
 		switch string(key) {
@@ -151,7 +167,7 @@ func (d *snapDecoder) snapshot(s *store.RunSnapshot) bool {
 	})
 }
 
-func (d *snapDecoder) step(st *store.StepSnapshot) bool {
+func (d *decoder) step(st *store.StepSnapshot) bool {
 	var seen uint32
 	return d.object(func(key []byte) bool {
 		switch string(key) {
@@ -173,7 +189,7 @@ func (d *snapDecoder) step(st *store.StepSnapshot) bool {
 	})
 }
 
-func (d *snapDecoder) attemptField(a *store.StepAttempt, seen *uint32, key []byte) bool {
+func (d *decoder) attemptField(a *store.StepAttempt, seen *uint32, key []byte) bool {
 	switch string(key) {
 	case "logicalAttemptId":
 		return d.int(&a.LogicalAttemptID)
@@ -209,7 +225,7 @@ func (d *snapDecoder) attemptField(a *store.StepAttempt, seen *uint32, key []byt
 	return false
 }
 
-func (d *snapDecoder) artifacts(dst *[]store.ArtifactRef) bool {
+func (d *decoder) artifacts(dst *[]store.ArtifactRef) bool {
 	refs := []store.ArtifactRef{}
 	ok := d.array(func() bool {
 		refs = append(refs, store.ArtifactRef{})
@@ -235,7 +251,7 @@ func (d *snapDecoder) artifacts(dst *[]store.ArtifactRef) bool {
 	return ok
 }
 
-func (d *snapDecoder) errorInfo(dst **store.ErrorInfo) bool {
+func (d *decoder) errorInfo(dst **store.ErrorInfo) bool {
 	e := &store.ErrorInfo{}
 	*dst = e
 	return d.object(func(key []byte) bool {
@@ -255,7 +271,35 @@ func (d *snapDecoder) errorInfo(dst **store.ErrorInfo) bool {
 	})
 }
 
-func (d *snapDecoder) intPtr(dst **int64) bool {
+// int reads an integer without fraction or exponent that fits an int64.
+func (d *decoder) int(dst *int64) bool {
+	neg := d.Eat('-')
+	start := d.I
+	var n uint64
+	for d.I < len(d.B) && d.B[d.I] >= '0' && d.B[d.I] <= '9' {
+		if d.I-start >= 18 { // 18 digits always fit; leave longer ones
+			return false
+		}
+		n = n*10 + uint64(d.B[d.I]-'0')
+		d.I++
+	}
+	digits := d.I - start
+	if digits == 0 || (digits > 1 && d.B[start] == '0') {
+		return false
+	}
+	if d.I < len(d.B) {
+		if c := d.B[d.I]; c == '.' || c == 'e' || c == 'E' {
+			return false
+		}
+	}
+	*dst = int64(n)
+	if neg {
+		*dst = -*dst
+	}
+	return true
+}
+
+func (d *decoder) intPtr(dst **int64) bool {
 	var n int64
 	if !d.int(&n) {
 		return false
@@ -264,7 +308,7 @@ func (d *snapDecoder) intPtr(dst **int64) bool {
 	return true
 }
 
-func (d *snapDecoder) bool(dst *bool) bool {
+func (d *decoder) bool(dst *bool) bool {
 	switch {
 	case d.Literal("true"):
 		*dst = true
@@ -278,7 +322,7 @@ func (d *snapDecoder) bool(dst *bool) bool {
 
 // jstr reads a string, unescaping it as encoding/json does; it gives up
 // on invalid UTF-8 and on \u escapes of surrogates.
-func (d *snapDecoder) jstr(dst *string) bool {
+func (d *decoder) jstr(dst *string) bool {
 	if !d.Eat('"') {
 		return false
 	}
@@ -308,7 +352,7 @@ func (d *snapDecoder) jstr(dst *string) bool {
 
 // escapedString goes on reading a string from its first backslash at d.I;
 // start is where its contents began.
-func (d *snapDecoder) escapedString(start int, dst *string) bool {
+func (d *decoder) escapedString(start int, dst *string) bool {
 	out := append(make([]byte, 0, d.I-start+16), d.B[start:d.I]...)
 	for d.I < len(d.B) {
 		c := d.B[d.I]

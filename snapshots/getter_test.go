@@ -1,4 +1,4 @@
-package httpapi
+package snapshots
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 	"github.com/runstream/runstream/internal/testenv"
 )
 
-// TestSnapshotGetter_ConcurrentReadsGetTheirOwnKeys: many goroutines read
+// TestGetter_ConcurrentReadsGetTheirOwnKeys: many goroutines read
 // at once, so the getter batches them into pipelines; each must get its own
-// key's value (or redis.Nil for a missing key), never a neighbour's.
-func TestSnapshotGetter_ConcurrentReadsGetTheirOwnKeys(t *testing.T) {
+// run's snapshot (or redis.Nil for a missing one), never a neighbour's.
+func TestGetter_ConcurrentReadsGetTheirOwnKeys(t *testing.T) {
 	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -25,12 +25,12 @@ func TestSnapshotGetter_ConcurrentReadsGetTheirOwnKeys(t *testing.T) {
 	prefix := "getbatch-" + testenv.RandomID(6) + "-"
 	const keys = 200
 	for i := range keys {
-		if err := rdb.Set(ctx, fmt.Sprint(prefix, i), fmt.Sprint("value-", i), time.Minute).Err(); err != nil {
+		if err := rdb.Set(ctx, Key(fmt.Sprint(prefix, i)), fmt.Sprint("value-", i), time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	g := newSnapshotGetter(rdb)
-	defer g.close()
+	g := NewGetter(rdb)
+	defer g.Close()
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	var wg sync.WaitGroup
@@ -40,7 +40,7 @@ func TestSnapshotGetter_ConcurrentReadsGetTheirOwnKeys(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, uint64(c)))
 			for range 200 {
 				i := rng.IntN(keys + 20) // some keys do not exist
-				body, err := g.get(ctx, fmt.Sprint(prefix, i))
+				body, err := g.Get(ctx, fmt.Sprint(prefix, i))
 				switch {
 				case i >= keys && !errors.Is(err, redis.Nil):
 					errs <- fmt.Errorf("missing key %d: %q, %v; want redis.Nil", i, body, err)
@@ -61,10 +61,10 @@ func TestSnapshotGetter_ConcurrentReadsGetTheirOwnKeys(t *testing.T) {
 	// the next one.
 	done, stop := context.WithCancel(ctx)
 	stop()
-	if _, err := g.get(done, prefix+"0"); !errors.Is(err, context.Canceled) {
+	if _, err := g.Get(done, prefix+"0"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled caller: %v, want context.Canceled", err)
 	}
-	if b, err := g.get(ctx, prefix+"1"); err != nil || string(b) != "value-1" {
+	if b, err := g.Get(ctx, prefix+"1"); err != nil || string(b) != "value-1" {
 		t.Fatalf("after a cancelled caller: %q, %v", b, err)
 	}
 }

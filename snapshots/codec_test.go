@@ -1,4 +1,4 @@
-package projector
+package snapshots
 
 import (
 	"bytes"
@@ -55,7 +55,7 @@ func fill(rng *rand.Rand, v reflect.Value) {
 			fill(rng, v.Field(i))
 		}
 	default:
-		panic("fill: unhandled kind " + v.Kind().String() + " (a new field type in the snapshot? teach appendSnapshot and fill)")
+		panic("fill: unhandled kind " + v.Kind().String() + " (a new field type in the snapshot? teach Append and fill)")
 	}
 }
 
@@ -65,12 +65,13 @@ func checkEncoding(t *testing.T, s *store.RunSnapshot) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := appendSnapshot(nil, s); !bytes.Equal(got, want) {
-		t.Fatalf("appendSnapshot differs from json.Marshal:\n got %s\nwant %s", got, want)
+	if got := Append(nil, s); !bytes.Equal(got, want) {
+		t.Fatalf("Append differs from json.Marshal:\n got %s\nwant %s", got, want)
 	}
-	want, _ = json.Marshal(update{RunID: s.RunID, TenantID: s.TenantID, LastEventSeq: s.LastEventSeq, Status: s.Status})
-	if got := appendUpdate(nil, s); !bytes.Equal(got, want) {
-		t.Fatalf("appendUpdate differs from json.Marshal:\n got %s\nwant %s", got, want)
+	n := NotificationOf(s)
+	want, _ = json.Marshal(n)
+	if got := n.Append(nil); !bytes.Equal(got, want) {
+		t.Fatalf("Notification.Append differs from json.Marshal:\n got %s\nwant %s", got, want)
 	}
 }
 
@@ -82,20 +83,26 @@ func TestAppendSnapshot_EqualsEncodingJSON(t *testing.T) {
 		fill(rng, reflect.ValueOf(&s).Elem())
 		checkEncoding(t, &s)
 	}
-	// Every field set: none may be missing from appendSnapshot.
+	// Every field set: none may be missing from Append.
 	var full store.RunSnapshot
 	setAll(reflect.ValueOf(&full).Elem())
 	checkEncoding(t, &full)
 	// Real snapshots, as the reducer makes them.
 	for range 50 {
-		evs := workload.Run(rng, "tenant_a", workload.Options{})
-		recs := make([]store.RunEventRecord, len(evs))
-		for i, w := range evs {
-			recs[i] = store.RunEventRecord{RunEventWrite: w, RunSeq: int64(i + 1), PersistedAt: store.FormatPersistedAt(time.Now())}
-		}
-		s, _ := reduce.Project(store.RunSnapshot{}, recs)
+		s := reducedRun(rng, "tenant_a")
 		checkEncoding(t, &s)
 	}
+}
+
+// reducedRun is the snapshot of a generated run of tenant, as the reducer
+// makes it.
+func reducedRun(rng *rand.Rand, tenant string) store.RunSnapshot {
+	var recs []store.RunEventRecord
+	for i, w := range workload.Run(rng, tenant, workload.Options{}) {
+		recs = append(recs, store.RunEventRecord{RunEventWrite: w, RunSeq: int64(i + 1), PersistedAt: w.EmittedAt})
+	}
+	s, _ := reduce.Project(store.RunSnapshot{}, recs)
+	return s
 }
 
 // setAll sets every field reachable from v to a non-zero value.
@@ -124,22 +131,16 @@ func setAll(v reflect.Value) {
 }
 
 func BenchmarkEncodeSnapshot(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	evs := workload.Run(rng, "tenant_a", workload.Options{})
-	recs := make([]store.RunEventRecord, len(evs))
-	for i, w := range evs {
-		recs[i] = store.RunEventRecord{RunEventWrite: w, RunSeq: int64(i + 1), PersistedAt: store.FormatPersistedAt(time.Now())}
-	}
-	s, _ := reduce.Project(store.RunSnapshot{}, recs)
+	s := reducedRun(rand.New(rand.NewPCG(1, 2)), "tenant_a")
 	b.Run("encoding/json", func(b *testing.B) {
 		for b.Loop() {
 			_, _ = json.Marshal(&s)
 		}
 	})
-	b.Run("appendSnapshot", func(b *testing.B) {
+	b.Run("Append", func(b *testing.B) {
 		var buf []byte
 		for b.Loop() {
-			buf = appendSnapshot(buf[:0], &s)
+			buf = Append(buf[:0], &s)
 		}
 	})
 }
@@ -148,20 +149,20 @@ func checkSnapshotDecode(t *testing.T, b []byte) {
 	t.Helper()
 	var want, got store.RunSnapshot
 	errWant := json.Unmarshal(b, &want)
-	if !fastSnapshot(b, &got) {
+	if !decodeFast(b, &got) {
 		return
 	}
 	if errWant != nil {
-		t.Fatalf("%q: fastSnapshot read it, encoding/json says %v", b, errWant)
+		t.Fatalf("%q: decodeFast read it, encoding/json says %v", b, errWant)
 	}
 	if !reflect.DeepEqual(want, got) {
-		t.Fatalf("%q:\nencoding/json %+v\nfastSnapshot  %+v", b, want, got)
+		t.Fatalf("%q:\nencoding/json %+v\ndecodeFast    %+v", b, want, got)
 	}
 }
 
 // TestFastSnapshot_EqualsEncodingJSON: random snapshots (every field, odd
 // strings, nil and empty lists), real ones, and hand-made oddities decode
-// as encoding/json decodes them, and the ones appendSnapshot writes take
+// as encoding/json decodes them, and the ones Append writes take
 // the fast path unless a string needs a surrogate escape or is not UTF-8.
 func TestFastSnapshot_EqualsEncodingJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, uint64(time.Now().UnixNano())))
@@ -169,10 +170,10 @@ func TestFastSnapshot_EqualsEncodingJSON(t *testing.T) {
 	for range 3000 {
 		var s store.RunSnapshot
 		fill(rng, reflect.ValueOf(&s).Elem())
-		b := appendSnapshot(nil, &s)
+		b := Append(nil, &s)
 		checkSnapshotDecode(t, b)
 		var got store.RunSnapshot
-		if fastSnapshot(b, &got) {
+		if decodeFast(b, &got) {
 			fast++
 		}
 	}
@@ -181,21 +182,16 @@ func TestFastSnapshot_EqualsEncodingJSON(t *testing.T) {
 	}
 	var full store.RunSnapshot
 	setAll(reflect.ValueOf(&full).Elem())
-	b := appendSnapshot(nil, &full)
+	b := Append(nil, &full)
 	var got store.RunSnapshot
-	if !fastSnapshot(b, &got) || !reflect.DeepEqual(got, full) {
-		t.Fatalf("every field set: fast path %v, got %+v", fastSnapshot(b, &got), got)
+	if !decodeFast(b, &got) || !reflect.DeepEqual(got, full) {
+		t.Fatalf("every field set: fast path %v, got %+v", decodeFast(b, &got), got)
 	}
 	for range 50 {
-		evs := workload.Run(rng, "tenant_a", workload.Options{})
-		recs := make([]store.RunEventRecord, len(evs))
-		for i, w := range evs {
-			recs[i] = store.RunEventRecord{RunEventWrite: w, RunSeq: int64(i + 1), PersistedAt: store.FormatPersistedAt(time.Now())}
-		}
-		s, _ := reduce.Project(store.RunSnapshot{}, recs)
-		b := appendSnapshot(nil, &s)
+		s := reducedRun(rng, "tenant_a")
+		b := Append(nil, &s)
 		var got store.RunSnapshot
-		if !fastSnapshot(b, &got) || !reflect.DeepEqual(got, s) {
+		if !decodeFast(b, &got) || !reflect.DeepEqual(got, s) {
 			t.Fatalf("a reduced snapshot did not round-trip through the fast path: %s", b)
 		}
 	}

@@ -1,25 +1,15 @@
-package httpapi
+package snapshots
 
 import (
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/runstream/runstream/internal/workload"
-	"github.com/runstream/runstream/reduce"
-	"github.com/runstream/runstream/store"
 )
 
 // realSnapshot is the JSON of a reduced generated run, as the projector
 // stores it.
 func realSnapshot(t testing.TB, tenant string, seed uint64, stale bool) []byte {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	id := workload.NewIdentity(tenant)
-	var recs []store.RunEventRecord
-	for j, w := range workload.RunFor(rng, id, workload.Options{}) {
-		recs = append(recs, store.RunEventRecord{RunEventWrite: w, RunSeq: int64(j + 1), PersistedAt: w.EmittedAt})
-	}
-	snap, _ := reduce.Project(store.RunSnapshot{}, recs)
+	snap := reducedRun(rand.New(rand.NewPCG(seed, 1)), tenant)
 	snap.Stale = stale
 	b, err := json.Marshal(snap)
 	if err != nil {
@@ -28,7 +18,7 @@ func realSnapshot(t testing.TB, tenant string, seed uint64, stale bool) []byte {
 	return b
 }
 
-func TestParseSnapshotHead_AgreesWithEncodingJSON(t *testing.T) {
+func TestParseHead_AgreesWithEncodingJSON(t *testing.T) {
 	cases := []string{
 		`{"tenantId":"t1","lastEventSeq":42,"stale":true}`,
 		`{"stale":false,"steps":[{"a":"x\"]}"},[1,{"b":null}]],"lastEventSeq":7,"tenantId":"t"}`,
@@ -52,7 +42,7 @@ func TestParseSnapshotHead_AgreesWithEncodingJSON(t *testing.T) {
 		checkHead(t, []byte(c))
 	}
 	for _, c := range []string{`{"tenantId":"t","lastEventSeq":5`, `{"tenantId":"t"} x`, `{"tenantId":"t","steps":[{"a":1}`, `{"x":"unterminated}`} {
-		if h, err := parseSnapshotHead([]byte(c)); err == nil {
+		if h, err := ParseHead([]byte(c)); err == nil {
 			t.Fatalf("%q: got %+v, want an error (truncated or trailing bytes)", c, h)
 		}
 	}
@@ -60,26 +50,26 @@ func TestParseSnapshotHead_AgreesWithEncodingJSON(t *testing.T) {
 		for _, tenant := range []string{"tenant_a", "tenant_\"q\""} {
 			b := realSnapshot(t, tenant, seed, seed%2 == 0)
 			checkHead(t, b)
-			h, err := parseSnapshotHead(b)
+			h, err := ParseHead(b)
 			if err != nil || h.Stale != (seed%2 == 0) || h.LastEventSeq == 0 || h.TenantID != tenant {
 				t.Fatalf("seed %d: %+v, %v", seed, h, err)
 			}
 		}
-		if _, ok := fastSnapshotHead(realSnapshot(t, "tenant_a", seed, false)); !ok {
+		if _, ok := parseHeadFast(realSnapshot(t, "tenant_a", seed, false)); !ok {
 			t.Fatalf("seed %d: the fast path declined a snapshot as the projector writes it", seed)
 		}
 	}
 }
 
-// checkHead: whenever encoding/json accepts b, parseSnapshotHead gives the
+// checkHead: whenever encoding/json accepts b, ParseHead gives the
 // same head; whenever encoding/json refuses a truncated or mis-typed b,
-// parseSnapshotHead refuses it too unless the bad bytes are inside a value
+// ParseHead refuses it too unless the bad bytes are inside a value
 // it skips.
 func checkHead(t *testing.T, b []byte) {
 	t.Helper()
-	var want snapshotHead
+	var want Head
 	werr := json.Unmarshal(b, &want)
-	got, gerr := parseSnapshotHead(b)
+	got, gerr := ParseHead(b)
 	if werr == nil {
 		if gerr != nil || got != want {
 			t.Fatalf("%q: got %+v, %v; encoding/json %+v", b, got, gerr, want)
@@ -93,7 +83,7 @@ func checkHead(t *testing.T, b []byte) {
 	}
 }
 
-func FuzzParseSnapshotHead(f *testing.F) {
+func FuzzParseHead(f *testing.F) {
 	f.Add([]byte(`{"tenantId":"t1","lastEventSeq":42,"stale":true}`))
 	f.Add([]byte(`{"steps":[{"a":"x\"]}"}],"lastEventSeq":7,"tenantId":"t","stale":false}`))
 	f.Add([]byte(`{"tenantId":"a","tenantId":"b","STALE":true}`))
@@ -103,19 +93,19 @@ func FuzzParseSnapshotHead(f *testing.F) {
 	})
 }
 
-func BenchmarkParseSnapshotHead(b *testing.B) {
+func BenchmarkParseHead(b *testing.B) {
 	body := realSnapshot(b, "tenant_a", 3, false)
 	b.SetBytes(int64(len(body)))
 	b.Run("fast", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := parseSnapshotHead(body); err != nil {
+			if _, err := ParseHead(body); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("encoding-json", func(b *testing.B) {
 		for b.Loop() {
-			var h snapshotHead
+			var h Head
 			if err := json.Unmarshal(body, &h); err != nil {
 				b.Fatal(err)
 			}

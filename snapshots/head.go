@@ -1,4 +1,4 @@
-package httpapi
+package snapshots
 
 import (
 	"bytes"
@@ -6,14 +6,16 @@ import (
 	"strconv"
 )
 
-// snapshotHead is the part of a stored snapshot the API looks at.
-type snapshotHead struct {
+// Head is the part of a stored snapshot its readers look at without
+// decoding it: the API's tenancy check and ETag, the watch stream's stale
+// flag.
+type Head struct {
 	TenantID     string `json:"tenantId"`
 	LastEventSeq int64  `json:"lastEventSeq"`
 	Stale        bool   `json:"stale"`
 }
 
-// parseSnapshotHead reads a stored snapshot's tenantId, lastEventSeq and
+// ParseHead reads a stored snapshot's tenantId, lastEventSeq and
 // stale. Snapshot GETs and SSE fan-out serve the stored bytes as they are and
 // only need these three fields; decoding a 10-25 KB snapshot with
 // encoding/json to find them cost more than the rest of a GET. The fast path
@@ -27,18 +29,18 @@ type snapshotHead struct {
 // It does not validate the values it skips: bytes that are not JSON inside a
 // skipped value can pass, which is acceptable for bytes our own projector
 // wrote; a truncated document is refused.
-func parseSnapshotHead(b []byte) (snapshotHead, error) {
-	if h, ok := fastSnapshotHead(b); ok {
+func ParseHead(b []byte) (Head, error) {
+	if h, ok := parseHeadFast(b); ok {
 		return h, nil
 	}
-	var h snapshotHead
+	var h Head
 	err := json.Unmarshal(b, &h)
 	return h, err
 }
 
-// fastSnapshotHead is the fast path of parseSnapshotHead; ok false means
+// parseHeadFast is the fast path of ParseHead; ok false means
 // "ask encoding/json".
-func fastSnapshotHead(b []byte) (h snapshotHead, ok bool) {
+func parseHeadFast(b []byte) (h Head, ok bool) {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return h, false

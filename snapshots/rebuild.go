@@ -1,0 +1,111 @@
+package snapshots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/runstream/runstream/store"
+)
+
+// Source is what Rebuild and Resync need of the store; *postgres.Store
+// satisfies it.
+type Source interface {
+	ProjectSnapshot(ctx context.Context, runID string) (store.RunSnapshot, error)
+}
+
+// Rebuild writes the store's projectSnapshot of each run to Redis. It is
+// safe while projectors run: a rebuilt snapshot is written in ModeMax,
+// only when Redis does not already hold a higher watermark (or holds the
+// same one, stale), and a projector whose guarded write then finds the
+// rebuilt watermark reloads and goes on from it. It returns how many
+// snapshots it wrote; runs the store does not know are skipped. workers
+// bounds the concurrent store reads (0 means 4).
+func Rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs []string, workers int) (int, error) {
+	written, err := rebuild(ctx, rdb, src, runIDs, workers, ModeMax)
+	return len(written), err
+}
+
+// Resync is the operator's FULL resync of one run (POST
+// /v1/runs/{runId}/resync): the store's projectSnapshot replaces the Redis
+// snapshot unless Redis already holds a higher watermark, even when the
+// watermark is the same (ModeMaxEq: a snapshot corrupted in place is
+// repaired). It returns the snapshot written, or store.ErrNotFound.
+func Resync(ctx context.Context, rdb redis.UniversalClient, src Source, runID string) (store.RunSnapshot, error) {
+	snaps, err := rebuild(ctx, rdb, src, []string{runID}, 1, ModeMaxEq)
+	if err != nil {
+		return store.RunSnapshot{}, err
+	}
+	if len(snaps) == 0 {
+		return store.RunSnapshot{}, &store.Error{Code: store.CodeNotFound, Field: "runId", Message: fmt.Sprintf("run %q has no events in the store", runID)}
+	}
+	return snaps[0], nil
+}
+
+// rebuild writes the store's projection of runIDs in mode and returns the
+// snapshots written.
+func rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs []string, workers int, mode Mode) ([]store.RunSnapshot, error) {
+	if workers <= 0 {
+		workers = 4
+	}
+	snaps := make([]store.RunSnapshot, len(runIDs))
+	errs := make([]error, len(runIDs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(workers, len(runIDs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				snaps[i], errs[i] = src.ProjectSnapshot(ctx, runIDs[i])
+			}
+		}()
+	}
+	for i := range runIDs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var writes []Write
+	for i, err := range errs {
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("projecting run %q from the store: %w", runIDs[i], err)
+		}
+		s := snaps[i]
+		s.Stale = false
+		writes = append(writes, Write{Snapshot: s, Mode: mode})
+	}
+	res, err := WriteAll(ctx, rdb, writes)
+	if err != nil {
+		return nil, fmt.Errorf("writing rebuilt snapshots: %w", err)
+	}
+	var done []any
+	var written []store.RunSnapshot
+	for i, r := range res {
+		if r.Written {
+			done = append(done, writes[i].Snapshot.RunID)
+			written = append(written, writes[i].Snapshot)
+		}
+	}
+	if len(done) > 0 {
+		if err := rdb.SRem(ctx, ResyncSetKey, done...).Err(); err != nil {
+			return written, fmt.Errorf("clearing rebuilt runs from the resync set: %w", err)
+		}
+	}
+	return written, nil
+}

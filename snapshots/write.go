@@ -1,0 +1,282 @@
+package snapshots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/runstream/runstream/store"
+)
+
+// Mode is how a [Write] is guarded on the watermark Redis holds.
+type Mode uint8
+
+const (
+	// ModeCAS writes only when the stored watermark is Write.Expected
+	// (-1: no snapshot): the projector's writes, reduced from what it
+	// read.
+	ModeCAS Mode = iota
+	// ModeMax writes when the stored watermark is below the new one, or
+	// equal and the stored snapshot is stale: [Rebuild], and the projector
+	// over a snapshot it could not decode.
+	ModeMax
+	// ModeMaxEq writes when the stored watermark is below or equal to the
+	// new one: [Resync], which repairs a snapshot corrupted in place.
+	ModeMaxEq
+)
+
+// String is the mode as the write script takes it.
+func (m Mode) String() string {
+	switch m {
+	case ModeMax:
+		return "max"
+	case ModeMaxEq:
+		return "max_eq"
+	}
+	return "cas"
+}
+
+// Write is one guarded snapshot write.
+type Write struct {
+	Snapshot store.RunSnapshot
+	// Expected is the stored watermark a ModeCAS write is guarded on; -1
+	// means no snapshot yet.
+	Expected int64
+	Mode     Mode
+}
+
+// Result is what happened to one [Write].
+type Result struct {
+	Written bool
+	// Stored is the watermark Redis holds when the write lost its guard
+	// (-1: no snapshot).
+	Stored int64
+}
+
+// writeScript stores a snapshot when the stored watermark is the one the
+// writer read (compare-and-set), so two projectors racing during a
+// rebalance cannot both win, and a snapshot never moves backwards. It also
+// publishes the change notification, atomically with the write.
+//
+// KEYS[1] snapshot key. ARGV[1] expected watermark (-1: no snapshot yet),
+// ARGV[2] new snapshot JSON, ARGV[3] notification JSON, ARGV[4] mode: "cas"
+// (exact match) or "max" (write when the stored watermark is below the new
+// one, or equal and stale; rebuild uses it) or "max_eq" (below or equal;
+// the operator's resync), ARGV[5] the new watermark.
+// Returns {1} when written, {0, stored watermark} when not.
+//
+// The watermark is read with string.match rather than cjson.decode: the
+// snapshot is our own JSON and lastEventSeq is always a plain integer, and
+// matching is far cheaper than decoding a large snapshot on every write.
+var writeScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+local seq = -1
+if cur then
+  seq = tonumber(string.match(cur, '"lastEventSeq":(%-?%d+)')) or -1
+end
+local ok
+if ARGV[4] == 'max_eq' then
+  ok = seq <= tonumber(ARGV[5])
+elseif ARGV[4] == 'max' then
+  local new = tonumber(ARGV[5])
+  ok = seq < new or (seq == new and cur ~= nil and string.find(cur, '"stale":true', 1, true) ~= nil)
+else
+  ok = seq == tonumber(ARGV[1])
+end
+if not ok then
+  return {0, seq}
+end
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('PUBLISH', 'runstream:updates', ARGV[3])
+return {1}
+`)
+
+// LoadScript loads the write script into Redis ahead of the first write;
+// writes load it themselves when Redis does not know it.
+func LoadScript(ctx context.Context, rdb redis.UniversalClient) error {
+	return writeScript.Load(ctx, rdb).Err()
+}
+
+// WriteAll runs the guarded writes, and the run index updates of their
+// snapshots (ZADD GT of a tenant's [IndexKey]), in one pipeline; on a
+// cluster go-redis splits it by node. The results are in the order of ws.
+// An error means Redis failed (some writes may have landed; each landed
+// write is complete and guarded, so retrying is safe).
+func WriteAll(ctx context.Context, rdb redis.UniversalClient, ws []Write) ([]Result, error) {
+	if len(ws) == 0 {
+		return nil, nil
+	}
+	var res []Result
+	err := withScript(ctx, rdb, writeScript, "snapshot", func() (err error) {
+		res, err = runWrites(ctx, rdb, ws)
+		return err
+	})
+	return res, err
+}
+
+// Encoding buffers: a new one of encodeChunk bytes when less than
+// encodeReserve is left.
+const (
+	encodeChunk   = 1 << 20
+	encodeReserve = 64 << 10
+)
+
+func runWrites(ctx context.Context, rdb redis.UniversalClient, ws []Write) ([]Result, error) {
+	pipe := rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(ws))
+	// The snapshots and notifications are encoded into large buffers, each
+	// argument a slice of one, never overwritten before Exec sent it: a
+	// buffer that grows moves to a new array and leaves the old one be.
+	var buf []byte
+	for i := range ws {
+		w := &ws[i]
+		if cap(buf)-len(buf) < encodeReserve {
+			buf = make([]byte, 0, encodeChunk)
+		}
+		start := len(buf)
+		buf = Append(buf, &w.Snapshot)
+		body := buf[start:len(buf):len(buf)]
+		start = len(buf)
+		buf = NotificationOf(&w.Snapshot).Append(buf)
+		note := buf[start:len(buf):len(buf)]
+		cmds[i] = evalWrite(ctx, pipe, w.Snapshot.RunID, w.Expected, body, note, w.Mode, w.Snapshot.LastEventSeq)
+		if w.Snapshot.TenantID != "" {
+			pipe.ZAddGT(ctx, IndexKey(w.Snapshot.TenantID), redis.Z{Score: scoreOf(&w.Snapshot), Member: w.Snapshot.RunID})
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]Result, len(ws))
+	for i, c := range cmds {
+		r, err := writeResult(c, ws[i].Snapshot.RunID)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// EncodedWrite is one write of [WriteEncoded]: a snapshot already encoded.
+type EncodedWrite struct {
+	// RunID names the key written, Key(RunID); TenantID and Status go into
+	// the change notification.
+	RunID, TenantID, Status string
+	// Snapshot is the encoded snapshot, stored as is. Its "lastEventSeq"
+	// field must equal LastEventSeq: the script reads the stored watermark
+	// from it.
+	Snapshot     []byte
+	LastEventSeq int64
+	// Expected is the stored watermark the write is guarded on; -1 means
+	// no snapshot yet.
+	Expected int64
+}
+
+// WriteEncoded runs the guarded write script in ModeCAS once per write,
+// all in one pipeline, the way [WriteAll] sends a batch (EVALSHA, loading
+// the script on NOSCRIPT), and nothing else: no encoding of snapshots, no
+// run index updates. It is the floor of what a projector's writes cost:
+// `runstream bench project` compares the projector's catch-up with it. It
+// returns how many writes lost their guard.
+func WriteEncoded(ctx context.Context, rdb redis.UniversalClient, ws []EncodedWrite) (int, error) {
+	if len(ws) == 0 {
+		return 0, nil
+	}
+	var lost int
+	err := withScript(ctx, rdb, writeScript, "snapshot", func() (err error) {
+		lost, err = runEncodedWrites(ctx, rdb, ws)
+		return err
+	})
+	return lost, err
+}
+
+func runEncodedWrites(ctx context.Context, rdb redis.UniversalClient, ws []EncodedWrite) (int, error) {
+	pipe := rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(ws))
+	for i := range ws {
+		w := &ws[i]
+		note := Notification{RunID: w.RunID, TenantID: w.TenantID, LastEventSeq: w.LastEventSeq, Status: w.Status}.Append(nil)
+		cmds[i] = evalWrite(ctx, pipe, w.RunID, w.Expected, w.Snapshot, note, ModeCAS, w.LastEventSeq)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, err
+	}
+	lost := 0
+	for i, c := range cmds {
+		r, err := writeResult(c, ws[i].RunID)
+		if err != nil {
+			return 0, err
+		}
+		if !r.Written {
+			lost++
+		}
+	}
+	return lost, nil
+}
+
+// evalWrite queues one run of the write script on pipe.
+func evalWrite(ctx context.Context, pipe redis.Pipeliner, runID string, expected int64, body, note []byte, mode Mode, seq int64) *redis.Cmd {
+	return writeScript.EvalSha(ctx, pipe, []string{Key(runID)}, expected, body, note, mode.String(), seq)
+}
+
+// writeResult reads the write script's answer.
+func writeResult(c *redis.Cmd, runID string) (Result, error) {
+	vals, err := c.Int64Slice()
+	if err != nil {
+		return Result{}, fmt.Errorf("snapshot script for run %q: %w", runID, err)
+	}
+	var r Result
+	if len(vals) > 0 && vals[0] == 1 {
+		r.Written = true
+	} else if len(vals) > 1 {
+		r.Stored = vals[1]
+	}
+	return r, nil
+}
+
+// withScript runs exec, and once more after loading s when Redis did not
+// know the script (after a restart or a failover); what names the script
+// in the error of a failed load.
+func withScript(ctx context.Context, rdb redis.UniversalClient, s *redis.Script, what string, exec func() error) error {
+	err := exec()
+	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		if err := s.Load(ctx, rdb).Err(); err != nil {
+			return fmt.Errorf("loading the %s script: %w", what, err)
+		}
+		err = exec()
+	}
+	return err
+}
+
+// scoreOf is a snapshot's run index score: its updatedAt in unix
+// milliseconds (the persistedAt of its last event).
+func scoreOf(s *store.RunSnapshot) float64 {
+	t, err := time.Parse(time.RFC3339Nano, s.UpdatedAt)
+	if err != nil {
+		return 0
+	}
+	return indexScore(t)
+}
+
+func indexScore(t time.Time) float64 { return float64(t.UnixMilli()) }
+
+// Reindex puts runs back in their tenants' run indexes, scored by the
+// persistedAt of their last event (ZADD GT: an entry never moves back).
+// Convergence uses it for a run whose snapshot is there but whose index
+// entry is not.
+func Reindex(ctx context.Context, rdb redis.UniversalClient, runs []store.RunHead) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	pipe := rdb.Pipeline()
+	for _, h := range runs {
+		pipe.ZAddGT(ctx, IndexKey(h.TenantID), redis.Z{Score: indexScore(h.LastPersistedAt), Member: h.RunID})
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
