@@ -3,7 +3,8 @@ package snapshots
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
+
+	"github.com/runstream/runstream/internal/jsonscan"
 )
 
 // Head is the part of a stored snapshot its readers look at without
@@ -15,16 +16,17 @@ type Head struct {
 	Stale        bool   `json:"stale"`
 }
 
-// ParseHead reads a stored snapshot's tenantId, lastEventSeq and
-// stale. Snapshot GETs and SSE fan-out serve the stored bytes as they are and
-// only need these three fields; decoding a 10-25 KB snapshot with
-// encoding/json to find them cost more than the rest of a GET. The fast path
-// walks the top-level members and skips the other values (strings with
-// bytes.IndexByte, containers by counting brackets outside strings), stopping
-// once all three are read. Anything it does not handle simply (escapes in a
-// key or in tenantId, a number it cannot parse, a duplicate key, a document
-// that does not end where its object ends) goes to encoding/json, so the
-// answer is encoding/json's whenever the input is valid JSON.
+// ParseHead reads a stored snapshot's tenantId, lastEventSeq and stale.
+// Snapshot GETs and SSE fan-out serve the stored bytes as they are and only
+// need these three fields; decoding a 10-25 KB snapshot with encoding/json
+// to find them cost more than the rest of a GET. The fast path walks the
+// top-level members with the snapshot decoder (keys and the three values
+// read as [Decode] reads them) and skips the other values without decoding
+// them (strings with bytes.IndexByte, containers by counting brackets
+// outside strings). Anything it does not handle simply (escapes in a key, a
+// number it cannot parse, a duplicate key, a document that does not end
+// where its object ends) goes to encoding/json, so the answer is
+// encoding/json's whenever the input is valid JSON.
 //
 // It does not validate the values it skips: bytes that are not JSON inside a
 // skipped value can pass, which is acceptable for bytes our own projector
@@ -38,145 +40,42 @@ func ParseHead(b []byte) (Head, error) {
 	return h, err
 }
 
-// parseHeadFast is the fast path of ParseHead; ok false means
-// "ask encoding/json".
+// parseHeadFast is the fast path of ParseHead; ok false means "ask
+// encoding/json".
 func parseHeadFast(b []byte) (h Head, ok bool) {
-	i := skipWS(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return h, false
-	}
-	i++
-	var seen [3]bool
-	for first := true; ; first = false {
-		i = skipWS(b, i)
-		if i >= len(b) {
-			return h, false
-		}
-		if b[i] == '}' {
-			if !first {
-				// "{...,}" is not JSON.
-				if j := lastNonWS(b, i); j >= 0 && b[j] == ',' {
-					return h, false
-				}
-			}
-			i++
-			break
-		}
-		if !first {
-			if b[i] != ',' {
-				return h, false
-			}
-			i = skipWS(b, i+1)
-			if i >= len(b) {
-				return h, false
-			}
-		}
-		if b[i] != '"' {
-			return h, false
-		}
-		end := bytes.IndexByte(b[i+1:], '"')
-		if end < 0 {
-			return h, false
-		}
-		key := b[i+1 : i+1+end]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return h, false // escaped key: let encoding/json match it
-		}
-		i = skipWS(b, i+1+end+1)
-		if i >= len(b) || b[i] != ':' {
-			return h, false
-		}
-		i = skipWS(b, i+1)
-		var field = -1
-		// encoding/json matches keys case-insensitively; only the exact
-		// spelling takes the fast path.
+	d := decoder{jsonscan.Scanner{B: b}}
+	d.WS()
+	var seen uint32
+	ok = d.object(func(key []byte) bool {
+		// null leaves a field as it is: zero, since a key given twice is
+		// left to encoding/json.
 		switch string(key) {
 		case "tenantId":
-			field = 0
+			return once(&seen, 1) && (d.Literal("null") || d.jstr(&h.TenantID))
 		case "lastEventSeq":
-			field = 1
+			return once(&seen, 2) && (d.Literal("null") || d.int(&h.LastEventSeq))
 		case "stale":
-			field = 2
-		default:
-			if bytes.EqualFold(key, []byte("tenantId")) || bytes.EqualFold(key, []byte("lastEventSeq")) || bytes.EqualFold(key, []byte("stale")) {
-				return h, false
-			}
+			return once(&seen, 4) && (d.Literal("null") || d.bool(&h.Stale))
 		}
-		if field >= 0 && seen[field] {
-			return h, false // duplicate key: encoding/json's last-wins rules
-		}
-		start := i
-		i = skipValue(b, i)
-		if i < 0 {
-			return h, false
-		}
-		if field < 0 {
-			continue
-		}
-		seen[field] = true
-		v := b[start:i]
-		switch field {
-		case 0:
-			if string(v) == "null" {
-				h.TenantID = ""
-				continue
-			}
-			if len(v) < 2 || v[0] != '"' || bytes.IndexByte(v[1:len(v)-1], '\\') >= 0 || !printable(v[1:len(v)-1]) {
-				return h, false
-			}
-			h.TenantID = string(v[1 : len(v)-1])
-		case 1:
-			if string(v) == "null" {
-				h.LastEventSeq = 0
-				continue
-			}
-			n, err := strconv.ParseInt(string(v), 10, 64)
-			if err != nil || (len(v) > 1 && v[0] == '0') || (len(v) > 2 && v[0] == '-' && v[1] == '0') || v[0] == '+' {
-				return h, false
-			}
-			h.LastEventSeq = n
-		case 2:
-			switch string(v) {
-			case "true":
-				h.Stale = true
-			case "false", "null":
-				h.Stale = false
-			default:
-				return h, false
-			}
-		}
-	}
-	if skipWS(b, i) != len(b) {
-		return h, false
-	}
-	return h, true
-}
-
-// printable reports whether s is a plain ASCII string body encoding/json
-// would copy unchanged (no control characters, no UTF-8 to validate).
-func printable(s []byte) bool {
-	for _, c := range s {
-		if c < 0x20 || c >= 0x80 {
+		// encoding/json matches keys case-insensitively; only the exact
+		// spelling takes the fast path.
+		if bytes.EqualFold(key, []byte("tenantId")) || bytes.EqualFold(key, []byte("lastEventSeq")) || bytes.EqualFold(key, []byte("stale")) {
 			return false
 		}
+		return d.skipUnchecked()
+	})
+	return h, ok && d.End()
+}
+
+// skipUnchecked moves past the value at d.I without checking it is JSON
+// (see skipValue); false when it is empty, unbalanced or does not end.
+func (d *decoder) skipUnchecked() bool {
+	i := skipValue(d.B, d.I)
+	if i < 0 {
+		return false
 	}
+	d.I = i
 	return true
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-func lastNonWS(b []byte, i int) int {
-	for i--; i >= 0; i-- {
-		if c := b[i]; c != ' ' && c != '\n' && c != '\t' && c != '\r' {
-			return i
-		}
-	}
-	return -1
 }
 
 // skipString returns the index after the string starting at b[i] == '"',
