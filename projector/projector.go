@@ -147,7 +147,10 @@ func (p *Projector) Run(ctx context.Context) error {
 		case p.rebalanceWaiting.Load():
 			// Finish the batch in flight and let the rebalance through.
 		default:
-			fetches = cl.PollRecords(nil, p.cfg.MaxPollRecords) // only what is buffered
+			// A nil context is franz-go's documented way to take only
+			// what is buffered, without waiting.
+			//lint:ignore SA1012 PollRecords(nil, n) returns what is buffered at once
+			fetches = cl.PollRecords(nil, p.cfg.MaxPollRecords)
 		}
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			if cur != nil {

@@ -218,17 +218,3 @@ func (h *hub) watchTenant(tenant string) (*tenantWatcher, func()) {
 		h.mu.Unlock()
 	}
 }
-
-// watchers counts registered watchers (for tests and metrics).
-func (h *hub) watchers() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, ws := range h.runs {
-		n += len(ws)
-	}
-	for _, ws := range h.tenants {
-		n += len(ws)
-	}
-	return n
-}
