@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"sort"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runstream/runstream/internal/kgroup"
+	"github.com/runstream/runstream/internal/retry"
 	"github.com/runstream/runstream/store"
 )
 
@@ -740,9 +740,9 @@ func (c *Consumer) gap(ctx context.Context, runID string, cp, before int64) ([]E
 			}
 			return out, nil
 		}
-		d := c.backoff(attempt)
+		d := retry.Backoff(c.cfg.BackoffBase, c.cfg.BackoffMax, attempt)
 		c.log.Warn("filling a gap failed; retrying", "runId", runID, "err", err, "in", d)
-		if !sleep(ctx, d) {
+		if !retry.Sleep(ctx, d) {
 			return nil, ctx.Err()
 		}
 	}
@@ -779,10 +779,10 @@ func (c *Consumer) one(ctx context.Context, items []item) error {
 			// record's fault, retry without counting toward poison.
 			attempt--
 		}
-		d := c.backoff(max(attempt, 1))
+		d := retry.Backoff(c.cfg.BackoffBase, c.cfg.BackoffMax, max(attempt, 1))
 		c.log.Warn("handling an event failed; retrying", "runId", it.ev.RunID, "runSeq", it.ev.RunSeq,
 			"attempt", attempt, "of", c.cfg.MaxAttempts, "in", d, "err", err)
-		if !sleep(ctx, d) {
+		if !retry.Sleep(ctx, d) {
 			return ctx.Err()
 		}
 	}
@@ -815,7 +815,7 @@ func (c *Consumer) deadLetter(ctx context.Context, it *item, reason string, atte
 			return ctx.Err()
 		}
 		c.log.Warn("producing to the dead-letter topic failed; retrying", "topic", c.cfg.DeadLetterTopic, "err", err)
-		sleep(ctx, c.backoff(attempt))
+		retry.Sleep(ctx, retry.Backoff(c.cfg.BackoffBase, c.cfg.BackoffMax, attempt))
 	}
 	c.log.Error("record dead-lettered", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
 		"dlq", c.cfg.DeadLetterTopic, "reason", reason)
@@ -837,24 +837,4 @@ func (c *Consumer) deadLetter(ctx context.Context, it *item, reason string, atte
 		}
 		return nil
 	})
-}
-
-func (c *Consumer) backoff(attempt int) time.Duration {
-	d := c.cfg.BackoffBase
-	for i := 1; i < attempt && d < c.cfg.BackoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, c.cfg.BackoffMax)
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

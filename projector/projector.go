@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runstream/runstream/internal/kgroup"
+	"github.com/runstream/runstream/internal/retry"
 	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
@@ -178,12 +178,12 @@ func (p *Projector) Run(ctx context.Context) error {
 				}
 				failures++
 				p.m.redisFailures.Inc()
-				d := backoff(p.cfg.ResyncBackoffBase, p.cfg.ResyncBackoffMax, failures)
+				d := retry.Backoff(p.cfg.ResyncBackoffBase, p.cfg.ResyncBackoffMax, failures)
 				p.log.Warn("writing snapshots failed; not committing, retrying the batch", "err", err,
 					"records", len(done.recs)+len(recs), "in", d)
 				rewind(cl, append(done.recs, recs...))
 				allow()
-				sleep(ctx, d)
+				retry.Sleep(ctx, d)
 				continue
 			}
 			failures = 0
@@ -206,11 +206,11 @@ func (p *Projector) Run(ctx context.Context) error {
 			}
 			failures++
 			p.m.redisFailures.Inc()
-			d := backoff(p.cfg.ResyncBackoffBase, p.cfg.ResyncBackoffMax, failures)
+			d := retry.Backoff(p.cfg.ResyncBackoffBase, p.cfg.ResyncBackoffMax, failures)
 			p.log.Warn("reading snapshots failed; not committing, retrying the batch", "err", err, "records", len(recs), "in", d)
 			rewind(cl, recs)
 			allow()
-			sleep(ctx, d)
+			retry.Sleep(ctx, d)
 			continue
 		}
 		cur = next
@@ -746,7 +746,7 @@ func (p *Projector) retryStale(ctx context.Context) {
 			}
 			st := p.retryAt[id]
 			st.attempts++
-			st.at = now.Add(backoff(p.cfg.ResyncBackoffBase, p.cfg.ResyncBackoffMax, st.attempts))
+			st.at = now.Add(retry.Backoff(p.cfg.ResyncBackoffBase, p.cfg.ResyncBackoffMax, st.attempts))
 			p.retryAt[id] = st
 			due = append(due, &runEvents{id: id, resync: true})
 		}
@@ -838,24 +838,5 @@ func (p *Projector) forget(_ context.Context, _ *kgo.Client, lost map[string][]i
 			p.m.lagRecords.DeleteLabelValues(label)
 			p.m.lagSeconds.DeleteLabelValues(label)
 		}
-	}
-}
-
-// backoff is exponential with jitter in [d/2, d].
-func backoff(base, maxD time.Duration, attempt int) time.Duration {
-	d := base
-	for i := 1; i < attempt && d < maxD; i++ {
-		d *= 2
-	}
-	d = min(d, maxD)
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }

@@ -37,6 +37,7 @@ import (
 
 	"github.com/runstream/runstream/internal/devbroker"
 	"github.com/runstream/runstream/internal/relay"
+	"github.com/runstream/runstream/internal/retry"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/projector"
 	"github.com/runstream/runstream/reduce"
@@ -354,18 +355,6 @@ func (b *projBench) unlink(ctx context.Context) error {
 // progress reports a phase through cfg.Progress (see [phaseReporter]).
 func (b *projBench) progress(phase string, total int64, done func() int64) (stop func()) {
 	return phaseReporter(b.cfg.Progress, phase, total, done)
-}
-
-// projWait waits d or until ctx is done; false means ctx is done.
-func projWait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // projPlan generates one run's events in runSeq order, shaped like
@@ -697,7 +686,7 @@ func (b *projBench) waitCommitted(ctx context.Context, pb *projBroker, group str
 			return fmt.Errorf("the projector committed nothing for %v: %d of %d records committed (last error: %v)",
 				projStall, n, end, lastErr)
 		}
-		if !projWait(ctx, 20*time.Millisecond) {
+		if !retry.Sleep(ctx, 20*time.Millisecond) {
 			return fmt.Errorf("bench interrupted during the %s: %w", phase, ctx.Err())
 		}
 	}
@@ -1047,7 +1036,7 @@ func (b *projBench) catchUp(ctx context.Context) (_ *CatchUpReport, err error) {
 		if err := sub.exited(); err != nil {
 			return nil, err
 		}
-		projWait(ctx, 5*time.Millisecond)
+		retry.Sleep(ctx, 5*time.Millisecond)
 	}
 	rep.UnnotifiedRuns = int64(runs) - wlog.complete.Load()
 	chk, err := b.verifySnapshots(ctx, tenant, ids,
@@ -1612,7 +1601,7 @@ func (b *projBench) endToEnd(ctx context.Context) (_ *EndToEndReport, err error)
 			stopWarm()
 			return nil, fmt.Errorf("warmup: %d of %d events visible in Redis after %v", seen.visible.Load(), warm, projStall)
 		}
-		projWait(ctx, 5*time.Millisecond)
+		retry.Sleep(ctx, 5*time.Millisecond)
 	}
 	stopWarm()
 
@@ -1655,7 +1644,7 @@ func (b *projBench) endToEnd(ctx context.Context) (_ *EndToEndReport, err error)
 			i++
 		}
 		if i < n {
-			projWait(ctx, time.Until(start.Add(time.Duration(i)*time.Second/time.Duration(cfg.Rate))))
+			retry.Sleep(ctx, time.Until(start.Add(time.Duration(i)*time.Second/time.Duration(cfg.Rate))))
 		}
 	}
 	close(jobs)
@@ -1677,7 +1666,7 @@ func (b *projBench) endToEnd(ctx context.Context) (_ *EndToEndReport, err error)
 			stopVis()
 			return nil, err
 		}
-		projWait(ctx, 5*time.Millisecond)
+		retry.Sleep(ctx, 5*time.Millisecond)
 	}
 	stopVis()
 	rep.CPU = cpuSince(cpuBefore, sampleCPU())

@@ -27,6 +27,7 @@ import (
 
 	"github.com/runstream/runstream/internal/devbroker"
 	"github.com/runstream/runstream/internal/relay"
+	"github.com/runstream/runstream/internal/retry"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
@@ -297,7 +298,7 @@ func (b *relayBench) settle(ctx context.Context) (*SettleReport, error) {
 	rep := &SettleReport{Duration: b.cfg.Settle, DirtyBefore: dirtyMB()}
 	start := time.Now()
 	stop := b.progress("settle", int64(b.cfg.Settle.Seconds()), func() int64 { return int64(time.Since(start).Seconds()) })
-	ok := sleepCtx(ctx, b.cfg.Settle)
+	ok := retry.Sleep(ctx, b.cfg.Settle)
 	stop()
 	if !ok {
 		return nil, fmt.Errorf("bench interrupted while settling after the drain: %w", ctx.Err())
@@ -653,18 +654,6 @@ func (b *relayBench) progress(phase string, total int64, done func() int64) (sto
 	return phaseReporter(b.cfg.Progress, phase, total, done)
 }
 
-// sleepCtx waits d or until ctx is done; false means ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // benchRun is one run of the generated data.
 type benchRun struct {
 	id    workload.Identity
@@ -906,7 +895,7 @@ func (b *relayBench) waitDrained(ctx context.Context, events int64) error {
 			return fmt.Errorf("the relay published nothing for %v: %d of %d records acknowledged, %d outbox rows left, %d dead letters",
 				drainStall, n, events, left, dead)
 		}
-		if !sleepCtx(ctx, 5*time.Millisecond) {
+		if !retry.Sleep(ctx, 5*time.Millisecond) {
 			return fmt.Errorf("bench interrupted during the drain: %w", ctx.Err())
 		}
 	}
@@ -1151,7 +1140,7 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("the relays own %.0f of %d outbox shards after 30s", before.ownedShards, postgres.NumShards)
 		}
-		if !sleepCtx(ctx, 10*time.Millisecond) {
+		if !retry.Sleep(ctx, 10*time.Millisecond) {
 			return nil, fmt.Errorf("bench interrupted before the latency phase: %w", ctx.Err())
 		}
 	}
@@ -1229,7 +1218,7 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 			i++
 		}
 		if i < n {
-			sleepCtx(ctx, time.Until(start.Add(time.Duration(i)*time.Second/time.Duration(cfg.Rate))))
+			retry.Sleep(ctx, time.Until(start.Add(time.Duration(i)*time.Second/time.Duration(cfg.Rate))))
 		}
 	}
 	close(jobs)
@@ -1256,7 +1245,7 @@ func (b *relayBench) latency(ctx context.Context) (_ *LatencyReport, err error) 
 		if err := b.relayExited(); err != nil {
 			return nil, err
 		}
-		if !sleepCtx(ctx, 5*time.Millisecond) {
+		if !retry.Sleep(ctx, 5*time.Millisecond) {
 			break
 		}
 	}

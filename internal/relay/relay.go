@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runstream/runstream/internal/jsonenc"
+	"github.com/runstream/runstream/internal/retry"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -122,37 +122,11 @@ func (r *Relay) retry(ctx context.Context, what string, fn func(context.Context)
 		if err == nil || ctx.Err() != nil {
 			return nil
 		}
-		d := r.backoff(attempt)
+		d := retry.FullJitter(r.cfg.BackoffBase, r.cfg.BackoffMax, attempt)
 		r.log.Warn(what+" failed; retrying", "err", err, "in", d)
-		if !sleep(ctx, d) {
+		if !retry.Sleep(ctx, d) {
 			return nil
 		}
-	}
-}
-
-// backoff is exponential with full jitter: uniform in [base/2, min(max,
-// base*2^(attempt-1))].
-func (r *Relay) backoff(attempt int) time.Duration {
-	d := r.cfg.BackoffBase
-	for i := 1; i < attempt && d < r.cfg.BackoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, r.cfg.BackoffMax)
-	lo := r.cfg.BackoffBase / 2
-	if d <= lo {
-		return d
-	}
-	return lo + time.Duration(rand.Int64N(int64(d-lo)))
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 
@@ -185,7 +159,7 @@ func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) error {
 			if o, err = newOwner(ctx, r.pool); err != nil {
 				dbErrors++
 				r.log.Warn("relay cannot take its lock connection; retrying", "err", err)
-				sleep(ctx, r.backoff(dbErrors))
+				retry.Sleep(ctx, retry.FullJitter(r.cfg.BackoffBase, r.cfg.BackoffMax, dbErrors))
 				continue
 			}
 			nextRebalance = time.Time{}
@@ -213,16 +187,16 @@ func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) error {
 			}
 			dbErrors++
 			r.log.Warn("relay round failed; retrying", "err", err)
-			sleep(ctx, r.backoff(dbErrors))
+			retry.Sleep(ctx, retry.FullJitter(r.cfg.BackoffBase, r.cfg.BackoffMax, dbErrors))
 			continue
 		}
 		dbErrors = 0
 		if res.outage != nil {
 			outages++
 			r.metrics.unavailable.Inc()
-			d := r.backoff(outages)
+			d := retry.FullJitter(r.cfg.BackoffBase, r.cfg.BackoffMax, outages)
 			r.log.Warn("broker unavailable; backing off", "err", res.outage, "in", d, "attempt", outages)
-			sleep(ctx, d)
+			retry.Sleep(ctx, d)
 			continue
 		}
 		outages = 0
@@ -732,7 +706,7 @@ func (r *Relay) refuse(ctx context.Context, row *outboxRow, cause error) (time.T
 					last_error = EXCLUDED.last_error, first_failed_at = EXCLUDED.first_failed_at`, row.id, attempts, msg)
 			return err
 		}
-		d = r.backoff(attempts)
+		d = retry.FullJitter(r.cfg.BackoffBase, r.cfg.BackoffMax, attempts)
 		_, err = tx.Exec(ctx, `UPDATE outbox SET attempts = $2, last_error = $3,
 			next_attempt_at = clock_timestamp() + $4 * interval '1 microsecond' WHERE id = $1`,
 			row.id, attempts, msg, d.Microseconds())
@@ -786,7 +760,7 @@ func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
 			return
 		}
 		r.log.Debug("outbox listener failed; reconnecting", "err", err)
-		sleep(ctx, r.backoff(max(attempt, 1)))
+		retry.Sleep(ctx, retry.FullJitter(r.cfg.BackoffBase, r.cfg.BackoffMax, max(attempt, 1)))
 	}
 }
 

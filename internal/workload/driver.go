@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runstream/runstream/internal/retry"
 	"github.com/runstream/runstream/store"
 )
 
@@ -78,7 +79,7 @@ func (d *Driver) Run(ctx context.Context) error {
 func (d *Driver) driveRun(ctx context.Context, rng *rand.Rand) {
 	evs := Run(rng, d.Tenant, Options{})
 	for _, ev := range evs {
-		if !sleep(ctx, time.Duration(float64(d.EventDelay)*(0.5+rng.Float64()))) {
+		if !retry.Sleep(ctx, time.Duration(float64(d.EventDelay)*(0.5+rng.Float64()))) {
 			return
 		}
 		if err := d.post(ctx, ev); err != nil {
@@ -108,7 +109,7 @@ func (d *Driver) post(ctx context.Context, ev store.RunEventWrite) error {
 			return fmt.Errorf("event refused with %d: %s", status, msg)
 		}
 		d.Logger.Warn("demo append failed; retrying", "status", status, "err", err)
-		if !sleep(ctx, backoff) {
+		if !retry.Sleep(ctx, backoff) {
 			return ctx.Err()
 		}
 		backoff = min(backoff*2, 5*time.Second)
@@ -131,16 +132,4 @@ func (d *Driver) send(ctx context.Context, body []byte) (int, string, error) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	return resp.StatusCode, string(b), nil
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
