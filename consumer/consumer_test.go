@@ -17,6 +17,7 @@ import (
 	"github.com/runstream/runstream/consumer/pgcheckpoint"
 	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/internal/testenv/testkafka"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
@@ -28,7 +29,8 @@ type fixture struct {
 	pool    *pgxpool.Pool
 	store   *postgres.Store
 	brokers []string
-	prod    *kgo.Client
+	kafka   *testkafka.Broker
+	prod    *kgo.Client // kafka.Producer
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -38,17 +40,8 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	st, _ := postgres.New(pool, postgres.Config{})
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic), kfake.AllowAutoTopicCreation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	prod, err := kgo.NewClient(relay.ClientOptions(c.ListenAddrs())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(prod.Close)
-	return &fixture{pool: pool, store: st, brokers: c.ListenAddrs(), prod: prod}
+	k := testkafka.Start(t, kfake.SeedTopics(4, topic), kfake.AllowAutoTopicCreation())
+	return &fixture{pool: pool, store: st, brokers: k.Brokers, kafka: k, prod: k.Producer}
 }
 
 // runs appends n small runs and returns their stored records.
@@ -81,17 +74,7 @@ func (f *fixture) runs(t *testing.T, n int) [][]store.RunEventRecord {
 
 func (f *fixture) publish(t *testing.T, recs ...store.RunEventRecord) {
 	t.Helper()
-	var krs []*kgo.Record
-	for i := range recs {
-		kr, err := relay.Record(topic, &recs[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		krs = append(krs, kr)
-	}
-	if err := f.prod.ProduceSync(context.Background(), krs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	f.kafka.Publish(t, topic, recs)
 }
 
 // recorder is a handler that records what it saw.

@@ -18,8 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/internal/testenv/testkafka"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/projector"
 	"github.com/runstream/runstream/snapshots"
@@ -33,8 +33,9 @@ type fixture struct {
 	store    *postgres.Store
 	rdb      redis.UniversalClient
 	brokers  []string
-	producer *kgo.Client
-	cluster  *kfake.Cluster
+	producer *kgo.Client    // kafka.Producer
+	cluster  *kfake.Cluster // kafka.Cluster
+	kafka    *testkafka.Broker
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -47,17 +48,8 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(12, topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	prod, err := kgo.NewClient(relay.ClientOptions(c.ListenAddrs())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(prod.Close)
-	return &fixture{store: st, rdb: testenv.Redis(t), brokers: c.ListenAddrs(), producer: prod, cluster: c}
+	k := testkafka.Start(t, kfake.SeedTopics(12, topic))
+	return &fixture{store: st, rdb: testenv.Redis(t), brokers: k.Brokers, producer: k.Producer, cluster: k.Cluster, kafka: k}
 }
 
 func seed(t *testing.T) *rand.Rand {
@@ -92,17 +84,7 @@ func (f *fixture) appendRuns(t *testing.T, rng *rand.Rand, n int) map[string][]s
 
 func (f *fixture) publish(t *testing.T, recs []store.RunEventRecord) {
 	t.Helper()
-	var krs []*kgo.Record
-	for i := range recs {
-		kr, err := relay.Record(topic, &recs[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		krs = append(krs, kr)
-	}
-	if err := f.producer.ProduceSync(context.Background(), krs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	f.kafka.Publish(t, topic, recs)
 }
 
 type running struct {

@@ -24,8 +24,8 @@ import (
 
 	"github.com/runstream/runstream/consumer"
 	"github.com/runstream/runstream/internal/etl"
-	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/internal/testenv/testkafka"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/store"
@@ -37,8 +37,9 @@ type fixture struct {
 	storeSchema string
 	store       *postgres.Store
 	brokers     []string
-	prod        *kgo.Client
+	prod        *kgo.Client // kafka.Producer
 	adm         *kadm.Client
+	kafka       *testkafka.Broker
 }
 
 // newFixture starts a kfake cluster with topics of partitions partitions
@@ -53,17 +54,8 @@ func newFixture(t *testing.T, partitions int32, topics ...string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topics...), kfake.AllowAutoTopicCreation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	prod, err := kgo.NewClient(relay.ClientOptions(c.ListenAddrs())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(prod.Close)
-	return &fixture{pool: pool, storeSchema: schema, store: st, brokers: c.ListenAddrs(), prod: prod, adm: kadm.NewClient(prod)}
+	k := testkafka.Start(t, kfake.SeedTopics(partitions, topics...), kfake.AllowAutoTopicCreation())
+	return &fixture{pool: pool, storeSchema: schema, store: st, brokers: k.Brokers, prod: k.Producer, adm: kadm.NewClient(k.Producer), kafka: k}
 }
 
 // runs appends n realistic runs (retries, failures, skips, pauses, unknown
@@ -111,17 +103,7 @@ func interleave(runs [][]store.RunEventRecord) []store.RunEventRecord {
 
 func (f *fixture) publish(t *testing.T, topic string, recs []store.RunEventRecord) {
 	t.Helper()
-	krs := make([]*kgo.Record, 0, len(recs))
-	for i := range recs {
-		kr, err := relay.Record(topic, &recs[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		krs = append(krs, kr)
-	}
-	if err := f.prod.ProduceSync(context.Background(), krs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	f.kafka.Publish(t, topic, recs)
 }
 
 // etlDB is a fresh ETL schema, dropped when the test ends.

@@ -27,6 +27,7 @@ import (
 
 	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/internal/testenv/testkafka"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
@@ -52,12 +53,8 @@ func newFixture(t *testing.T, kopts ...kfake.Opt) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, kopts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return &fixture{pool: pool, schema: schema, store: st, cluster: c, brokers: c.ListenAddrs()}
+	k := testkafka.Start(t, kopts...)
+	return &fixture{pool: pool, schema: schema, store: st, cluster: k.Cluster, brokers: k.Brokers}
 }
 
 func testConfig() relay.Config {
