@@ -127,7 +127,7 @@ type Config struct {
 	// saves a write per run the transaction no longer splits, and one that
 	// holds every event of a transaction until its end pays for the
 	// memory. `runstream etl`, which holds a snapshot per run, uses half a
-	// poll (bench/README.md).
+	// poll (docs/PERFORMANCE.md).
 	MaxQueuedRecords int
 	// DecodeDuplicates makes the consumer decode every record before
 	// deciding whether it is a duplicate. By default a record with a key

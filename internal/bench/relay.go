@@ -109,7 +109,7 @@ type RelayConfig struct {
 	// many outbox rows deleted leave the kernel writing dirty pages back
 	// (Linux does so 30 s after they were written) and Postgres
 	// checkpointing them, and an append's commit then waits for its WAL
-	// flush behind those writes (see bench/README.md). 0 means 40s;
+	// flush behind those writes (see docs/PERFORMANCE.md, the relay's sixth round). 0 means 40s;
 	// negative means none. Without the drain there is nothing to settle.
 	Settle time.Duration
 	// Appenders is the goroutines appending in the latency phase (the

@@ -45,7 +45,7 @@ type Config struct {
 	// holds a snapshot per run of a transaction, not its events, so a
 	// larger transaction costs little more per record here and saves the
 	// database the writes of runs whose events it would have split
-	// (bench/README.md, ninth round). The records waiting are at most this
+	// (docs/PERFORMANCE.md, ninth round of the ETL). The records waiting are at most this
 	// many, plus a poll's share, per partition the process owns.
 	MaxQueuedRecords int
 	// CacheRuns bounds the runs whose snapshot is kept between batches (so
