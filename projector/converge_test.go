@@ -20,7 +20,6 @@ import (
 	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
-	"github.com/runstream/runstream/projector"
 	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 )
@@ -29,26 +28,9 @@ import (
 // interval (< 0: off) with a short grace.
 func startConverging(t *testing.T, f *fixture, group string, rdb redis.UniversalClient, interval time.Duration) *running {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	p, err := projector.New(projector.Config{Brokers: f.brokers, Topic: topic, Group: group,
-		ResyncBackoffBase: 20 * time.Millisecond, ResyncBackoffMax: 200 * time.Millisecond,
-		SessionTimeout: 6 * time.Second, ConvergeInterval: interval, ConvergeGrace: 100 * time.Millisecond,
-		Registerer: reg}, rdb, f.store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{reg: reg, cancel: cancel, done: make(chan error, 1)}
-	exited := make(chan struct{})
-	go func() { r.done <- p.Run(ctx); close(exited) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-		}
-	})
-	return r
+	cfg := testConfig(f.brokers, group)
+	cfg.ConvergeInterval, cfg.ConvergeGrace = interval, 100*time.Millisecond
+	return runProjector(t, cfg, rdb, f.store)
 }
 
 // waitRepaired waits until runstream_converge_runs_total{cause} counts at

@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,10 +36,6 @@ import (
 func startProjectorWith(t *testing.T, f *fixture, group string, rdb redis.UniversalClient, extra ...kgo.Opt) (*running, *atomic.Int64) {
 	t.Helper()
 	var assigned atomic.Int64
-	reg := prometheus.NewRegistry()
-	cfg := projector.Config{Brokers: f.brokers, Topic: topic, Group: group,
-		ResyncBackoffBase: 20 * time.Millisecond, ResyncBackoffMax: 200 * time.Millisecond,
-		SessionTimeout: 6 * time.Second, Registerer: reg}
 	// Only OnPartitionsAssigned: the projector sets the revoked and lost
 	// callbacks itself, and a later option would replace them.
 	opts := append([]kgo.Opt{kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
@@ -48,23 +43,7 @@ func startProjectorWith(t *testing.T, f *fixture, group string, rdb redis.Univer
 			assigned.Add(int64(len(ps)))
 		}
 	})}, extra...)
-	p, err := projector.New(cfg, rdb, f.store, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{reg: reg, cancel: cancel, done: make(chan error, 1)}
-	exited := make(chan struct{})
-	go func() { r.done <- p.Run(ctx); close(exited) }()
-	// Not r.done: running.stop may have consumed it already.
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-		}
-	})
-	return r, &assigned
+	return runProjector(t, testConfig(f.brokers, group), rdb, f.store, opts...), &assigned
 }
 
 // interleave merges the runs' records round-robin, keeping each run's

@@ -111,10 +111,27 @@ func startProjector(t *testing.T, brokers []string, group string, rdb redis.Univ
 	ProjectSnapshot(context.Context, string) (store.RunSnapshot, error)
 }) *running {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	p, err := projector.New(projector.Config{Brokers: brokers, Topic: topic, Group: group,
+	return runProjector(t, testConfig(brokers, group), rdb, src)
+}
+
+// testConfig is the projectors' configuration in these tests: fast resync
+// retries, the broker's shortest session timeout.
+func testConfig(brokers []string, group string) projector.Config {
+	return projector.Config{Brokers: brokers, Topic: topic, Group: group,
 		ResyncBackoffBase: 20 * time.Millisecond, ResyncBackoffMax: 200 * time.Millisecond,
-		SessionTimeout: 6 * time.Second, Registerer: reg}, rdb, src)
+		SessionTimeout: 6 * time.Second}
+}
+
+// runProjector runs a projector of cfg (with a fresh registry) until the
+// test ends; extra franz-go options are added to its client's.
+func runProjector(t *testing.T, cfg projector.Config, rdb redis.UniversalClient, src interface {
+	FetchEvents(context.Context, string, store.FetchOptions) ([]store.RunEventRecord, error)
+	ProjectSnapshot(context.Context, string) (store.RunSnapshot, error)
+}, extra ...kgo.Opt) *running {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
+	p, err := projector.New(cfg, rdb, src, extra...)
 	if err != nil {
 		t.Fatal(err)
 	}

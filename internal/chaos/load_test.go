@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runstream/runstream/internal/testenv/testkafka"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/store"
 )
@@ -417,39 +418,5 @@ func (r loadResult) runIDs() []string {
 // partitionOf is the partition Kafka's default partitioner (murmur2, as
 // franz-go's and the relay's) gives a run's records.
 func partitionOf(runID string, partitions int32) int32 {
-	return (murmur2([]byte(runID)) & 0x7fffffff) % partitions
-}
-
-// murmur2 is org.apache.kafka.common.utils.Utils.murmur2.
-func murmur2(key []byte) int32 {
-	const (
-		seed uint32 = 0x9747b28c
-		m    uint32 = 0x5bd1e995
-	)
-	n := len(key)
-	h := seed ^ uint32(n)
-	for i := 0; i+4 <= n; i += 4 {
-		k := uint32(key[i]) | uint32(key[i+1])<<8 | uint32(key[i+2])<<16 | uint32(key[i+3])<<24
-		k *= m
-		k ^= k >> 24
-		k *= m
-		h *= m
-		h ^= k
-	}
-	tail := key[n-n%4:]
-	switch len(tail) {
-	case 3:
-		h ^= uint32(tail[2]) << 16
-		fallthrough
-	case 2:
-		h ^= uint32(tail[1]) << 8
-		fallthrough
-	case 1:
-		h ^= uint32(tail[0])
-		h *= m
-	}
-	h ^= h >> 13
-	h *= m
-	h ^= h >> 15
-	return int32(h)
+	return testkafka.Partition([]byte(runID), partitions)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/internal/testenv/testkafka"
 	"github.com/runstream/runstream/store"
 )
 
@@ -125,7 +126,7 @@ func TestInterop_Murmur2PartitionAgreesWithLibrdkafka(t *testing.T) {
 		t.Fatalf("read back %d of %d probe messages", len(msgs), len(keys))
 	}
 	for _, m := range msgs {
-		if want := murmur2Partition([]byte(m.Key), 12); m.Partition != want {
+		if want := testkafka.Partition([]byte(m.Key), 12); m.Partition != want {
 			t.Fatalf("librdkafka put key %q on partition %d, our murmur2 says %d", m.Key, m.Partition, want)
 		}
 	}

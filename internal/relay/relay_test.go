@@ -292,64 +292,10 @@ func TestRelay_DeliversEveryEventInOrderWithTheRecordFormat(t *testing.T) {
 				t.Fatalf("header %s = %q, want %q", k, got, v)
 			}
 		}
-		if want := murmur2Partition(r.Key, 12); r.Partition != want {
+		if want := testkafka.Partition(r.Key, 12); r.Partition != want {
 			t.Fatalf("run %s on partition %d; Kafka's murmur2 partitioner picks %d", r.Key, r.Partition, want)
 		}
 	}
-}
-
-// murmur2Partition is Kafka's default partitioner for keyed records:
-// toPositive(murmur2(key)) % partitions.
-func murmur2Partition(key []byte, partitions int32) int32 {
-	return (murmur2Raw(key) & 0x7fffffff) % partitions
-}
-
-func TestMurmur2_KnownJavaValues(t *testing.T) {
-	// Kafka's own test vectors for Utils.murmur2 (UtilsTest.testMurmur2).
-	for key, want := range map[string]int32{
-		"21": -973932308, "foobar": -790332482, "a-little-bit-long-string": -985981536,
-		"a-little-bit-longer-string": -1486304829, "lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
-	} {
-		if got := murmur2Raw([]byte(key)); got != want {
-			t.Errorf("murmur2(%q) = %d, want %d (Kafka UtilsTest)", key, got, want)
-		}
-	}
-}
-
-// murmur2Raw is org.apache.kafka.common.utils.Utils.murmur2, written from
-// the Java source's algorithm as a check of franz-go's partitioner that does
-// not use franz-go.
-func murmur2Raw(key []byte) int32 {
-	const (
-		seed uint32 = 0x9747b28c
-		m    uint32 = 0x5bd1e995
-	)
-	n := len(key)
-	h := seed ^ uint32(n)
-	for i := 0; i+4 <= n; i += 4 {
-		k := uint32(key[i]) | uint32(key[i+1])<<8 | uint32(key[i+2])<<16 | uint32(key[i+3])<<24
-		k *= m
-		k ^= k >> 24
-		k *= m
-		h *= m
-		h ^= k
-	}
-	tail := key[n-n%4:]
-	switch len(tail) {
-	case 3:
-		h ^= uint32(tail[2]) << 16
-		fallthrough
-	case 2:
-		h ^= uint32(tail[1]) << 8
-		fallthrough
-	case 1:
-		h ^= uint32(tail[0])
-		h *= m
-	}
-	h ^= h >> 13
-	h *= m
-	h ^= h >> 15
-	return int32(h)
 }
 
 // TestRelay_LateCommitIsDelivered holds an append transaction open while
@@ -659,10 +605,10 @@ func TestRelay_RefusedRecordIsDeadLetteredAndTheRunFlowsOn(t *testing.T) {
 	// is the default window).
 	cfg.RetryWindow = time.Millisecond
 	victim := workload.NewIdentity("tenant_a")
-	vp := murmur2Partition([]byte(victim.RunID), 12)
+	vp := testkafka.Partition([]byte(victim.RunID), 12)
 	// Another run on a different partition, which must be unaffected.
 	other := workload.NewIdentity("tenant_a")
-	for murmur2Partition([]byte(other.RunID), 12) == vp {
+	for testkafka.Partition([]byte(other.RunID), 12) == vp {
 		other = workload.NewIdentity("tenant_a")
 	}
 	// Refuse every produce to the victim's partition, exactly MaxAttempts
@@ -748,9 +694,9 @@ func TestRelay_MinuteOfRefusalsDeadLettersNothing(t *testing.T) {
 	// keep the record (about 60 attempts here, against 8).
 	cfg.BackoffMax = 2 * time.Second
 	victim := workload.NewIdentity("tenant_a")
-	vp := murmur2Partition([]byte(victim.RunID), 12)
+	vp := testkafka.Partition([]byte(victim.RunID), 12)
 	other := workload.NewIdentity("tenant_a")
-	for murmur2Partition([]byte(other.RunID), 12) == vp {
+	for testkafka.Partition([]byte(other.RunID), 12) == vp {
 		other = workload.NewIdentity("tenant_a")
 	}
 	// Every produce to the victim's partition is refused until removed.
@@ -837,7 +783,7 @@ func TestRelay_RestartKeepsTheRetryWindow(t *testing.T) {
 	cfg.RetryWindow = 3 * time.Second
 	victim := workload.NewIdentity("tenant_a")
 	f.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: topic,
-		Partitions: []int32{murmur2Partition([]byte(victim.RunID), 12)}, Err: kerr.InvalidRecord, Count: -1})
+		Partitions: []int32{testkafka.Partition([]byte(victim.RunID), 12)}, Err: kerr.InvalidRecord, Count: -1})
 	if _, err := f.store.AppendEvent(ctx, workload.Event(victim, store.EventRunStarted, "", 1, 1, time.Now(), nil)); err != nil {
 		t.Fatal(err)
 	}

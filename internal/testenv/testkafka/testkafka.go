@@ -61,3 +61,46 @@ func (k *Broker) Publish(t testing.TB, topic string, recs []store.RunEventRecord
 		t.Fatalf("publishing %d records to %s: %v", len(krs), topic, err)
 	}
 }
+
+// Partition is the partition Kafka's default partitioner gives a keyed
+// record: toPositive(murmur2(key)) % partitions. It is written from the
+// Java source (org.apache.kafka.common.utils.Utils.murmur2), not taken
+// from franz-go, so tests can check the relay's partitioning against it
+// and aim at a run's partition.
+func Partition(key []byte, partitions int32) int32 {
+	return (Murmur2(key) & 0x7fffffff) % partitions
+}
+
+// Murmur2 is org.apache.kafka.common.utils.Utils.murmur2.
+func Murmur2(key []byte) int32 {
+	const (
+		seed uint32 = 0x9747b28c
+		m    uint32 = 0x5bd1e995
+	)
+	n := len(key)
+	h := seed ^ uint32(n)
+	for i := 0; i+4 <= n; i += 4 {
+		k := uint32(key[i]) | uint32(key[i+1])<<8 | uint32(key[i+2])<<16 | uint32(key[i+3])<<24
+		k *= m
+		k ^= k >> 24
+		k *= m
+		h *= m
+		h ^= k
+	}
+	tail := key[n-n%4:]
+	switch len(tail) {
+	case 3:
+		h ^= uint32(tail[2]) << 16
+		fallthrough
+	case 2:
+		h ^= uint32(tail[1]) << 8
+		fallthrough
+	case 1:
+		h ^= uint32(tail[0])
+		h *= m
+	}
+	h ^= h >> 13
+	h *= m
+	h ^= h >> 15
+	return int32(h)
+}
