@@ -173,7 +173,7 @@ func (h *harness) startAll(ps ...*proc) {
 	}
 	for _, p := range ps {
 		if err := p.waitReady(60 * time.Second); err != nil {
-			h.t.Fatalf("%v\n%s", err, tailFile(p.logPath, 30))
+			h.t.Fatalf("%v\n%s", err, testenv.Tail(p.logPath, 30))
 		}
 	}
 }
@@ -209,7 +209,7 @@ func TestChaos(t *testing.T) {
 	pg := testenv.StartPostgres(t)
 	rds := testenv.StartRedis(t)
 	work := t.TempDir()
-	bin := buildBinary(t, work)
+	bin := testenv.BuildRunstream(t, work)
 	t.Logf("chaos: %s scenario; built %s in %v", sc.name, bin, time.Since(began).Round(time.Millisecond))
 
 	h := &harness{t: t, bin: bin, logDir: filepath.Join(work, "logs"), pg: pg, redis: rds}
@@ -487,7 +487,7 @@ func (h *harness) inject(f faultSpec) {
 			h.t.Fatal(err)
 		}
 		if err := h.broker.waitReady(60 * time.Second); err != nil {
-			h.t.Fatalf("%v\n%s", err, tailFile(h.broker.logPath, 30))
+			h.t.Fatalf("%v\n%s", err, testenv.Tail(h.broker.logPath, 30))
 		}
 	case refuse:
 		if _, ok := h.broker.signal(syscall.SIGUSR1, false); !ok {
@@ -522,10 +522,10 @@ func (h *harness) shutdown() {
 	failed := t.Failed()
 	if failed {
 		for _, p := range h.all {
-			t.Logf("--- %s (%s), last lines:\n%s", p.name, p.logPath, tailFile(p.logPath, 25))
+			t.Logf("--- %s (%s), last lines:\n%s", p.name, p.logPath, testenv.Tail(p.logPath, 25))
 		}
 		if h.pg != nil {
-			t.Logf("--- postgres, last lines:\n%s", tailFile(h.pg.LogPath(), 15))
+			t.Logf("--- postgres, last lines:\n%s", testenv.Tail(h.pg.LogPath(), 15))
 		}
 	}
 	h.logMu.Lock()
@@ -560,17 +560,4 @@ func copyFile(src, dst string) {
 	if err == nil {
 		_ = os.WriteFile(dst, b, 0o644)
 	}
-}
-
-// tailFile returns the last n lines of a file.
-func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -225,45 +224,6 @@ func childEnv(extra ...string) []string {
 		}
 	}
 	return append(env, extra...)
-}
-
-// buildBinary builds cmd/runstream into dir (a plain build: the children
-// are not race-instrumented, to stay within the time budget; the harness
-// itself runs under -race).
-func buildBinary(t *testing.T, dir string) string {
-	t.Helper()
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-	}
-	out := filepath.Join(dir, "runstream")
-	cmd := exec.Command(goBin, "build", "-o", out, "./cmd/runstream")
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/runstream: %v\n%s", err, b)
-	}
-	return out
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
 }
 
 var flagLine = regexp.MustCompile(`(?m)^\s+--([a-z0-9-]+)`)

@@ -45,7 +45,7 @@ func TestPrometheusScrapesDev(t *testing.T) {
 	root := moduleRoot(t)
 	rules := loadRules(t, filepath.Join(root, "deploy", "prometheus", "alerts.yml"))
 	tmp := t.TempDir()
-	bin := buildRunstream(t, root, tmp)
+	bin := testenv.BuildRunstream(t, tmp)
 
 	// runstream dev on free loopback ports, with a fast demo workload.
 	apiAddr, brokerAddr, promAddr := freeAddr(t), freeAddr(t), freeAddr(t)
@@ -182,23 +182,6 @@ func devEnv(pgURL, redisURL string) []string {
 	}
 	return append(env, "RUNSTREAM_POSTGRES_URL="+pgURL, "RUNSTREAM_REDIS_URL="+redisURL,
 		"RUNSTREAM_LOG_LEVEL=warn")
-}
-
-// buildRunstream builds cmd/runstream into dir.
-func buildRunstream(t *testing.T, root, dir string) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		// Not on PATH: the go command running this test sets GOROOT.
-		goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-	}
-	bin := filepath.Join(dir, "runstream")
-	cmd := exec.Command(goBin, "build", "-o", bin, "./cmd/runstream")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/runstream: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // freeAddr returns a loopback address whose port was free a moment ago.
@@ -447,20 +430,4 @@ func loadRules(t *testing.T, path string) []rule {
 }
 
 // moduleRoot is the directory of go.mod above the test's directory.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
-}
+func moduleRoot(t *testing.T) string { return testenv.ModuleRoot(t) }

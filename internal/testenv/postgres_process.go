@@ -201,11 +201,11 @@ func (p *PostgresProcess) Start() {
 			p.mu.Lock()
 			p.cmd, p.done = nil, nil
 			p.mu.Unlock()
-			p.t.Fatalf("postgres on port %d exited at start:\n%s", p.Port, tail(p.logPath, 30))
+			p.t.Fatalf("postgres on port %d exited at start:\n%s", p.Port, Tail(p.logPath, 30))
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			p.t.Fatalf("postgres on port %d does not accept connections after a minute (%v):\n%s", p.Port, err, tail(p.logPath, 30))
+			p.t.Fatalf("postgres on port %d does not accept connections after a minute (%v):\n%s", p.Port, err, Tail(p.logPath, 30))
 		}
 	}
 }
@@ -258,17 +258,4 @@ func (p *PostgresProcess) Kill() {
 	for i := 0; i < 200 && syscall.Kill(-cmd.Process.Pid, 0) == nil; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// tail returns the last n lines of a file, for failure messages.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
