@@ -15,6 +15,7 @@ import (
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/store"
+	"github.com/runstream/runstream/store/validate"
 )
 
 func projectRedisURL(t *testing.T) string {
@@ -191,7 +192,7 @@ func TestBenchProject_Plans(t *testing.T) {
 			if rec.RunSeq != seq {
 				t.Fatalf("run %s: runSeq %d, want %d", p.id.RunID, rec.RunSeq, seq)
 			}
-			if err := store.ValidateWrite(&rec.RunEventWrite); err != nil {
+			if err := validate.Check(&rec.RunEventWrite); err != nil {
 				t.Fatalf("run %s seq %d (%s): invalid write: %v", p.id.RunID, seq, rec.EventType, err)
 			}
 			var res reduce.Result

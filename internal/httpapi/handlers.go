@@ -13,6 +13,7 @@ import (
 
 	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
+	"github.com/runstream/runstream/store/validate"
 )
 
 // readBody reads the whole (size-limited) body, mapping an oversize body to
@@ -41,7 +42,7 @@ func checkTenant(r *http.Request, w *store.RunEventWrite) error {
 }
 
 func (s *Server) decode(r *http.Request, raw []byte) (store.RunEventWrite, error) {
-	w, info, err := store.DecodeWrite(raw)
+	w, info, err := validate.DecodeWrite(raw)
 	if err != nil {
 		return w, err
 	}

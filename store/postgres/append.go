@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/runstream/runstream/store"
+	"github.com/runstream/runstream/store/validate"
 )
 
 const appendSQL = `SELECT o_status, o_event_id::text, o_run_seq, o_persisted_at, o_differs
@@ -82,7 +83,7 @@ func (s *Store) scanAppend(row pgx.Row) (store.AppendResult, error) {
 // (runId, idempotencyKey) returns the existing row's metadata with
 // Idempotent set (DESIGN.md 1.3), also under concurrent duplicates.
 func (s *Store) AppendEvent(ctx context.Context, w store.RunEventWrite) (store.AppendResult, error) {
-	if err := store.ValidateWrite(&w); err != nil {
+	if err := validate.Check(&w); err != nil {
 		s.metrics.appends.WithLabelValues("rejected").Inc()
 		return store.AppendResult{}, err
 	}
@@ -90,7 +91,7 @@ func (s *Store) AppendEvent(ctx context.Context, w store.RunEventWrite) (store.A
 }
 
 // AppendValidated appends w, which the caller has already validated with
-// store.DecodeWrite or store.ValidateWrite (the HTTP API does, to avoid
+// validate.DecodeWrite or validate.Check (the HTTP API does, to avoid
 // validating twice on the hot path).
 //
 // Concurrent calls share transactions once the pool is saturated (see
@@ -134,7 +135,7 @@ func (s *Store) AppendBatch(ctx context.Context, writes []store.RunEventWrite) [
 	out := make([]BatchResult, len(writes))
 	var valid []int
 	for i := range writes {
-		if err := store.ValidateWrite(&writes[i]); err != nil {
+		if err := validate.Check(&writes[i]); err != nil {
 			s.metrics.appends.WithLabelValues("rejected").Inc()
 			out[i].Err = err
 			continue

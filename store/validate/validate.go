@@ -1,4 +1,4 @@
-package store
+package validate
 
 import (
 	"bytes"
@@ -15,10 +15,12 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"github.com/runstream/runstream/store"
 )
 
 // Validation runs in the same three steps for [DecodeWrite] and
-// [ValidateWrite], over the same generic document (map[string]any holding
+// [Check], over the same generic document (map[string]any holding
 // string, json.Number or int64, bool, nil, []any and map[string]any):
 //
 //  1. text: every string and the payload are valid UTF-8 (checkStructText,
@@ -34,14 +36,14 @@ import (
 // error reported is the first in fieldOrder, so the answer is deterministic
 // although the schema library walks properties in map order.
 
-// ValidateWrite checks w against the JSON Schema of its event type and the
+// Check checks w against the JSON Schema of its event type and the
 // rules of DESIGN.md section 1, reaching the same verdict as [DecodeWrite]
 // on w's JSON. The Postgres store calls it on every append. Every error is
 // an *Error with Code SCHEMA_VALIDATION_FAILED, the offending Field and a
 // Message that says what to change.
-func ValidateWrite(w *RunEventWrite) error {
+func Check(w *store.RunEventWrite) error {
 	if w == nil {
-		return Invalid("body", "no event given; send one RunEventWrite")
+		return store.Invalid("body", "no event given; send one RunEventWrite")
 	}
 	if e := checkStructText(w); e != nil {
 		return e
@@ -61,7 +63,7 @@ func ValidateWrite(w *RunEventWrite) error {
 
 // writeDoc builds the document the schema sees for a struct: the one
 // decodeDoc makes of its JSON, except that attempts stay int64.
-func writeDoc(w *RunEventWrite) (map[string]any, *Error) {
+func writeDoc(w *store.RunEventWrite) (map[string]any, *store.Error) {
 	doc := map[string]any{
 		"eventId":          w.EventID,
 		"eventType":        w.EventType,
@@ -83,12 +85,12 @@ func writeDoc(w *RunEventWrite) (map[string]any, *Error) {
 	if len(w.Payload) > 0 {
 		if !json.Valid(w.Payload) {
 			_, err := decodeAny(w.Payload) // for the reason
-			return nil, &Error{Code: CodeSchemaValidationFailed, Field: "payload",
+			return nil, &store.Error{Code: store.CodeSchemaValidationFailed, Field: "payload",
 				Message: fmt.Sprintf("payload is not valid JSON (%v); send a JSON object", err), Err: err}
 		}
 		p, err := payloadValue(w.Payload[skipSpace(w.Payload, 0):], w.EventType)
 		if err != nil {
-			return nil, &Error{Code: CodeSchemaValidationFailed, Field: "payload", Message: "payload is not valid JSON", Err: err}
+			return nil, &store.Error{Code: store.CodeSchemaValidationFailed, Field: "payload", Message: "payload is not valid JSON", Err: err}
 		}
 		doc["payload"] = p
 	}
@@ -149,7 +151,7 @@ func isAttemptField(name string) bool {
 
 // checkStructText is step 1 for a struct: Go strings may hold any bytes,
 // JSON text may not. DecodeWrite runs the same check on the raw members.
-func checkStructText(w *RunEventWrite) *Error {
+func checkStructText(w *store.RunEventWrite) *store.Error {
 	fields := [...]struct {
 		name, value string
 	}{
@@ -169,11 +171,11 @@ func checkStructText(w *RunEventWrite) *Error {
 	return nil
 }
 
-func invalidUTF8(field string) *Error {
+func invalidUTF8(field string) *store.Error {
 	if field == "body" {
-		return Invalid(field, "body is not valid UTF-8; encode the JSON document as UTF-8")
+		return store.Invalid(field, "body is not valid UTF-8; encode the JSON document as UTF-8")
 	}
-	return Invalid(field, "%s is not valid UTF-8; encode the text as UTF-8", field)
+	return store.Invalid(field, "%s is not valid UTF-8; encode the text as UTF-8", field)
 }
 
 // validateDoc is step 2: the JSON Schema of the event type. The accept
@@ -181,7 +183,7 @@ func invalidUTF8(field string) *Error {
 // library, whose verdict stands and whose errors locate the problem (see
 // schemaSet). unknown lists the ignored top-level names, used only to hint
 // at a misspelt required field.
-func validateDoc(doc map[string]any, unknown []string) *Error {
+func validateDoc(doc map[string]any, unknown []string) *store.Error {
 	sch, fast := schemaFor(doc["eventType"])
 	var stack [8]pathElem
 	st := checkState{path: stack[:0]}
@@ -200,11 +202,11 @@ func validateDoc(doc map[string]any, unknown []string) *Error {
 	if !errors.As(err, &verr) {
 		// Only a value outside the JSON data model gets here, which our
 		// own document builders never produce.
-		return &Error{Code: CodeSchemaValidationFailed, Field: "body", Message: "body could not be validated", Err: err}
+		return &store.Error{Code: store.CodeSchemaValidationFailed, Field: "body", Message: "body could not be validated", Err: err}
 	}
 	leaf, ok := bestLeaf(verr, doc)
 	if !ok {
-		return &Error{Code: CodeSchemaValidationFailed, Field: "body", Message: "body does not match the RunEventWrite schema", Err: err}
+		return &store.Error{Code: store.CodeSchemaValidationFailed, Field: "body", Message: "body does not match the RunEventWrite schema", Err: err}
 	}
 	return describe(leaf, doc, unknown)
 }
@@ -216,12 +218,12 @@ func validateDoc(doc map[string]any, unknown []string) *Error {
 // megabyte of digits costs milliseconds to seconds of CPU. Numbers where no
 // schema keyword looks (payload.result, unknown payload fields) are never
 // parsed and may be anything.
-func numberRangeError(doc map[string]any, loc []string) *Error {
+func numberRangeError(doc map[string]any, loc []string) *store.Error {
 	field, got := fieldPath(doc, loc, "")
 	if isAttemptField(field) {
 		return attemptError(field, got)
 	}
-	return Invalid(field, "%s %s is out of range; send a number of at most 64 characters with an exponent below 1000", field, describeValue(got))
+	return store.Invalid(field, "%s %s is out of range; send a number of at most 64 characters with an exponent below 1000", field, describeValue(got))
 }
 
 // numberInRange bounds a JSON number literal to 64 characters and a
@@ -241,7 +243,7 @@ func numberInRange(n json.Number) bool {
 }
 
 // checkRules is step 3, on a write whose document passed the schema.
-func checkRules(w *RunEventWrite) *Error {
+func checkRules(w *store.RunEventWrite) *store.Error {
 	values := [...]string{w.RunID, w.TenantID, w.ProjectID, w.EnvironmentID, w.PlanID, w.PlanVersion, w.StepID}
 	for i, v := range values {
 		// maxLength in the schema counts characters; the limit is bytes.
@@ -391,7 +393,7 @@ func fieldPath(doc map[string]any, loc []string, member string) (string, any) {
 }
 
 // describe turns the reported schema failure into an actionable error.
-func describe(l leafError, doc map[string]any, unknown []string) *Error {
+func describe(l leafError, doc map[string]any, unknown []string) *store.Error {
 	field, got := fieldPath(doc, l.verr.InstanceLocation, "")
 	loc := l.verr.InstanceLocation
 	k := l.verr.ErrorKind
@@ -400,7 +402,7 @@ func describe(l leafError, doc map[string]any, unknown []string) *Error {
 		return requiredError(l.field, l.missing, req.Missing, loc, doc, unknown)
 	}
 	if len(loc) == 0 {
-		return Invalid("body", "body must be a JSON object holding one RunEventWrite, got %s", describeValue(got))
+		return store.Invalid("body", "body must be a JSON object holding one RunEventWrite, got %s", describeValue(got))
 	}
 	if len(loc) == 1 {
 		if e := describeTopLevel(field, got, k, doc); e != nil {
@@ -410,12 +412,12 @@ func describe(l leafError, doc map[string]any, unknown []string) *Error {
 	return describeGeneric(field, got, k)
 }
 
-func requiredError(field, missing string, all, loc []string, doc map[string]any, unknown []string) *Error {
+func requiredError(field, missing string, all, loc []string, doc map[string]any, unknown []string) *store.Error {
 	if len(loc) > 0 {
 		if len(loc) >= 3 && loc[0] == "payload" && loc[1] == "artifacts" {
-			return Invalid(field, "%s is required: every artifact reference needs a non-empty uri and a kind", field)
+			return store.Invalid(field, "%s is required: every artifact reference needs a non-empty uri and a kind", field)
 		}
-		return Invalid(field, "%s is required", field)
+		return store.Invalid(field, "%s is required", field)
 	}
 	var msg string
 	if missing == "stepId" {
@@ -439,35 +441,35 @@ func requiredError(field, missing string, all, loc []string, doc map[string]any,
 		sort.Slice(others, func(i, j int) bool { return fieldRank(others[i]) < fieldRank(others[j]) })
 		msg += "; also missing: " + strings.Join(others, ", ")
 	}
-	return Invalid(missing, "%s", msg)
+	return store.Invalid(missing, "%s", msg)
 }
 
 // describeTopLevel words the failures of envelope members; nil falls back
 // to the generic wording.
-func describeTopLevel(field string, got any, k jsonschema.ErrorKind, doc map[string]any) *Error {
+func describeTopLevel(field string, got any, k jsonschema.ErrorKind, doc map[string]any) *store.Error {
 	_, isType := k.(*kind.Type)
 	switch {
 	case field == "eventId":
 		if isType {
-			return Invalid(field, "eventId must be a string holding a UUID v4, got %s", describeValue(got))
+			return store.Invalid(field, "eventId must be a string holding a UUID v4, got %s", describeValue(got))
 		}
 		return eventIDError(got)
 	case field == "eventType":
 		if isType {
-			return Invalid(field, "eventType must be a string such as \"RunStarted\", got %s", describeValue(got))
+			return store.Invalid(field, "eventType must be a string such as \"RunStarted\", got %s", describeValue(got))
 		}
 		if s, ok := got.(string); ok {
 			return eventTypeError(s)
 		}
 	case field == "emittedAt":
 		if isType {
-			return Invalid(field, "emittedAt must be a string holding an RFC 3339 date-time, got %s", describeValue(got))
+			return store.Invalid(field, "emittedAt must be a string holding an RFC 3339 date-time, got %s", describeValue(got))
 		}
 		return dateTimeError(field, got)
 	case field == "stepId":
 		if _, ok := k.(*kind.FalseSchema); ok {
-			return Invalid(field, "%v is a run-level event and must not have a stepId; remove stepId, or use a step event type (%s)",
-				doc["eventType"], strings.Join(StepEventTypes, ", "))
+			return store.Invalid(field, "%v is a run-level event and must not have a stepId; remove stepId, or use a step event type (%s)",
+				doc["eventType"], strings.Join(store.StepEventTypes, ", "))
 		}
 		return identifierError(field, got, k)
 	case isIdentifierField(field):
@@ -476,67 +478,67 @@ func describeTopLevel(field string, got any, k jsonschema.ErrorKind, doc map[str
 		return attemptError(field, got)
 	case field == "idempotencyKey":
 		if isType {
-			return Invalid(field, "idempotencyKey must be a string, got %s; compute it as %s", describeValue(got), IdempotencyKeyFormula)
+			return store.Invalid(field, "idempotencyKey must be a string, got %s; compute it as %s", describeValue(got), store.IdempotencyKeyFormula)
 		}
 		s, _ := got.(string)
 		if want, ok := expectedKey(doc); ok {
 			return keyMismatch(want, s)
 		}
-		return Invalid(field, "idempotencyKey must be 64 lowercase hex characters, received %q; compute it as %s", shorten(s), IdempotencyKeyFormula)
+		return store.Invalid(field, "idempotencyKey must be 64 lowercase hex characters, received %q; compute it as %s", shorten(s), store.IdempotencyKeyFormula)
 	case field == "payload":
 		if isType {
-			return Invalid(field, "payload must be a JSON object when present, got %s; omit payload or send an object such as {}", describeValue(got))
+			return store.Invalid(field, "payload must be a JSON object when present, got %s; omit payload or send an object such as {}", describeValue(got))
 		}
 	}
 	return nil
 }
 
-func describeGeneric(field string, got any, k jsonschema.ErrorKind) *Error {
+func describeGeneric(field string, got any, k jsonschema.ErrorKind) *store.Error {
 	switch k := k.(type) {
 	case *kind.Type:
-		return Invalid(field, "%s must be %s, got %s", field, wantTypes(k.Want), describeValue(got))
+		return store.Invalid(field, "%s must be %s, got %s", field, wantTypes(k.Want), describeValue(got))
 	case *kind.Minimum:
-		return Invalid(field, "%s must be >= %s, got %s", field, ratString(k.Want), describeValue(got))
+		return store.Invalid(field, "%s must be >= %s, got %s", field, ratString(k.Want), describeValue(got))
 	case *kind.Maximum:
-		return Invalid(field, "%s must be <= %s, got %s", field, ratString(k.Want), describeValue(got))
+		return store.Invalid(field, "%s must be <= %s, got %s", field, ratString(k.Want), describeValue(got))
 	case *kind.MinLength:
 		if k.Want == 1 {
-			return Invalid(field, "%s must not be empty", field)
+			return store.Invalid(field, "%s must not be empty", field)
 		}
-		return Invalid(field, "%s must be at least %d characters long, got %d", field, k.Want, k.Got)
+		return store.Invalid(field, "%s must be at least %d characters long, got %d", field, k.Want, k.Got)
 	case *kind.MaxLength:
-		return Invalid(field, "%s must be at most %d characters long, got %d", field, k.Want, k.Got)
+		return store.Invalid(field, "%s must be at most %d characters long, got %d", field, k.Want, k.Got)
 	case *kind.Enum:
 		want := make([]string, len(k.Want))
 		for i, v := range k.Want {
 			want[i] = fmt.Sprint(v)
 		}
-		return Invalid(field, "%s must be one of %s, got %s", field, strings.Join(want, ", "), describeValue(got))
+		return store.Invalid(field, "%s must be one of %s, got %s", field, strings.Join(want, ", "), describeValue(got))
 	case *kind.Const:
-		return Invalid(field, "%s must be %v, got %s", field, k.Want, describeValue(got))
+		return store.Invalid(field, "%s must be %v, got %s", field, k.Want, describeValue(got))
 	case *kind.Format:
 		if k.Want == "date-time" {
 			return dateTimeError(field, got)
 		}
-		return Invalid(field, "%s must be a %s, got %s", field, k.Want, describeValue(got))
+		return store.Invalid(field, "%s must be a %s, got %s", field, k.Want, describeValue(got))
 	case *kind.Pattern:
-		return Invalid(field, "%s must match %s, got %s", field, k.Want, describeValue(got))
+		return store.Invalid(field, "%s must match %s, got %s", field, k.Want, describeValue(got))
 	case *kind.FalseSchema:
-		return Invalid(field, "%s is not allowed here; remove it", field)
+		return store.Invalid(field, "%s is not allowed here; remove it", field)
 	}
-	return Invalid(field, "%s is invalid (schema keyword %s)", field, strings.Join(k.KeywordPath(), "/"))
+	return store.Invalid(field, "%s is invalid (schema keyword %s)", field, strings.Join(k.KeywordPath(), "/"))
 }
 
-func eventIDError(got any) *Error {
+func eventIDError(got any) *store.Error {
 	s, _ := got.(string)
 	const example = "for example 3f1c2a4e-8b7d-4c6a-9e2f-1a2b3c4d5e6f"
 	if len(s) == 36 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-' && isHexUUID(s) {
 		if s[14] != '4' {
-			return Invalid("eventId", "eventId %q is a version %c UUID; it must be a random UUID v4 (%s)", s, s[14], example)
+			return store.Invalid("eventId", "eventId %q is a version %c UUID; it must be a random UUID v4 (%s)", s, s[14], example)
 		}
-		return Invalid("eventId", "eventId %q does not have the RFC 4122 variant (8, 9, a or b at position 20); it must be a UUID v4 (%s)", s, example)
+		return store.Invalid("eventId", "eventId %q does not have the RFC 4122 variant (8, 9, a or b at position 20); it must be a UUID v4 (%s)", s, example)
 	}
-	return Invalid("eventId", "eventId must be a UUID v4 in 8-4-4-4-12 hex form (%s), got %s", example, describeValue(got))
+	return store.Invalid("eventId", "eventId must be a UUID v4 in 8-4-4-4-12 hex form (%s), got %s", example, describeValue(got))
 }
 
 func isHexUUID(s string) bool {
@@ -555,9 +557,9 @@ func isHexUUID(s string) bool {
 // eventTypeError explains a type name that is not PascalCase and, when it
 // can, suggests the name to use: "onRunStarted" and "run_started" become
 // "RunStarted".
-func eventTypeError(s string) *Error {
+func eventTypeError(s string) *store.Error {
 	if s == "" {
-		return Invalid("eventType", "eventType must not be empty; use a PascalCase type such as \"RunStarted\"")
+		return store.Invalid("eventType", "eventType must not be empty; use a PascalCase type such as \"RunStarted\"")
 	}
 	msg := fmt.Sprintf("eventType %q must be PascalCase (letters and digits, starting with an uppercase letter)", shorten(s))
 	if sug := suggestEventType(s); sug != "" {
@@ -569,7 +571,7 @@ func eventTypeError(s string) *Error {
 	} else {
 		msg += ", such as \"RunStarted\""
 	}
-	return Invalid("eventType", "%s", msg)
+	return store.Invalid("eventType", "%s", msg)
 }
 
 func suggestEventType(s string) string {
@@ -600,7 +602,7 @@ func suggestEventType(s string) string {
 		return ""
 	}
 	// RUN_STARTED and Run_Started: prefer the known spelling.
-	for _, t := range append(append([]string(nil), RunEventTypes...), StepEventTypes...) {
+	for _, t := range append(append([]string(nil), store.RunEventTypes...), store.StepEventTypes...) {
 		if strings.EqualFold(t, sug) {
 			return t
 		}
@@ -608,48 +610,48 @@ func suggestEventType(s string) string {
 	return sug
 }
 
-func dateTimeError(field string, got any) *Error {
-	return Invalid(field, "%s must be an RFC 3339 date-time with a zone, such as \"2026-02-16T10:30:00.123Z\" or \"2026-02-16T11:30:00+01:00\" (uppercase T and Z, seconds 00-59), got %s",
+func dateTimeError(field string, got any) *store.Error {
+	return store.Invalid(field, "%s must be an RFC 3339 date-time with a zone, such as \"2026-02-16T10:30:00.123Z\" or \"2026-02-16T11:30:00+01:00\" (uppercase T and Z, seconds 00-59), got %s",
 		field, describeValue(got))
 }
 
-func identifierError(field string, got any, k jsonschema.ErrorKind) *Error {
+func identifierError(field string, got any, k jsonschema.ErrorKind) *store.Error {
 	s, ok := got.(string)
 	if !ok {
-		return Invalid(field, "%s must be a string, got %s", field, describeValue(got))
+		return store.Invalid(field, "%s must be a string, got %s", field, describeValue(got))
 	}
 	if s == "" {
-		return Invalid(field, "%s must not be empty (1-255 bytes)", field)
+		return store.Invalid(field, "%s must not be empty (1-255 bytes)", field)
 	}
 	if len(s) > maxIdentifierBytes {
 		return identifierTooLong(field, s)
 	}
 	if i := strings.IndexByte(s, '|'); i >= 0 {
-		return Invalid(field, "%s %q contains \"|\" at byte %d; \"|\" is the idempotency key separator and is not allowed in identifiers: remove or replace it", field, shorten(s), i)
+		return store.Invalid(field, "%s %q contains \"|\" at byte %d; \"|\" is the idempotency key separator and is not allowed in identifiers: remove or replace it", field, shorten(s), i)
 	}
 	for i, r := range s {
 		if r < 0x20 || (r >= 0x7f && r <= 0x9f) {
-			return Invalid(field, "%s %q contains control character U+%04X at byte %d; identifiers must be printable", field, shorten(s), r, i)
+			return store.Invalid(field, "%s %q contains control character U+%04X at byte %d; identifiers must be printable", field, shorten(s), r, i)
 		}
 	}
 	return describeGeneric(field, got, k)
 }
 
-func identifierTooLong(field, s string) *Error {
-	return Invalid(field, "%s must be at most %d bytes, got %d bytes; shorten it", field, maxIdentifierBytes, len(s))
+func identifierTooLong(field, s string) *store.Error {
+	return store.Invalid(field, "%s must be at most %d bytes, got %d bytes; shorten it", field, maxIdentifierBytes, len(s))
 }
 
-func attemptError(field string, got any) *Error {
+func attemptError(field string, got any) *store.Error {
 	msg := fmt.Sprintf("%s must be an integer >= 1 (at most 2147483647), got %s", field, describeValue(got))
 	if _, ok := got.(string); ok {
 		msg += "; send it as a JSON number, without quotes"
 	}
-	return Invalid(field, "%s", msg)
+	return store.Invalid(field, "%s", msg)
 }
 
-func keyMismatch(want, got string) *Error {
-	return Invalid("idempotencyKey", "idempotencyKey does not match this event: expected %s, received %q; compute it as %s",
-		want, shorten(got), IdempotencyKeyFormula)
+func keyMismatch(want, got string) *store.Error {
+	return store.Invalid("idempotencyKey", "idempotencyKey does not match this event: expected %s, received %q; compute it as %s",
+		want, shorten(got), store.IdempotencyKeyFormula)
 }
 
 // expectedKey computes the key of a document whose key inputs are valid
@@ -660,7 +662,7 @@ func expectedKey(doc map[string]any) (string, bool) {
 	if !ok || str("runId") == "" || str("eventType") == "" || str("planId") == "" || str("planVersion") == "" {
 		return "", false
 	}
-	return IdempotencyKey(str("runId"), str("stepId"), attempt, str("eventType"), str("planId"), str("planVersion")), true
+	return store.IdempotencyKey(str("runId"), str("stepId"), attempt, str("eventType"), str("planId"), str("planVersion")), true
 }
 
 // attemptValue converts a schema-valid attempt (an integral JSON number in

@@ -1,4 +1,4 @@
-package store
+package validate
 
 import (
 	"bytes"
@@ -16,10 +16,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/runstream/runstream/store"
 )
 
 // The JSON Schemas (Draft 2020-12) of RunEventWrite: envelope.schema.json
@@ -36,10 +39,12 @@ var schemaFiles embed.FS
 // fetched from the network.
 const schemaBaseURL = "https://github.com/runstream/runstream/store/schemas/"
 
-// compiledSchemas is built once at package initialisation and never
-// modified, so it is safe for concurrent use. A broken embedded schema is a
-// programmer error and panics at startup.
-var compiledSchemas = mustCompileSchemas()
+// compiledSchemas is built on first use (about 4 ms and 1.5 MB of allocation, paid
+// only by a process that validates: the API and the store's appends, never
+// a projector or an ETL) and never modified after, so it is safe for
+// concurrent use. A broken embedded schema is a programmer error and
+// panics.
+var compiledSchemas = sync.OnceValue(mustCompileSchemas)
 
 // schemaSet holds each schema twice. The library's compilation of the files
 // as written is the reference: it judges every write the accept path does
@@ -63,12 +68,13 @@ type schemaSet struct {
 // the type's own schema for the twelve known types, the envelope alone for
 // anything else (forward compatibility, DESIGN.md section 1.6).
 func schemaFor(eventType any) (*jsonschema.Schema, *node) {
+	set := compiledSchemas()
 	if s, ok := eventType.(string); ok {
-		if sch, ok := compiledSchemas.byType[s]; ok {
-			return sch, compiledSchemas.fastByType[s]
+		if sch, ok := set.byType[s]; ok {
+			return sch, set.fastByType[s]
 		}
 	}
-	return compiledSchemas.envelope, compiledSchemas.fastEnvelope
+	return set.envelope, set.fastEnvelope
 }
 
 func mustCompileSchemas() schemaSet {
@@ -114,7 +120,7 @@ func compileSchemas(fsys fs.FS) (schemaSet, error) {
 		}
 		docs[url] = doc
 	}
-	types := append(append([]string(nil), RunEventTypes...), StepEventTypes...)
+	types := append(append([]string(nil), store.RunEventTypes...), store.StepEventTypes...)
 	if len(docs) != len(types)+1 {
 		return schemaSet{}, fmt.Errorf("found %d schema files, want %d (the envelope and one per known event type)", len(docs), len(types)+1)
 	}

@@ -1,4 +1,4 @@
-package store
+package validate
 
 import (
 	"encoding/json"
@@ -7,11 +7,13 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/runstream/runstream/store"
 )
 
 // FuzzDecodeWrite: DecodeWrite never panics, every error is coded, the
 // accept path agrees with the schema library, and an accepted write passes
-// ValidateWrite and survives json.Marshal and a second DecodeWrite
+// Check and survives json.Marshal and a second DecodeWrite
 // unchanged. Seeds: testdata/fuzz/FuzzDecodeWrite and the test tables.
 func FuzzDecodeWrite(f *testing.F) {
 	for _, c := range rejectCases() {
@@ -27,8 +29,8 @@ func FuzzDecodeWrite(f *testing.F) {
 		}
 		w, info, err := DecodeWrite(data)
 		if err != nil {
-			var e *Error
-			if !errors.As(err, &e) || e.Code != CodeSchemaValidationFailed || e.Field == "" || e.Message == "" {
+			var e *store.Error
+			if !errors.As(err, &e) || e.Code != store.CodeSchemaValidationFailed || e.Field == "" || e.Message == "" {
 				t.Fatalf("DecodeWrite error %#v: want a coded error with Field and Message", err)
 			}
 			return
@@ -41,8 +43,8 @@ func FuzzDecodeWrite(f *testing.F) {
 				t.Errorf("UnknownFields lists the known field %q", u)
 			}
 		}
-		if err := ValidateWrite(&w); err != nil {
-			t.Fatalf("ValidateWrite rejects what DecodeWrite accepted: %v", err)
+		if err := Check(&w); err != nil {
+			t.Fatalf("Check rejects what DecodeWrite accepted: %v", err)
 		}
 		body, err := json.Marshal(w)
 		if err != nil {
@@ -61,16 +63,16 @@ func FuzzDecodeWrite(f *testing.F) {
 	})
 }
 
-// FuzzValidateWrite: ValidateWrite never panics, its errors are coded, and
+// FuzzValidateWrite: Check never panics, its errors are coded, and
 // it agrees with DecodeWrite on the struct's JSON (checkAgreement). Seeds:
 // testdata/fuzz/FuzzValidateWrite.
 func FuzzValidateWrite(f *testing.F) {
-	f.Add(testEventID, EventStepCompleted, "2026-02-16T10:30:00.123Z", testRunID, "tenant_acme", "plan_abc", "2", testStepID,
-		int64(1), int64(1), []byte(samplePayloads[EventStepCompleted]), true)
+	f.Add(testEventID, store.EventStepCompleted, "2026-02-16T10:30:00.123Z", testRunID, "tenant_acme", "plan_abc", "2", testStepID,
+		int64(1), int64(1), []byte(samplePayloads[store.EventStepCompleted]), true)
 	f.Add(testEventID, "onRunStarted", "2026-02-16", "a|b", "", "p", "1", "", int64(0), int64(-1), []byte("null"), false)
 	f.Fuzz(func(t *testing.T, eventID, eventType, emittedAt, runID, tenantID, planID, planVersion, stepID string,
 		engine, logical int64, payload []byte, rekey bool) {
-		w := RunEventWrite{
+		w := store.RunEventWrite{
 			EventID: eventID, EventType: eventType, EmittedAt: emittedAt, RunID: runID, TenantID: tenantID,
 			ProjectID: "proj_marketing", EnvironmentID: "prod", PlanID: planID, PlanVersion: planVersion,
 			EngineAttemptID: engine, LogicalAttemptID: logical, StepID: stepID, Payload: payload,
@@ -88,7 +90,7 @@ func FuzzValidateWrite(f *testing.F) {
 // FuzzSchemaPatterns: the fast matchers agree with regexp, and every
 // date-time accepted is one time.Parse reads.
 func FuzzSchemaPatterns(f *testing.F) {
-	for _, s := range []string{"", testEventID, "RunStarted", "a|b", "id\u0085", "\xff", fieldsKey(EventRunStarted), "2026-02-16T10:30:00.5+01:00"} {
+	for _, s := range []string{"", testEventID, "RunStarted", "a|b", "id\u0085", "\xff", fieldsKey(store.EventRunStarted), "2026-02-16T10:30:00.5+01:00"} {
 		f.Add(s)
 	}
 	res := map[string]*regexp.Regexp{}

@@ -1,4 +1,4 @@
-package store
+package validate
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/runstream/runstream/store"
 )
 
 const (
@@ -22,23 +24,23 @@ const (
 // 4.3, ExecutionSemantics v1 Appendix A.1), each with an extra field a
 // producer may add.
 var samplePayloads = map[string]string{
-	EventRunQueued:   `{"queue":"default","position":3}`,
-	EventRunApproved: `{"approvedBy":"user_jane"}`,
-	EventRunStarted: `{"engineRunRef":"temporal://default/interpreter-workflow/run-1/f47ac10b","engineType":"temporal",` +
+	store.EventRunQueued:   `{"queue":"default","position":3}`,
+	store.EventRunApproved: `{"approvedBy":"user_jane"}`,
+	store.EventRunStarted: `{"engineRunRef":"temporal://default/interpreter-workflow/run-1/f47ac10b","engineType":"temporal",` +
 		`"startedAt":"2026-02-16T10:30:00.000Z","planRef":{"uri":"s3://plans/plan_abc.json","sha256":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",` +
 		`"schemaVersion":"v1.2","planId":"plan_abc","planVersion":"2"},"context":{"tenantId":"tenant_acme","triggeredBy":"user_jane","triggerSource":"manual"}}`,
-	EventRunPaused:    `{"signalId":"5b0c3a5e-2f7d-4e0c-9a1b-6c2d3e4f5a6b","reason":"maintenance window","substatus":"DRAINING"}`,
-	EventRunResumed:   `{"signalId":"6c1d4b6f-3a8e-4f1d-8b2c-7d3e4f5a6b7c","reason":"window over"}`,
-	EventRunCompleted: `{"artifacts":[{"uri":"s3://bucket/runs/run-1/report.html","kind":"report","sizeBytes":2048}]}`,
-	EventRunFailed:    `{"errorCode":"DB_CONNECTION_FAILED","errorMessage":"connection refused","retryable":false,"failureCategory":"PLATFORM","failureSource":"engine"}`,
-	EventRunCancelled: `{"reason":"cancelled by user_jane"}`,
-	EventStepStarted:  `{"worker":"activity-worker-7"}`,
-	EventStepCompleted: `{"durationMs":1234.5,"result":{"rows":42,"warnings":[]},` +
+	store.EventRunPaused:    `{"signalId":"5b0c3a5e-2f7d-4e0c-9a1b-6c2d3e4f5a6b","reason":"maintenance window","substatus":"DRAINING"}`,
+	store.EventRunResumed:   `{"signalId":"6c1d4b6f-3a8e-4f1d-8b2c-7d3e4f5a6b7c","reason":"window over"}`,
+	store.EventRunCompleted: `{"artifacts":[{"uri":"s3://bucket/runs/run-1/report.html","kind":"report","sizeBytes":2048}]}`,
+	store.EventRunFailed:    `{"errorCode":"DB_CONNECTION_FAILED","errorMessage":"connection refused","retryable":false,"failureCategory":"PLATFORM","failureSource":"engine"}`,
+	store.EventRunCancelled: `{"reason":"cancelled by user_jane"}`,
+	store.EventStepStarted:  `{"worker":"activity-worker-7"}`,
+	store.EventStepCompleted: `{"durationMs":1234.5,"result":{"rows":42,"warnings":[]},` +
 		`"artifacts":[{"uri":"s3://bucket/runs/run-1/orders.parquet","kind":"dataset","sha256":"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08","sizeBytes":1048576,"expiresAt":"2026-03-16T10:30:00Z"}],` +
 		`"sourceOccurredAt":"2026-02-16T10:29:59.9Z"}`,
-	EventStepFailed: `{"errorCode":"TIMEOUT","errorMessage":"activity timed out after 300s","retryable":true,"stack":"at run (worker.ts:12)",` +
+	store.EventStepFailed: `{"errorCode":"TIMEOUT","errorMessage":"activity timed out after 300s","retryable":true,"stack":"at run (worker.ts:12)",` +
 		`"failureCategory":"TIMEOUT","failureSource":"activity","artifacts":[{"uri":"s3://bucket/runs/run-1/log.txt","kind":"log"}]}`,
-	EventStepSkipped: `{"reason":"upstream model.customers failed","reasonCode":"DEPENDENCY_FAILED"}`,
+	store.EventStepSkipped: `{"reason":"upstream model.customers failed","reasonCode":"DEPENDENCY_FAILED"}`,
 }
 
 // fields returns a valid write of eventType as a JSON-ready map: step
@@ -57,7 +59,7 @@ func fields(eventType string) map[string]any {
 		"engineAttemptId":  1,
 		"logicalAttemptId": 1,
 	}
-	if IsStepEvent(eventType) {
+	if store.IsStepEvent(eventType) {
 		m["stepId"] = testStepID
 	}
 	if p, ok := samplePayloads[eventType]; ok {
@@ -71,7 +73,7 @@ func fields(eventType string) map[string]any {
 func rekey(m map[string]any) {
 	str := func(k string) string { s, _ := m[k].(string); return s }
 	attempt, _ := m["logicalAttemptId"].(int)
-	m["idempotencyKey"] = IdempotencyKey(str("runId"), str("stepId"), int64(attempt), str("eventType"), str("planId"), str("planVersion"))
+	m["idempotencyKey"] = store.IdempotencyKey(str("runId"), str("stepId"), int64(attempt), str("eventType"), str("planId"), str("planVersion"))
 }
 
 func encode(t testing.TB, m map[string]any) []byte {
@@ -90,12 +92,12 @@ func checkRejected(t *testing.T, err error, field string, msgs ...string) {
 	if err == nil {
 		t.Fatalf("got no error, want one on field %q", field)
 	}
-	var e *Error
+	var e *store.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("got %T %v, want *store.Error", err, err)
 	}
-	if e.Code != CodeSchemaValidationFailed || !errors.Is(err, ErrSchemaValidation) {
-		t.Errorf("Code = %s, want %s", e.Code, CodeSchemaValidationFailed)
+	if e.Code != store.CodeSchemaValidationFailed || !errors.Is(err, store.ErrSchemaValidation) {
+		t.Errorf("Code = %s, want %s", e.Code, store.CodeSchemaValidationFailed)
 	}
 	if e.Field != field {
 		t.Errorf("Field = %q, want %q (message: %s)", e.Field, field, e.Message)
@@ -126,7 +128,7 @@ func (c rejectCase) bytes(t testing.TB) []byte {
 	}
 	et := c.eventType
 	if et == "" {
-		et = EventRunStarted
+		et = store.EventRunStarted
 	}
 	m := fields(et)
 	if c.edit != nil {
@@ -156,7 +158,7 @@ var requiredFields = []string{
 // rejectCases covers every rule of DESIGN.md section 1 and the brief; the
 // fast-path agreement test reuses them.
 func rejectCases() []rejectCase {
-	valid := string(encodeNoT(fields(EventRunStarted)))
+	valid := string(encodeNoT(fields(store.EventRunStarted)))
 	cases := []rejectCase{
 		// The body as a whole.
 		{name: "empty body", body: " ", field: "body", msgs: []string{"empty"}},
@@ -223,21 +225,21 @@ func rejectCases() []rejectCase {
 		// stepId.
 		{name: "stepId on a run event", edit: set("stepId", "model.orders"), field: "stepId", msgs: []string{"RunStarted is a run-level event", "must not have a stepId", "remove stepId"}},
 		{name: "invalid stepId on a run event", edit: set("stepId", "a|b"), field: "stepId", msgs: []string{"must not have a stepId"}},
-		{name: "stepId on RunCompleted", eventType: EventRunCompleted, edit: set("stepId", "s"), field: "stepId", msgs: []string{"RunCompleted is a run-level event"}},
-		{name: "no stepId on a step event", eventType: EventStepCompleted, edit: del("stepId"), field: "stepId", msgs: []string{"stepId is required for step event StepCompleted"}},
-		{name: "null stepId on a step event", eventType: EventStepStarted, edit: set("stepId", nil), field: "stepId", msgs: []string{"stepId must be a string", "null"}},
+		{name: "stepId on RunCompleted", eventType: store.EventRunCompleted, edit: set("stepId", "s"), field: "stepId", msgs: []string{"RunCompleted is a run-level event"}},
+		{name: "no stepId on a step event", eventType: store.EventStepCompleted, edit: del("stepId"), field: "stepId", msgs: []string{"stepId is required for step event StepCompleted"}},
+		{name: "null stepId on a step event", eventType: store.EventStepStarted, edit: set("stepId", nil), field: "stepId", msgs: []string{"stepId must be a string", "null"}},
 		{name: "empty stepId on an unknown type", eventType: "WorkerHeartbeat", edit: set("stepId", ""), field: "stepId", msgs: []string{"must not be empty"}},
 
 		// Key.
 		{name: "wrong key", edit: set("idempotencyKey", strings.Repeat("0", 64)), keepKey: true, field: "idempotencyKey",
-			msgs: []string{"expected " + fieldsKey(EventRunStarted), `received "` + strings.Repeat("0", 64) + `"`, IdempotencyKeyFormula}},
+			msgs: []string{"expected " + fieldsKey(store.EventRunStarted), `received "` + strings.Repeat("0", 64) + `"`, store.IdempotencyKeyFormula}},
 		{name: "uppercase key", edit: func(m map[string]any) { m["idempotencyKey"] = strings.ToUpper(m["idempotencyKey"].(string)) }, keepKey: true,
-			field: "idempotencyKey", msgs: []string{"expected " + fieldsKey(EventRunStarted), IdempotencyKeyFormula}},
+			field: "idempotencyKey", msgs: []string{"expected " + fieldsKey(store.EventRunStarted), store.IdempotencyKeyFormula}},
 		{name: "v1 key without planId", keepKey: true, edit: func(m map[string]any) {
 			m["idempotencyKey"] = sha256Hex(testRunID + "|RUN|1|RunStarted|2")
-		}, field: "idempotencyKey", msgs: []string{"expected " + fieldsKey(EventRunStarted), IdempotencyKeyFormula}},
+		}, field: "idempotencyKey", msgs: []string{"expected " + fieldsKey(store.EventRunStarted), store.IdempotencyKeyFormula}},
 		{name: "key of another attempt", keepKey: true, edit: set("logicalAttemptId", 2), field: "idempotencyKey", msgs: []string{"does not match"}},
-		{name: "empty key", keepKey: true, edit: set("idempotencyKey", ""), field: "idempotencyKey", msgs: []string{"expected " + fieldsKey(EventRunStarted)}},
+		{name: "empty key", keepKey: true, edit: set("idempotencyKey", ""), field: "idempotencyKey", msgs: []string{"expected " + fieldsKey(store.EventRunStarted)}},
 
 		// Payload as a whole.
 		{name: "payload null", edit: set("payload", nil), field: "payload", msgs: []string{"must be a JSON object when present", "got null", "omit payload"}},
@@ -245,34 +247,34 @@ func rejectCases() []rejectCase {
 		{name: "payload string", edit: set("payload", "{}"), field: "payload", msgs: []string{"JSON object", "string"}},
 
 		// Payload fields typed per event type.
-		{name: "durationMs string", eventType: EventStepCompleted, edit: set("payload", raw(`{"durationMs":"5"}`)), field: "payload.durationMs", msgs: []string{"must be a number", `string "5"`}},
-		{name: "durationMs negative", eventType: EventStepCompleted, edit: set("payload", raw(`{"durationMs":-1}`)), field: "payload.durationMs", msgs: []string{">= 0", "-1"}},
-		{name: "durationMs huge exponent", eventType: EventStepCompleted, edit: set("payload", raw(`{"durationMs":1e99999999}`)), field: "payload.durationMs", msgs: []string{"out of range"}},
-		{name: "artifacts object", eventType: EventStepCompleted, edit: set("payload", raw(`{"artifacts":{}}`)), field: "payload.artifacts", msgs: []string{"must be an array"}},
-		{name: "artifact without uri", eventType: EventStepCompleted, edit: set("payload", raw(`{"artifacts":[{"kind":"log"}]}`)), field: "payload.artifacts[0].uri", msgs: []string{"is required", "uri and a kind"}},
-		{name: "artifact empty uri", eventType: EventStepCompleted, edit: set("payload", raw(`{"artifacts":[{"uri":"a","kind":"k"},{"uri":"","kind":"k"}]}`)), field: "payload.artifacts[1].uri", msgs: []string{"must not be empty"}},
-		{name: "artifact without kind", eventType: EventRunCompleted, edit: set("payload", raw(`{"artifacts":[{"uri":"s3://b/k"}]}`)), field: "payload.artifacts[0].kind", msgs: []string{"is required"}},
-		{name: "artifact sizeBytes fractional", eventType: EventStepFailed, edit: set("payload", raw(`{"artifacts":[{"uri":"u","kind":"k","sizeBytes":1.5}]}`)), field: "payload.artifacts[0].sizeBytes", msgs: []string{"must be an integer", "1.5"}},
-		{name: "artifact sizeBytes negative", eventType: EventStepCompleted, edit: set("payload", raw(`{"artifacts":[{"uri":"u","kind":"k","sizeBytes":-1}]}`)), field: "payload.artifacts[0].sizeBytes", msgs: []string{">= 0"}},
-		{name: "artifact sizeBytes huge", eventType: EventStepCompleted, edit: set("payload", raw(`{"artifacts":[{"uri":"u","kind":"k","sizeBytes":1`+strings.Repeat("0", 80)+`}]}`)), field: "payload.artifacts[0].sizeBytes", msgs: []string{"out of range"}},
-		{name: "artifact expiresAt", eventType: EventStepCompleted, edit: set("payload", raw(`{"artifacts":[{"uri":"u","kind":"k","expiresAt":"tomorrow"}]}`)), field: "payload.artifacts[0].expiresAt", msgs: []string{"RFC 3339", `"tomorrow"`}},
-		{name: "lowest artifact index first", eventType: EventStepCompleted, edit: set("payload", raw(`{"artifacts":[`+
+		{name: "durationMs string", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"durationMs":"5"}`)), field: "payload.durationMs", msgs: []string{"must be a number", `string "5"`}},
+		{name: "durationMs negative", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"durationMs":-1}`)), field: "payload.durationMs", msgs: []string{">= 0", "-1"}},
+		{name: "durationMs huge exponent", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"durationMs":1e99999999}`)), field: "payload.durationMs", msgs: []string{"out of range"}},
+		{name: "artifacts object", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"artifacts":{}}`)), field: "payload.artifacts", msgs: []string{"must be an array"}},
+		{name: "artifact without uri", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"artifacts":[{"kind":"log"}]}`)), field: "payload.artifacts[0].uri", msgs: []string{"is required", "uri and a kind"}},
+		{name: "artifact empty uri", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"artifacts":[{"uri":"a","kind":"k"},{"uri":"","kind":"k"}]}`)), field: "payload.artifacts[1].uri", msgs: []string{"must not be empty"}},
+		{name: "artifact without kind", eventType: store.EventRunCompleted, edit: set("payload", raw(`{"artifacts":[{"uri":"s3://b/k"}]}`)), field: "payload.artifacts[0].kind", msgs: []string{"is required"}},
+		{name: "artifact sizeBytes fractional", eventType: store.EventStepFailed, edit: set("payload", raw(`{"artifacts":[{"uri":"u","kind":"k","sizeBytes":1.5}]}`)), field: "payload.artifacts[0].sizeBytes", msgs: []string{"must be an integer", "1.5"}},
+		{name: "artifact sizeBytes negative", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"artifacts":[{"uri":"u","kind":"k","sizeBytes":-1}]}`)), field: "payload.artifacts[0].sizeBytes", msgs: []string{">= 0"}},
+		{name: "artifact sizeBytes huge", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"artifacts":[{"uri":"u","kind":"k","sizeBytes":1`+strings.Repeat("0", 80)+`}]}`)), field: "payload.artifacts[0].sizeBytes", msgs: []string{"out of range"}},
+		{name: "artifact expiresAt", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"artifacts":[{"uri":"u","kind":"k","expiresAt":"tomorrow"}]}`)), field: "payload.artifacts[0].expiresAt", msgs: []string{"RFC 3339", `"tomorrow"`}},
+		{name: "lowest artifact index first", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"artifacts":[`+
 			strings.Repeat(`{"uri":"u","kind":"k"},`, 2)+`{"uri":1,"kind":"k"},`+strings.Repeat(`{"uri":"u","kind":"k"},`, 7)+`{"kind":"k"}]}`)),
 			field: "payload.artifacts[2].uri", msgs: []string{"must be a string"}},
-		{name: "artifact not an object", eventType: EventStepCompleted, edit: set("payload", raw(`{"artifacts":["s3://b/k"]}`)), field: "payload.artifacts[0]", msgs: []string{"must be an object"}},
-		{name: "retryable string", eventType: EventStepFailed, edit: set("payload", raw(`{"retryable":"yes"}`)), field: "payload.retryable", msgs: []string{"must be a boolean", `"yes"`}},
-		{name: "failureCategory lowercase", eventType: EventStepFailed, edit: set("payload", raw(`{"failureCategory":"user"}`)), field: "payload.failureCategory", msgs: []string{"one of USER, SYSTEM, PLATFORM, TIMEOUT", `"user"`}},
-		{name: "RunFailed errorCode number", eventType: EventRunFailed, edit: set("payload", raw(`{"errorCode":42}`)), field: "payload.errorCode", msgs: []string{"must be a string"}},
-		{name: "RunFailed stack", eventType: EventRunFailed, edit: set("payload", raw(`{"stack":["a"]}`)), field: "payload.stack", msgs: []string{"must be a string"}},
-		{name: "StepSkipped reasonCode", eventType: EventStepSkipped, edit: set("payload", raw(`{"reasonCode":1}`)), field: "payload.reasonCode", msgs: []string{"must be a string"}},
-		{name: "RunPaused signalId", eventType: EventRunPaused, edit: set("payload", raw(`{"signalId":1}`)), field: "payload.signalId", msgs: []string{"must be a string"}},
-		{name: "RunResumed substatus", eventType: EventRunResumed, edit: set("payload", raw(`{"substatus":true}`)), field: "payload.substatus", msgs: []string{"must be a string"}},
-		{name: "RunStarted startedAt", eventType: EventRunStarted, edit: set("payload", raw(`{"startedAt":"yesterday"}`)), field: "payload.startedAt", msgs: []string{"RFC 3339"}},
-		{name: "RunStarted planRef", eventType: EventRunStarted, edit: set("payload", raw(`{"planRef":"s3://p"}`)), field: "payload.planRef", msgs: []string{"must be an object"}},
-		{name: "RunStarted context", eventType: EventRunStarted, edit: set("payload", raw(`{"context":[]}`)), field: "payload.context", msgs: []string{"must be an object", "an array"}},
-		{name: "RunStarted engineRunRef", eventType: EventRunStarted, edit: set("payload", raw(`{"engineRunRef":7}`)), field: "payload.engineRunRef", msgs: []string{"must be a string"}},
+		{name: "artifact not an object", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"artifacts":["s3://b/k"]}`)), field: "payload.artifacts[0]", msgs: []string{"must be an object"}},
+		{name: "retryable string", eventType: store.EventStepFailed, edit: set("payload", raw(`{"retryable":"yes"}`)), field: "payload.retryable", msgs: []string{"must be a boolean", `"yes"`}},
+		{name: "failureCategory lowercase", eventType: store.EventStepFailed, edit: set("payload", raw(`{"failureCategory":"user"}`)), field: "payload.failureCategory", msgs: []string{"one of USER, SYSTEM, PLATFORM, TIMEOUT", `"user"`}},
+		{name: "RunFailed errorCode number", eventType: store.EventRunFailed, edit: set("payload", raw(`{"errorCode":42}`)), field: "payload.errorCode", msgs: []string{"must be a string"}},
+		{name: "RunFailed stack", eventType: store.EventRunFailed, edit: set("payload", raw(`{"stack":["a"]}`)), field: "payload.stack", msgs: []string{"must be a string"}},
+		{name: "StepSkipped reasonCode", eventType: store.EventStepSkipped, edit: set("payload", raw(`{"reasonCode":1}`)), field: "payload.reasonCode", msgs: []string{"must be a string"}},
+		{name: "RunPaused signalId", eventType: store.EventRunPaused, edit: set("payload", raw(`{"signalId":1}`)), field: "payload.signalId", msgs: []string{"must be a string"}},
+		{name: "RunResumed substatus", eventType: store.EventRunResumed, edit: set("payload", raw(`{"substatus":true}`)), field: "payload.substatus", msgs: []string{"must be a string"}},
+		{name: "RunStarted startedAt", eventType: store.EventRunStarted, edit: set("payload", raw(`{"startedAt":"yesterday"}`)), field: "payload.startedAt", msgs: []string{"RFC 3339"}},
+		{name: "RunStarted planRef", eventType: store.EventRunStarted, edit: set("payload", raw(`{"planRef":"s3://p"}`)), field: "payload.planRef", msgs: []string{"must be an object"}},
+		{name: "RunStarted context", eventType: store.EventRunStarted, edit: set("payload", raw(`{"context":[]}`)), field: "payload.context", msgs: []string{"must be an object", "an array"}},
+		{name: "RunStarted engineRunRef", eventType: store.EventRunStarted, edit: set("payload", raw(`{"engineRunRef":7}`)), field: "payload.engineRunRef", msgs: []string{"must be a string"}},
 		{name: "sourceOccurredAt on an unknown type", eventType: "WorkerHeartbeat", edit: set("payload", raw(`{"sourceOccurredAt":"now"}`)), field: "payload.sourceOccurredAt", msgs: []string{"RFC 3339"}},
-		{name: "sourceOccurredAt on a known type", eventType: EventStepStarted, edit: set("payload", raw(`{"sourceOccurredAt":12}`)), field: "payload.sourceOccurredAt", msgs: []string{"must be a string"}},
+		{name: "sourceOccurredAt on a known type", eventType: store.EventStepStarted, edit: set("payload", raw(`{"sourceOccurredAt":12}`)), field: "payload.sourceOccurredAt", msgs: []string{"must be a string"}},
 
 		// Several problems: the first in field order is reported.
 		{name: "first problem wins", edit: func(m map[string]any) {
@@ -285,9 +287,9 @@ func rejectCases() []rejectCase {
 		cases = append(cases, rejectCase{name: "missing " + f, edit: del(f), keepKey: true, field: f, msgs: []string{f + " is required"}})
 	}
 	for _, f := range identifierFields {
-		et := EventRunStarted
+		et := store.EventRunStarted
 		if f == "stepId" {
-			et = EventStepCompleted
+			et = store.EventStepCompleted
 		}
 		cases = append(cases, rejectCase{name: "pipe in " + f, eventType: et, edit: set(f, "a|b"), field: f,
 			msgs: []string{`contains "|" at byte 1`, "idempotency key separator"}})
@@ -337,7 +339,7 @@ func TestDecodeWrite_Rejects(t *testing.T) {
 			body := c.bytes(t)
 			w, _, err := DecodeWrite(body)
 			checkRejected(t, err, c.field, c.msgs...)
-			if !reflect.DeepEqual(w, RunEventWrite{}) {
+			if !reflect.DeepEqual(w, store.RunEventWrite{}) {
 				t.Errorf("got write %+v with the error, want the zero value", w)
 			}
 		})
@@ -349,16 +351,16 @@ type acceptCase struct {
 	body      string // when set, sent as is
 	eventType string
 	edit      func(m map[string]any)
-	check     func(t *testing.T, w RunEventWrite, info DecodeInfo)
+	check     func(t *testing.T, w store.RunEventWrite, info DecodeInfo)
 }
 
 func acceptCases() []acceptCase {
 	var cases []acceptCase
-	for _, et := range append(append([]string(nil), RunEventTypes...), StepEventTypes...) {
+	for _, et := range append(append([]string(nil), store.RunEventTypes...), store.StepEventTypes...) {
 		cases = append(cases,
 			acceptCase{name: et, eventType: et},
 			acceptCase{name: et + " without payload", eventType: et, edit: del("payload"),
-				check: func(t *testing.T, w RunEventWrite, _ DecodeInfo) {
+				check: func(t *testing.T, w store.RunEventWrite, _ DecodeInfo) {
 					if w.Payload != nil {
 						t.Errorf("Payload = %s, want nil", w.Payload)
 					}
@@ -368,22 +370,22 @@ func acceptCases() []acceptCase {
 	}
 	cases = append(cases, []acceptCase{
 		{name: "unknown type without stepId", eventType: "WorkerHeartbeat", edit: set("payload", raw(`{"cpu":0.5,"sourceOccurredAt":"2026-02-16T10:29:00Z"}`)),
-			check: func(t *testing.T, w RunEventWrite, _ DecodeInfo) {
+			check: func(t *testing.T, w store.RunEventWrite, _ DecodeInfo) {
 				if w.EventType != "WorkerHeartbeat" || w.StepID != "" {
 					t.Errorf("got type %q stepId %q", w.EventType, w.StepID)
 				}
 			}},
 		{name: "unknown type with stepId", eventType: "StepRetrying", edit: set("stepId", "model.orders"),
-			check: func(t *testing.T, w RunEventWrite, _ DecodeInfo) {
+			check: func(t *testing.T, w store.RunEventWrite, _ DecodeInfo) {
 				if w.StepID != "model.orders" {
 					t.Errorf("StepID = %q, want model.orders", w.StepID)
 				}
 			}},
 		{name: "unknown type with run-event payload types unchecked", eventType: "RunArchived", edit: set("payload", raw(`{"durationMs":"long","artifacts":7}`))},
-		{name: "payload fields of other types not checked", eventType: EventStepStarted, edit: set("payload", raw(`{"durationMs":"5","failureCategory":"other","artifacts":{}}`))},
+		{name: "payload fields of other types not checked", eventType: store.EventStepStarted, edit: set("payload", raw(`{"durationMs":"5","failureCategory":"other","artifacts":{}}`))},
 		{name: "uppercase eventId", edit: set("eventId", strings.ToUpper(testEventID))},
 		{name: "emittedAt with offset and nanoseconds", edit: set("emittedAt", "2026-02-16T11:30:00.123456789+01:00"),
-			check: func(t *testing.T, w RunEventWrite, _ DecodeInfo) {
+			check: func(t *testing.T, w store.RunEventWrite, _ DecodeInfo) {
 				if w.EmittedAt != "2026-02-16T11:30:00.123456789+01:00" {
 					t.Errorf("EmittedAt = %q, want it as sent", w.EmittedAt)
 				}
@@ -391,19 +393,19 @@ func acceptCases() []acceptCase {
 		{name: "emittedAt without fraction", edit: set("emittedAt", "2026-02-16T10:30:00Z")},
 		{name: "emittedAt negative offset", edit: set("emittedAt", "2026-02-16T05:30:00-05:00")},
 		{name: "largest attempts", edit: func(m map[string]any) { m["engineAttemptId"] = 2147483647; m["logicalAttemptId"] = 2147483647 },
-			check: func(t *testing.T, w RunEventWrite, _ DecodeInfo) {
+			check: func(t *testing.T, w store.RunEventWrite, _ DecodeInfo) {
 				if w.EngineAttemptID != 2147483647 || w.LogicalAttemptID != 2147483647 {
 					t.Errorf("attempts = %d, %d", w.EngineAttemptID, w.LogicalAttemptID)
 				}
 			}},
 		{name: "attempt written 2.0", edit: set("engineAttemptId", raw("2.0")),
-			check: func(t *testing.T, w RunEventWrite, _ DecodeInfo) {
+			check: func(t *testing.T, w store.RunEventWrite, _ DecodeInfo) {
 				if w.EngineAttemptID != 2 {
 					t.Errorf("EngineAttemptID = %d, want 2", w.EngineAttemptID)
 				}
 			}},
 		{name: "attempt written 1e3", edit: set("engineAttemptId", raw("1e3")),
-			check: func(t *testing.T, w RunEventWrite, _ DecodeInfo) {
+			check: func(t *testing.T, w store.RunEventWrite, _ DecodeInfo) {
 				if w.EngineAttemptID != 1000 {
 					t.Errorf("EngineAttemptID = %d, want 1000", w.EngineAttemptID)
 				}
@@ -414,14 +416,14 @@ func acceptCases() []acceptCase {
 		}},
 		{name: "255-byte identifier", edit: set("runId", strings.Repeat("r", 255))},
 		{name: "127 two-byte runes plus one byte", edit: set("runId", strings.Repeat("é", 127)+"r")},
-		{name: "escaped characters in identifiers", body: strings.Replace(string(encodeNoT(fieldsWith(EventRunStarted, "tenantId", "a/b\"c"))), `a/b\"c`, `a\/b\"\u0063`, 1),
-			check: func(t *testing.T, w RunEventWrite, _ DecodeInfo) {
+		{name: "escaped characters in identifiers", body: strings.Replace(string(encodeNoT(fieldsWith(store.EventRunStarted, "tenantId", "a/b\"c"))), `a/b\"c`, `a\/b\"\u0063`, 1),
+			check: func(t *testing.T, w store.RunEventWrite, _ DecodeInfo) {
 				if w.TenantID != `a/b"c` {
 					t.Errorf("TenantID = %q, want %q", w.TenantID, `a/b"c`)
 				}
 			}},
 		{name: "occurredAt ignored", edit: set("occurredAt", "2026-02-16T10:29:00Z"),
-			check: func(t *testing.T, w RunEventWrite, info DecodeInfo) {
+			check: func(t *testing.T, w store.RunEventWrite, info DecodeInfo) {
 				if !slices.Equal(info.UnknownFields, []string{"occurredAt"}) {
 					t.Errorf("UnknownFields = %q, want [occurredAt]", info.UnknownFields)
 				}
@@ -436,12 +438,12 @@ func acceptCases() []acceptCase {
 			m["runSeq"] = 9
 			m["persistedAt"] = "2026-02-16T10:30:00.000000Z"
 			m["Payload"] = "x"
-		}, check: func(t *testing.T, w RunEventWrite, info DecodeInfo) {
+		}, check: func(t *testing.T, w store.RunEventWrite, info DecodeInfo) {
 			want := []string{"Payload", "emittedBy", "persistedAt", "runSeq", "zeta"}
 			if !slices.Equal(info.UnknownFields, want) {
 				t.Errorf("UnknownFields = %q, want %q", info.UnknownFields, want)
 			}
-			if !bytes.Equal(w.Payload, []byte(samplePayloads[EventRunStarted])) {
+			if !bytes.Equal(w.Payload, []byte(samplePayloads[store.EventRunStarted])) {
 				t.Errorf("Payload = %s: the case-mismatched Payload member must not replace payload", w.Payload)
 			}
 		}},
@@ -464,8 +466,8 @@ func TestDecodeWrite_Accepts(t *testing.T) {
 			if err != nil {
 				t.Fatalf("DecodeWrite: %v\nbody: %s", err, body)
 			}
-			if err := ValidateWrite(&w); err != nil {
-				t.Errorf("ValidateWrite of the decoded write: %v", err)
+			if err := Check(&w); err != nil {
+				t.Errorf("Check of the decoded write: %v", err)
 			}
 			if c.check != nil {
 				c.check(t, w, info)
@@ -480,7 +482,7 @@ func (c acceptCase) bytes(t testing.TB) []byte {
 	}
 	et := c.eventType
 	if et == "" {
-		et = EventRunStarted
+		et = store.EventRunStarted
 	}
 	m := fields(et)
 	if c.edit != nil {
@@ -494,7 +496,7 @@ func (c acceptCase) bytes(t testing.TB) []byte {
 // exactly as sent: whitespace, key order, number spelling and escapes.
 func TestDecodeWrite_KeepsBytes(t *testing.T) {
 	payload := `{ "z" : 1.50, "a":[1e2, -0.0],"s":"caf\u00e9 \u003c/b\u003e", "durationMs" : 12 }`
-	m := fields(EventStepCompleted)
+	m := fields(store.EventStepCompleted)
 	delete(m, "payload")
 	body := encode(t, m)
 	body = append(body[:len(body)-1], []byte(`,"payload":  `+payload+"  \n}\n")...)
@@ -519,7 +521,7 @@ func TestDecodeWrite_KeepsBytes(t *testing.T) {
 }
 
 func TestDecodeWrite_Fields(t *testing.T) {
-	m := fields(EventStepFailed)
+	m := fields(store.EventStepFailed)
 	m["engineAttemptId"] = 3
 	m["logicalAttemptId"] = 2
 	rekey(m)
@@ -527,12 +529,12 @@ func TestDecodeWrite_Fields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := RunEventWrite{
-		EventID: testEventID, EventType: EventStepFailed, EmittedAt: "2026-02-16T10:30:00.123Z",
+	want := store.RunEventWrite{
+		EventID: testEventID, EventType: store.EventStepFailed, EmittedAt: "2026-02-16T10:30:00.123Z",
 		RunID: testRunID, TenantID: "tenant_acme", ProjectID: "proj_marketing", EnvironmentID: "prod",
 		PlanID: "plan_abc", PlanVersion: "2", EngineAttemptID: 3, LogicalAttemptID: 2,
-		IdempotencyKey: IdempotencyKey(testRunID, testStepID, 2, EventStepFailed, "plan_abc", "2"),
-		StepID:         testStepID, Payload: json.RawMessage(samplePayloads[EventStepFailed]),
+		IdempotencyKey: store.IdempotencyKey(testRunID, testStepID, 2, store.EventStepFailed, "plan_abc", "2"),
+		StepID:         testStepID, Payload: json.RawMessage(samplePayloads[store.EventStepFailed]),
 	}
 	if !reflect.DeepEqual(w, want) {
 		t.Errorf("got  %+v\nwant %+v", w, want)
@@ -556,8 +558,8 @@ func TestDecodeWrite_Concurrent(t *testing.T) {
 			for i := range 50 {
 				body := bodies[(g+i)%len(bodies)]
 				if w, _, err := DecodeWrite(body); err == nil {
-					if err := ValidateWrite(&w); err != nil {
-						t.Errorf("ValidateWrite: %v", err)
+					if err := Check(&w); err != nil {
+						t.Errorf("Check: %v", err)
 					}
 				}
 			}
@@ -569,7 +571,7 @@ func TestDecodeWrite_Concurrent(t *testing.T) {
 // typicalBody is a StepCompleted of about 750 bytes, the common case on the
 // append path.
 func typicalBody(tb testing.TB) []byte {
-	return encode(tb, fields(EventStepCompleted))
+	return encode(tb, fields(store.EventStepCompleted))
 }
 
 func BenchmarkDecodeWrite(b *testing.B) {
@@ -586,7 +588,7 @@ func BenchmarkDecodeWrite(b *testing.B) {
 // BenchmarkDecodeWrite_Rejected measures the rejection path, which runs the
 // schema library to locate the problem.
 func BenchmarkDecodeWrite_Rejected(b *testing.B) {
-	m := fields(EventStepCompleted)
+	m := fields(store.EventStepCompleted)
 	m["payload"] = raw(`{"durationMs":-1}`)
 	body := encode(b, m)
 	b.ReportAllocs()
@@ -600,7 +602,7 @@ func BenchmarkDecodeWrite_Rejected(b *testing.B) {
 func ExampleDecodeWrite() {
 	body := []byte(`{"eventId":"3f1c2a4e-8b7d-4c6a-9e2f-1a2b3c4d5e6f","eventType":"onRunStarted"}`)
 	_, _, err := DecodeWrite(body)
-	var e *Error
+	var e *store.Error
 	if errors.As(err, &e) {
 		fmt.Println(e.Field)
 		fmt.Println(e.Message)

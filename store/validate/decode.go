@@ -1,4 +1,4 @@
-package store
+package validate
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"io"
 	"sort"
 	"unicode/utf8"
+
+	"github.com/runstream/runstream/store"
 )
 
 // DecodeInfo reports what [DecodeWrite] ignored.
@@ -19,7 +21,7 @@ type DecodeInfo struct {
 }
 
 // DecodeWrite parses one RunEventWrite from a JSON body and validates it
-// exactly as [ValidateWrite] does: JSON Schema of the event type, then the
+// exactly as [Check] does: JSON Schema of the event type, then the
 // rules of DESIGN.md section 1. Payload keeps the exact bytes of the
 // payload member and emittedAt the exact string sent. Member names are
 // matched case-sensitively, and a member may appear only once (readers that
@@ -27,25 +29,25 @@ type DecodeInfo struct {
 // otherwise see different events). Every error is an *Error with Code
 // SCHEMA_VALIDATION_FAILED, Field naming the member (or "body" for the
 // document as a whole) and a Message that says what to change.
-func DecodeWrite(data []byte) (RunEventWrite, DecodeInfo, error) {
+func DecodeWrite(data []byte) (store.RunEventWrite, DecodeInfo, error) {
 	doc, payload, info, e := decodeDoc(data)
 	if e != nil {
-		return RunEventWrite{}, info, e
+		return store.RunEventWrite{}, info, e
 	}
 	if e := validateDoc(doc, info.UnknownFields); e != nil {
-		return RunEventWrite{}, info, e
+		return store.RunEventWrite{}, info, e
 	}
 	w := writeFromDoc(doc)
 	w.Payload = payload
 	if e := checkRules(&w); e != nil {
-		return RunEventWrite{}, info, e
+		return store.RunEventWrite{}, info, e
 	}
 	return w, info, nil
 }
 
 // decodeDoc is step 1 for a body: it parses data into the document the
 // schema sees (known members only) and the payload's raw bytes.
-func decodeDoc(data []byte) (map[string]any, json.RawMessage, DecodeInfo, *Error) {
+func decodeDoc(data []byte) (map[string]any, json.RawMessage, DecodeInfo, *store.Error) {
 	var info DecodeInfo
 	members, e := splitObject(data)
 	if e != nil {
@@ -69,14 +71,14 @@ func decodeDoc(data []byte) (map[string]any, json.RawMessage, DecodeInfo, *Error
 		v, err := memberValue(m.raw)
 		if err != nil {
 			// Unreachable: splitObject already checked the member is JSON.
-			return nil, nil, info, &Error{Code: CodeSchemaValidationFailed, Field: m.name, Message: m.name + " is not valid JSON", Err: err}
+			return nil, nil, info, &store.Error{Code: store.CodeSchemaValidationFailed, Field: m.name, Message: m.name + " is not valid JSON", Err: err}
 		}
 		doc[m.name] = v
 	}
 	if payload != nil {
 		v, err := payloadValue(payload, doc["eventType"])
 		if err != nil {
-			return nil, nil, info, &Error{Code: CodeSchemaValidationFailed, Field: "payload", Message: "payload is not valid JSON", Err: err}
+			return nil, nil, info, &store.Error{Code: store.CodeSchemaValidationFailed, Field: "payload", Message: "payload is not valid JSON", Err: err}
 		}
 		doc["payload"] = v
 	}
@@ -98,13 +100,13 @@ type member struct {
 // decoded, and only known members become values for the schema. (A
 // json.Decoder walking tokens costs several times more: it builds a
 // SyntaxError at the end of every member value to find where it stops.)
-func splitObject(data []byte) ([]member, *Error) {
+func splitObject(data []byte) ([]member, *store.Error) {
 	if !json.Valid(data) {
 		return nil, syntaxError(data)
 	}
 	i := skipSpace(data, 0)
 	if data[i] != '{' {
-		return nil, Invalid("body", "body must be one JSON object holding a RunEventWrite, got %s", valueKind(data[i]))
+		return nil, store.Invalid("body", "body must be one JSON object holding a RunEventWrite, got %s", valueKind(data[i]))
 	}
 	members := make([]member, 0, 16)
 	eachMember(data[i:], func(key, raw []byte) {
@@ -256,9 +258,9 @@ func valueKind(c byte) string {
 
 // syntaxError explains why data is not one JSON value; only the rejection
 // path pays for the second parse that finds the offset.
-func syntaxError(data []byte) *Error {
+func syntaxError(data []byte) *store.Error {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return Invalid("body", "body is empty; send one JSON object holding a RunEventWrite")
+		return store.Invalid("body", "body is empty; send one JSON object holding a RunEventWrite")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var v json.RawMessage
@@ -266,21 +268,21 @@ func syntaxError(data []byte) *Error {
 	var se *json.SyntaxError
 	switch {
 	case err == nil:
-		return Invalid("body", "body must be exactly one JSON object; found more data after byte %d", dec.InputOffset())
+		return store.Invalid("body", "body must be exactly one JSON object; found more data after byte %d", dec.InputOffset())
 	case errors.As(err, &se):
-		return &Error{Code: CodeSchemaValidationFailed, Field: "body",
+		return &store.Error{Code: store.CodeSchemaValidationFailed, Field: "body",
 			Message: fmt.Sprintf("body is not valid JSON: %s (at byte %d)", se.Error(), se.Offset), Err: err}
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return &Error{Code: CodeSchemaValidationFailed, Field: "body",
+		return &store.Error{Code: store.CodeSchemaValidationFailed, Field: "body",
 			Message: "body is not valid JSON: it ends before the value is complete", Err: err}
 	}
-	return &Error{Code: CodeSchemaValidationFailed, Field: "body", Message: "body is not valid JSON: " + err.Error(), Err: err}
+	return &store.Error{Code: store.CodeSchemaValidationFailed, Field: "body", Message: "body is not valid JSON: " + err.Error(), Err: err}
 }
 
 // checkMembers rejects duplicate member names and, when the body is not
 // valid UTF-8, names the member holding the bad bytes (known members
-// first, in fieldOrder, as ValidateWrite checks them).
-func checkMembers(members []member, badUTF8 bool) *Error {
+// first, in fieldOrder, as Check checks them).
+func checkMembers(members []member, badUTF8 bool) *store.Error {
 	if len(members) <= 16 {
 		for i := 1; i < len(members); i++ {
 			for j := 0; j < i; j++ {
@@ -313,12 +315,12 @@ func checkMembers(members []member, badUTF8 bool) *Error {
 	return invalidUTF8(bad)
 }
 
-func duplicateMember(name string) *Error {
+func duplicateMember(name string) *store.Error {
 	field := name
 	if field == "" || !utf8.ValidString(field) || len(field) > 255 {
 		field = "body"
 	}
-	return Invalid(field, "member %q appears more than once; send each field once", shorten(name))
+	return store.Invalid(field, "member %q appears more than once; send each field once", shorten(name))
 }
 
 // memberValue turns a raw value of a valid document into the value the
@@ -387,11 +389,11 @@ func eachElement(data []byte, fn func(raw []byte)) {
 
 // writeFromDoc fills a RunEventWrite from a document that passed the
 // schema, so every member present has its schema type.
-func writeFromDoc(doc map[string]any) RunEventWrite {
+func writeFromDoc(doc map[string]any) store.RunEventWrite {
 	str := func(name string) string { s, _ := doc[name].(string); return s }
 	engine, _ := attemptValue(doc["engineAttemptId"])
 	logical, _ := attemptValue(doc["logicalAttemptId"])
-	return RunEventWrite{
+	return store.RunEventWrite{
 		EventID:          str("eventId"),
 		EventType:        str("eventType"),
 		EmittedAt:        str("emittedAt"),

@@ -1,4 +1,4 @@
-package store
+package validate
 
 import (
 	"bytes"
@@ -18,10 +18,11 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/store"
 )
 
 // validWrite returns a valid write of eventType, as DecodeWrite makes it.
-func validWrite(t testing.TB, eventType string) RunEventWrite {
+func validWrite(t testing.TB, eventType string) store.RunEventWrite {
 	t.Helper()
 	w, _, err := DecodeWrite(encode(t, fields(eventType)))
 	if err != nil {
@@ -34,54 +35,54 @@ func TestValidateWrite_Rejects(t *testing.T) {
 	tests := []struct {
 		name      string
 		eventType string // default RunStarted
-		edit      func(w *RunEventWrite)
+		edit      func(w *store.RunEventWrite)
 		keepKey   bool // by default the key is recomputed after edit
 		field     string
 		msgs      []string
 	}{
-		{name: "zero write", edit: func(w *RunEventWrite) { *w = RunEventWrite{} }, keepKey: true, field: "eventId", msgs: []string{"UUID v4"}},
-		{name: "invalid UTF-8 in runId", edit: func(w *RunEventWrite) { w.RunID = "run\xff" }, field: "runId", msgs: []string{"not valid UTF-8"}},
-		{name: "invalid UTF-8 in payload", edit: func(w *RunEventWrite) { w.Payload = raw("{\"a\":\"\xff\"}") }, field: "payload", msgs: []string{"not valid UTF-8"}},
-		{name: "payload not JSON", edit: func(w *RunEventWrite) { w.Payload = raw(`{"a":`) }, field: "payload", msgs: []string{"not valid JSON"}},
-		{name: "payload two values", edit: func(w *RunEventWrite) { w.Payload = raw(`{} {}`) }, field: "payload", msgs: []string{"not valid JSON"}},
-		{name: "payload blank", edit: func(w *RunEventWrite) { w.Payload = raw(`  `) }, field: "payload", msgs: []string{"not valid JSON"}},
-		{name: "payload null", edit: func(w *RunEventWrite) { w.Payload = raw(`null`) }, field: "payload", msgs: []string{"JSON object when present", "got null"}},
-		{name: "payload typed wrong", eventType: EventStepCompleted, edit: func(w *RunEventWrite) { w.Payload = raw(`{"durationMs":-1}`) }, field: "payload.durationMs", msgs: []string{">= 0"}},
-		{name: "stepId on a run event", edit: func(w *RunEventWrite) { w.StepID = "s" }, field: "stepId", msgs: []string{"run-level event"}},
-		{name: "no stepId on a step event", eventType: EventStepSkipped, edit: func(w *RunEventWrite) { w.StepID = "" }, field: "stepId", msgs: []string{"required for step event StepSkipped"}},
-		{name: "engineAttemptId 0", edit: func(w *RunEventWrite) { w.EngineAttemptID = 0 }, field: "engineAttemptId", msgs: []string{"must be an integer >= 1", "number 0"}},
-		{name: "logicalAttemptId negative", edit: func(w *RunEventWrite) { w.LogicalAttemptID = -3 }, field: "logicalAttemptId", msgs: []string{"must be an integer >= 1", "number -3"}},
-		{name: "logicalAttemptId over int32", edit: func(w *RunEventWrite) { w.LogicalAttemptID = 1 << 31 }, field: "logicalAttemptId", msgs: []string{"at most 2147483647"}},
-		{name: "emittedAt", edit: func(w *RunEventWrite) { w.EmittedAt = "yesterday" }, field: "emittedAt", msgs: []string{"RFC 3339"}},
-		{name: "onStepCompleted", edit: func(w *RunEventWrite) { w.EventType = "onStepCompleted" }, field: "eventType", msgs: []string{`use "StepCompleted"`}},
-		{name: "wrong key", edit: func(w *RunEventWrite) { w.IdempotencyKey = sha256Hex("x") }, keepKey: true, field: "idempotencyKey",
-			msgs: []string{"expected " + fieldsKey(EventRunStarted), "received \"" + sha256Hex("x") + "\"", IdempotencyKeyFormula}},
-		{name: "256-byte identifier", edit: func(w *RunEventWrite) { w.ProjectID = strings.Repeat("p", 256) }, field: "projectId", msgs: []string{"at most 255 bytes"}},
-		{name: "pipe in planVersion", edit: func(w *RunEventWrite) { w.PlanVersion = "1|2" }, field: "planVersion", msgs: []string{"separator"}},
+		{name: "zero write", edit: func(w *store.RunEventWrite) { *w = store.RunEventWrite{} }, keepKey: true, field: "eventId", msgs: []string{"UUID v4"}},
+		{name: "invalid UTF-8 in runId", edit: func(w *store.RunEventWrite) { w.RunID = "run\xff" }, field: "runId", msgs: []string{"not valid UTF-8"}},
+		{name: "invalid UTF-8 in payload", edit: func(w *store.RunEventWrite) { w.Payload = raw("{\"a\":\"\xff\"}") }, field: "payload", msgs: []string{"not valid UTF-8"}},
+		{name: "payload not JSON", edit: func(w *store.RunEventWrite) { w.Payload = raw(`{"a":`) }, field: "payload", msgs: []string{"not valid JSON"}},
+		{name: "payload two values", edit: func(w *store.RunEventWrite) { w.Payload = raw(`{} {}`) }, field: "payload", msgs: []string{"not valid JSON"}},
+		{name: "payload blank", edit: func(w *store.RunEventWrite) { w.Payload = raw(`  `) }, field: "payload", msgs: []string{"not valid JSON"}},
+		{name: "payload null", edit: func(w *store.RunEventWrite) { w.Payload = raw(`null`) }, field: "payload", msgs: []string{"JSON object when present", "got null"}},
+		{name: "payload typed wrong", eventType: store.EventStepCompleted, edit: func(w *store.RunEventWrite) { w.Payload = raw(`{"durationMs":-1}`) }, field: "payload.durationMs", msgs: []string{">= 0"}},
+		{name: "stepId on a run event", edit: func(w *store.RunEventWrite) { w.StepID = "s" }, field: "stepId", msgs: []string{"run-level event"}},
+		{name: "no stepId on a step event", eventType: store.EventStepSkipped, edit: func(w *store.RunEventWrite) { w.StepID = "" }, field: "stepId", msgs: []string{"required for step event StepSkipped"}},
+		{name: "engineAttemptId 0", edit: func(w *store.RunEventWrite) { w.EngineAttemptID = 0 }, field: "engineAttemptId", msgs: []string{"must be an integer >= 1", "number 0"}},
+		{name: "logicalAttemptId negative", edit: func(w *store.RunEventWrite) { w.LogicalAttemptID = -3 }, field: "logicalAttemptId", msgs: []string{"must be an integer >= 1", "number -3"}},
+		{name: "logicalAttemptId over int32", edit: func(w *store.RunEventWrite) { w.LogicalAttemptID = 1 << 31 }, field: "logicalAttemptId", msgs: []string{"at most 2147483647"}},
+		{name: "emittedAt", edit: func(w *store.RunEventWrite) { w.EmittedAt = "yesterday" }, field: "emittedAt", msgs: []string{"RFC 3339"}},
+		{name: "onStepCompleted", edit: func(w *store.RunEventWrite) { w.EventType = "onStepCompleted" }, field: "eventType", msgs: []string{`use "StepCompleted"`}},
+		{name: "wrong key", edit: func(w *store.RunEventWrite) { w.IdempotencyKey = sha256Hex("x") }, keepKey: true, field: "idempotencyKey",
+			msgs: []string{"expected " + fieldsKey(store.EventRunStarted), "received \"" + sha256Hex("x") + "\"", store.IdempotencyKeyFormula}},
+		{name: "256-byte identifier", edit: func(w *store.RunEventWrite) { w.ProjectID = strings.Repeat("p", 256) }, field: "projectId", msgs: []string{"at most 255 bytes"}},
+		{name: "pipe in planVersion", edit: func(w *store.RunEventWrite) { w.PlanVersion = "1|2" }, field: "planVersion", msgs: []string{"separator"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			et := tt.eventType
 			if et == "" {
-				et = EventRunStarted
+				et = store.EventRunStarted
 			}
 			w := validWrite(t, et)
 			tt.edit(&w)
 			if !tt.keepKey {
 				w.IdempotencyKey = w.Key()
 			}
-			checkRejected(t, ValidateWrite(&w), tt.field, tt.msgs...)
+			checkRejected(t, Check(&w), tt.field, tt.msgs...)
 		})
 	}
 	t.Run("nil", func(t *testing.T) {
-		checkRejected(t, ValidateWrite(nil), "body", "no event")
+		checkRejected(t, Check(nil), "body", "no event")
 	})
 }
 
 // mutations produce invalid (and some valid) variants of a write.
 var (
 	eventIDPool   = []string{testEventID, strings.ToUpper(testEventID), "3f1c2a4e-8b7d-1c6a-9e2f-1a2b3c4d5e6f", "", "x"}
-	eventTypePool = []string{EventRunStarted, EventStepCompleted, EventRunFailed, EventStepFailed, "WorkerHeartbeat", "onRunStarted", "", "run_started"}
+	eventTypePool = []string{store.EventRunStarted, store.EventStepCompleted, store.EventRunFailed, store.EventStepFailed, "WorkerHeartbeat", "onRunStarted", "", "run_started"}
 	emittedAtPool = []string{"2026-02-16T10:30:00Z", "2026-02-16T10:30:00.5+01:00", "2026-02-16", "2016-12-31T23:59:60Z", ""}
 	identPool     = []string{"ok", "a|b", "tab\t", "", strings.Repeat("x", 256), strings.Repeat("é", 128), strings.Repeat("é", 300), "ünï 🚀", "\u0085"}
 	stepIDPool    = []string{"", "s1", "a|b", "x\x00"}
@@ -92,15 +93,15 @@ var (
 		`{"signalId":"s","substatus":"DRAINING"}`, `{"reasonCode":5}`}
 )
 
-func randomWrite(r *rand.Rand) RunEventWrite {
+func randomWrite(r *rand.Rand) store.RunEventWrite {
 	pick := func(pool []string) string { return pool[r.IntN(len(pool))] }
 	et := pick(eventTypePool)
-	w := RunEventWrite{
+	w := store.RunEventWrite{
 		EventID: testEventID, EventType: et, EmittedAt: "2026-02-16T10:30:00.123Z",
 		RunID: testRunID, TenantID: "tenant_acme", ProjectID: "proj_marketing", EnvironmentID: "prod",
 		PlanID: "plan_abc", PlanVersion: "2", EngineAttemptID: 1, LogicalAttemptID: 1,
 	}
-	if IsStepEvent(et) {
+	if store.IsStepEvent(et) {
 		w.StepID = testStepID
 	}
 	if p, ok := samplePayloads[et]; ok && r.IntN(2) == 0 {
@@ -158,7 +159,7 @@ func randomWrite(r *rand.Rand) RunEventWrite {
 // sameWrite compares writes, the payloads by meaning: json.Marshal
 // compacts and escapes a RawMessage, so a struct's payload bytes change on
 // the way through its JSON.
-func sameWrite(a, b RunEventWrite) bool {
+func sameWrite(a, b store.RunEventWrite) bool {
 	pa, pb := a.Payload, b.Payload
 	a.Payload, b.Payload = nil, nil
 	if !reflect.DeepEqual(a, b) {
@@ -172,7 +173,7 @@ func sameWrite(a, b RunEventWrite) bool {
 	return errA == nil && errB == nil && reflect.DeepEqual(va, vb)
 }
 
-func writeIsText(w RunEventWrite) bool {
+func writeIsText(w store.RunEventWrite) bool {
 	for _, s := range []string{w.EventID, w.EventType, w.EmittedAt, w.RunID, w.TenantID, w.ProjectID,
 		w.EnvironmentID, w.PlanID, w.PlanVersion, w.StepID, w.IdempotencyKey} {
 		if !utf8.ValidString(s) {
@@ -182,16 +183,16 @@ func writeIsText(w RunEventWrite) bool {
 	return utf8.Valid(w.Payload)
 }
 
-// checkAgreement checks ValidateWrite(w) against DecodeWrite of w's JSON:
+// checkAgreement checks Check(w) against DecodeWrite of w's JSON:
 // the same verdict, the same Field, and on success the same write. It
 // reports whether w was valid.
-func checkAgreement(t testing.TB, w RunEventWrite) (valid, checked bool) {
+func checkAgreement(t testing.TB, w store.RunEventWrite) (valid, checked bool) {
 	t.Helper()
-	vErr := ValidateWrite(&w)
+	vErr := Check(&w)
 	if vErr != nil {
-		var e *Error
-		if !errors.As(vErr, &e) || e.Code != CodeSchemaValidationFailed || e.Field == "" || e.Message == "" {
-			t.Fatalf("ValidateWrite(%+v) = %#v, want a coded error with Field and Message", w, vErr)
+		var e *store.Error
+		if !errors.As(vErr, &e) || e.Code != store.CodeSchemaValidationFailed || e.Field == "" || e.Message == "" {
+			t.Fatalf("Check(%+v) = %#v, want a coded error with Field and Message", w, vErr)
 		}
 	}
 	// json.Marshal replaces invalid UTF-8 with U+FFFD and refuses a payload
@@ -206,27 +207,27 @@ func checkAgreement(t testing.TB, w RunEventWrite) (valid, checked bool) {
 	got, _, dErr := DecodeWrite(body)
 	switch {
 	case vErr == nil && dErr != nil:
-		t.Fatalf("ValidateWrite accepts %+v but DecodeWrite of %s says %v", w, body, dErr)
+		t.Fatalf("Check accepts %+v but DecodeWrite of %s says %v", w, body, dErr)
 	case vErr != nil && dErr == nil:
-		t.Fatalf("ValidateWrite says %v but DecodeWrite accepts %s", vErr, body)
+		t.Fatalf("Check says %v but DecodeWrite accepts %s", vErr, body)
 	case vErr != nil:
-		vf, df := vErr.(*Error).Field, dErr.(*Error).Field
+		vf, df := vErr.(*store.Error).Field, dErr.(*store.Error).Field
 		if vf != df {
-			t.Fatalf("ValidateWrite reports Field %q (%v), DecodeWrite of %s reports %q (%v)", vf, vErr, body, df, dErr)
+			t.Fatalf("Check reports Field %q (%v), DecodeWrite of %s reports %q (%v)", vf, vErr, body, df, dErr)
 		}
 	default:
 		if !sameWrite(got, w) {
 			t.Fatalf("DecodeWrite(json.Marshal(w)) = %+v, want %+v", got, w)
 		}
-		if err := ValidateWrite(&got); err != nil {
-			t.Fatalf("ValidateWrite of the decoded write: %v", err)
+		if err := Check(&got); err != nil {
+			t.Fatalf("Check of the decoded write: %v", err)
 		}
 	}
 	return vErr == nil, true
 }
 
-// TestValidateWrite_AgreesWithDecodeWrite is the property the Postgres
-// store relies on: a struct is accepted by ValidateWrite exactly when its
+// TestCheck_AgreesWithDecodeWrite is the property the Postgres
+// store relies on: a struct is accepted by Check exactly when its
 // JSON is accepted by DecodeWrite, and rejected on the same Field.
 func TestValidateWrite_AgreesWithDecodeWrite(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
@@ -349,7 +350,7 @@ func TestSchemaPatterns_MatchRegexp(t *testing.T) {
 		"", "a", "A", "Z9", "RunStarted", "runStarted", "Run Started", "Run_1", "É", "R\u00e9",
 		testEventID, strings.ToUpper(testEventID), "3f1c2a4e-8b7d-1c6a-9e2f-1a2b3c4d5e6f", "3f1c2a4e-8b7d-4c6a-7e2f-1a2b3c4d5e6f",
 		"3f1c2a4e8b7d4c6a9e2f1a2b3c4d5e6f", testEventID + "\n", "g" + testEventID[1:],
-		fieldsKey(EventRunStarted), strings.ToUpper(fieldsKey(EventRunStarted)), fieldsKey(EventRunStarted) + "0",
+		fieldsKey(store.EventRunStarted), strings.ToUpper(fieldsKey(store.EventRunStarted)), fieldsKey(store.EventRunStarted) + "0",
 		"a|b", "|", "ünï 🚀", "run\n", "\xff", "a\xffb", "\xc2\x85", "\u2028", strings.Repeat("x", 300),
 	}
 	for c := rune(0); c <= 0xa0; c++ {
@@ -579,7 +580,7 @@ func TestPeerSchemas_AcceptOurWrites(t *testing.T) {
 			samples = append(samples, c)
 		}
 	}
-	persistedAt := FormatPersistedAt(time.Date(2026, 2, 16, 10, 30, 0, 123456000, time.UTC))
+	persistedAt := store.FormatPersistedAt(time.Date(2026, 2, 16, 10, 30, 0, 123456000, time.UTC))
 	for _, s := range samples {
 		t.Run(s.name, func(t *testing.T) {
 			w, _, err := DecodeWrite(s.bytes(t))
@@ -589,7 +590,7 @@ func TestPeerSchemas_AcceptOurWrites(t *testing.T) {
 			if err := validate(t, writeSchema, w); err != nil {
 				t.Errorf("peer write schema rejects our write: %v", err)
 			}
-			rec := RunEventRecord{RunEventWrite: w, RunSeq: 7, PersistedAt: persistedAt}
+			rec := store.RunEventRecord{RunEventWrite: w, RunSeq: 7, PersistedAt: persistedAt}
 			if err := validate(t, recordSchema, rec); err != nil {
 				t.Errorf("peer record schema rejects our record: %v", err)
 			}
@@ -615,10 +616,10 @@ func TestPeerSchemas_AcceptOurWrites(t *testing.T) {
 }
 
 func BenchmarkValidateWrite(b *testing.B) {
-	w := validWrite(b, EventStepCompleted)
+	w := validWrite(b, store.EventStepCompleted)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := ValidateWrite(&w); err != nil {
+		if err := Check(&w); err != nil {
 			b.Fatal(err)
 		}
 	}
