@@ -3,7 +3,7 @@ package reduce
 import (
 	"encoding/json"
 
-	"github.com/runstream/runstream/internal/jsonscan"
+	"github.com/runstream/runstream/internal/jsonx"
 )
 
 // Fast paths for reading payloads. encoding/json's reflection made
@@ -16,9 +16,6 @@ import (
 // and the caller falls back to encoding/json. So the reducer's behaviour
 // is unchanged; FuzzFastJSON checks each against encoding/json.
 
-// maxFastDepth bounds the nesting the fast readers follow.
-const maxFastDepth = 200
-
 // fastObject reads a JSON object's top-level fields, as decodePayload
 // (json.Unmarshal into a map) would, appending them to dst[:0] (nil: a
 // fresh slice); ok is false when it gave up. The keys and values are
@@ -28,7 +25,7 @@ func fastObject(dst payload, raw []byte) (p payload, ok bool) {
 	if p == nil {
 		p = make(payload, 0, 8)
 	}
-	o := jsonscan.NewObject(raw, maxFastDepth)
+	o := jsonx.NewObject(raw, jsonx.MaxDepth)
 	for o.Next() {
 		p = append(p, payloadField{key: raw[o.KeyStart:o.KeyEnd:o.KeyEnd], raw: json.RawMessage(raw[o.ValueStart:o.ValueEnd:o.ValueEnd])})
 	}
@@ -42,7 +39,7 @@ func fastObject(dst payload, raw []byte) (p payload, ok bool) {
 // &[]json.RawMessage) would, appending them to dst[:0] (nil: a fresh
 // slice); ok is false when it gave up.
 func fastArray(dst []json.RawMessage, raw []byte) (items []json.RawMessage, ok bool) {
-	s := scanner{jsonscan.Scanner{B: raw}}
+	s := scanner{jsonx.Scanner{B: raw}}
 	s.WS()
 	if !s.Eat('[') {
 		return nil, false
@@ -58,7 +55,7 @@ func fastArray(dst []json.RawMessage, raw []byte) (items []json.RawMessage, ok b
 	for {
 		s.WS()
 		vs := s.I
-		if !s.Skip(0, maxFastDepth) {
+		if !s.Skip(0, jsonx.MaxDepth) {
 			return nil, false
 		}
 		items = append(items, json.RawMessage(raw[vs:s.I:s.I]))
@@ -87,7 +84,7 @@ func fastString(raw []byte) (string, bool) {
 // plainString is fastString without making the string: the contents are
 // raw[start:end].
 func plainString(raw []byte) (start, end int, ok bool) {
-	s := scanner{jsonscan.Scanner{B: raw}}
+	s := scanner{jsonx.Scanner{B: raw}}
 	s.WS()
 	start, end, ok = s.PlainString()
 	if !ok || !s.End() {
@@ -97,5 +94,5 @@ func plainString(raw []byte) (start, end int, ok bool) {
 }
 
 type scanner struct {
-	jsonscan.Scanner
+	jsonx.Scanner
 }

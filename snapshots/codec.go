@@ -3,7 +3,7 @@ package snapshots
 import (
 	"strconv"
 
-	"github.com/runstream/runstream/internal/jsonenc"
+	"github.com/runstream/runstream/internal/jsonx"
 	"github.com/runstream/runstream/store"
 )
 
@@ -200,4 +200,4 @@ func appendError(b []byte, e *store.ErrorInfo) []byte {
 }
 
 // appendString appends s as json.Marshal(s) writes it.
-func appendString(b []byte, s string) []byte { return jsonenc.AppendString(b, s) }
+func appendString(b []byte, s string) []byte { return jsonx.AppendString(b, s) }

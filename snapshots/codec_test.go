@@ -229,3 +229,24 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) { checkSnapshotDecode(t, b) })
 }
+
+func BenchmarkDecodeSnapshot(b *testing.B) {
+	s := reducedRun(rand.New(rand.NewPCG(1, 2)), "tenant_a")
+	raw := Append(nil, &s)
+	b.Run("Decode", func(b *testing.B) {
+		var got store.RunSnapshot
+		for b.Loop() {
+			if err := Decode(raw, &got); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding/json", func(b *testing.B) {
+		for b.Loop() {
+			var got store.RunSnapshot
+			if err := json.Unmarshal(raw, &got); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

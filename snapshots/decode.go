@@ -2,9 +2,8 @@ package snapshots
 
 import (
 	"encoding/json"
-	"unicode/utf8"
 
-	"github.com/runstream/runstream/internal/jsonscan"
+	"github.com/runstream/runstream/internal/jsonx"
 	"github.com/runstream/runstream/store"
 )
 
@@ -20,7 +19,7 @@ func Decode(b []byte, s *store.RunSnapshot) error {
 
 // decoder reads the JSON of snapshots in one pass; see decodeFast.
 type decoder struct {
-	jsonscan.Scanner
+	jsonx.Scanner
 }
 
 // decodeFast decodes a snapshot as Append (or encoding/json) writes it,
@@ -36,7 +35,7 @@ type decoder struct {
 // FuzzDecodeSnapshot holds it to encoding/json's result.
 func decodeFast(b []byte, s *store.RunSnapshot) bool {
 	*s = store.RunSnapshot{}
-	d := decoder{jsonscan.Scanner{B: b}}
+	d := decoder{jsonx.Scanner{B: b}}
 	d.WS()
 	if !d.snapshot(s) {
 		return false
@@ -271,32 +270,10 @@ func (d *decoder) errorInfo(dst **store.ErrorInfo) bool {
 	})
 }
 
-// int reads an integer without fraction or exponent that fits an int64.
 func (d *decoder) int(dst *int64) bool {
-	neg := d.Eat('-')
-	start := d.I
-	var n uint64
-	for d.I < len(d.B) && d.B[d.I] >= '0' && d.B[d.I] <= '9' {
-		if d.I-start >= 18 { // 18 digits always fit; leave longer ones
-			return false
-		}
-		n = n*10 + uint64(d.B[d.I]-'0')
-		d.I++
-	}
-	digits := d.I - start
-	if digits == 0 || (digits > 1 && d.B[start] == '0') {
-		return false
-	}
-	if d.I < len(d.B) {
-		if c := d.B[d.I]; c == '.' || c == 'e' || c == 'E' {
-			return false
-		}
-	}
-	*dst = int64(n)
-	if neg {
-		*dst = -*dst
-	}
-	return true
+	v, ok := d.Int64()
+	*dst = v
+	return ok
 }
 
 func (d *decoder) intPtr(dst **int64) bool {
@@ -320,100 +297,10 @@ func (d *decoder) bool(dst *bool) bool {
 	return true
 }
 
-// jstr reads a string, unescaping it as encoding/json does; it gives up
-// on invalid UTF-8 and on \u escapes of surrogates.
+// jstr reads a string, unescaping it as encoding/json does (see
+// jsonx.Scanner.Unquote for what it leaves to encoding/json).
 func (d *decoder) jstr(dst *string) bool {
-	if !d.Eat('"') {
-		return false
-	}
-	start, ascii := d.I, true
-	for d.I < len(d.B) {
-		c := d.B[d.I]
-		switch {
-		case c == '"':
-			s := d.B[start:d.I]
-			d.I++
-			if !ascii && !utf8.Valid(s) {
-				return false
-			}
-			*dst = string(s)
-			return true
-		case c == '\\':
-			return d.escapedString(start, dst)
-		case c < 0x20:
-			return false
-		case c >= 0x80:
-			ascii = false
-		}
-		d.I++
-	}
-	return false
-}
-
-// escapedString goes on reading a string from its first backslash at d.I;
-// start is where its contents began.
-func (d *decoder) escapedString(start int, dst *string) bool {
-	out := append(make([]byte, 0, d.I-start+16), d.B[start:d.I]...)
-	for d.I < len(d.B) {
-		c := d.B[d.I]
-		switch {
-		case c == '"':
-			d.I++
-			if !utf8.Valid(out) {
-				return false
-			}
-			*dst = string(out)
-			return true
-		case c < 0x20:
-			return false
-		case c != '\\':
-			out = append(out, c)
-			d.I++
-			continue
-		}
-		d.I++
-		if d.I >= len(d.B) {
-			return false
-		}
-		switch e := d.B[d.I]; e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			if len(d.B)-d.I < 5 {
-				return false
-			}
-			var r rune
-			for _, h := range d.B[d.I+1 : d.I+5] {
-				switch {
-				case h >= '0' && h <= '9':
-					r = r<<4 | rune(h-'0')
-				case h >= 'a' && h <= 'f':
-					r = r<<4 | rune(h-'a'+10)
-				case h >= 'A' && h <= 'F':
-					r = r<<4 | rune(h-'A'+10)
-				default:
-					return false
-				}
-			}
-			if r >= 0xd800 && r < 0xe000 {
-				return false // surrogates: left to encoding/json
-			}
-			out = utf8.AppendRune(out, r)
-			d.I += 4
-		default:
-			return false
-		}
-		d.I++
-	}
-	return false
+	v, ok := d.Unquote()
+	*dst = v
+	return ok
 }

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/runstream/runstream/internal/jsonscan"
+	"github.com/runstream/runstream/internal/jsonx"
 )
 
 // Head is the part of a stored snapshot its readers look at without
@@ -43,7 +43,7 @@ func ParseHead(b []byte) (Head, error) {
 // parseHeadFast is the fast path of ParseHead; ok false means "ask
 // encoding/json".
 func parseHeadFast(b []byte) (h Head, ok bool) {
-	d := decoder{jsonscan.Scanner{B: b}}
+	d := decoder{jsonx.Scanner{B: b}}
 	d.WS()
 	var seen uint32
 	ok = d.object(func(key []byte) bool {

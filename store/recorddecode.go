@@ -2,11 +2,9 @@ package store
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
-	"github.com/runstream/runstream/internal/jsonscan"
+	"github.com/runstream/runstream/internal/jsonx"
 )
 
 // DecodeRecord decodes a Kafka record value (a RunEventRecord as the relay
@@ -34,11 +32,6 @@ func DecodeRecord(value []byte, rec *RunEventRecord) error {
 	return json.Unmarshal(value, rec)
 }
 
-// maxFastDepth bounds the nesting the fast decoder follows in the payload
-// and unknown fields; deeper values go to encoding/json (whose own limit
-// is 10,000).
-const maxFastDepth = 200
-
 // envelopeFields are the JSON names of RunEventRecord's fields. A
 // key that equals one of them only case-insensitively is left to
 // encoding/json, which matches names that way.
@@ -49,7 +42,7 @@ var envelopeFields = []string{"eventId", "eventType", "emittedAt", "runId", "ten
 // fastDecode decodes value into rec and reports whether it could; when it
 // returns false, rec holds garbage.
 func fastDecode(value []byte, rec *RunEventRecord) bool {
-	d := fastDecoder{Scanner: jsonscan.Scanner{B: value}}
+	d := fastDecoder{Scanner: jsonx.Scanner{B: value}}
 	*rec = RunEventRecord{}
 	d.WS()
 	if !d.Eat('{') {
@@ -61,7 +54,7 @@ func fastDecode(value []byte, rec *RunEventRecord) bool {
 	}
 	for {
 		d.WS()
-		ks, ke, ok := d.key()
+		ks, ke, ok := d.ASCIIKey()
 		if !ok {
 			return false
 		}
@@ -110,7 +103,7 @@ func (d *fastDecoder) strings() {
 }
 
 type fastDecoder struct {
-	jsonscan.Scanner
+	jsonx.Scanner
 	// spans are the string fields read so far, set by strings at the end.
 	// A repeated key is read again (the last one wins, as in
 	// encoding/json), so there can be more spans than fields; the decoder
@@ -123,28 +116,6 @@ type fastDecoder struct {
 type span struct {
 	dst        *string
 	start, end int
-}
-
-// key reads an object key with neither escapes nor non-ASCII bytes (both
-// are left to encoding/json) and returns its bounds.
-func (d *fastDecoder) key() (start, end int, ok bool) {
-	if !d.Eat('"') {
-		return 0, 0, false
-	}
-	start = d.I
-	for d.I < len(d.B) {
-		c := d.B[d.I]
-		if c == '"' {
-			end = d.I
-			d.I++
-			return start, end, true
-		}
-		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
-			return 0, 0, false
-		}
-		d.I++
-	}
-	return 0, 0, false
 }
 
 // field reads the value of key into rec.
@@ -185,7 +156,7 @@ func (d *fastDecoder) field(rec *RunEventRecord, key []byte) bool {
 		if d.I < len(d.B) && d.B[d.I] == 'n' {
 			return false // null: encoding/json's RawMessage rules, not ours
 		}
-		if !d.Skip(0, maxFastDepth) {
+		if !d.Skip(0, jsonx.MaxDepth) {
 			return false
 		}
 		rec.Payload = json.RawMessage(d.B[start:d.I:d.I])
@@ -196,72 +167,24 @@ func (d *fastDecoder) field(rec *RunEventRecord, key []byte) bool {
 			return false
 		}
 	}
-	return d.Skip(0, maxFastDepth) // an unknown field: valid JSON, ignored
+	return d.Skip(0, jsonx.MaxDepth) // an unknown field: valid JSON, ignored
 }
 
 // str reads a JSON string without escapes, control characters or invalid
-// UTF-8 (encoding/json unescapes and replaces those; it is left to it).
+// UTF-8 (encoding/json unescapes and replaces those; it is left to it) and
+// records its span for strings.
 func (d *fastDecoder) str(dst *string) bool {
-	if !d.Eat('"') {
+	start, end, ok := d.PlainString()
+	if !ok || d.nspans == len(d.spans) {
 		return false
 	}
-	start := d.I
-	ascii := true
-	for d.I < len(d.B) {
-		c := d.B[d.I]
-		switch {
-		case c == '"':
-			if !ascii && !utf8.Valid(d.B[start:d.I]) {
-				return false
-			}
-			if d.nspans == len(d.spans) {
-				return false
-			}
-			d.spans[d.nspans] = span{dst, start, d.I}
-			d.nspans++
-			d.I++
-			return true
-		case c == '\\' || c < 0x20:
-			return false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-		d.I++
-	}
-	return false
+	d.spans[d.nspans] = span{dst, start, end}
+	d.nspans++
+	return true
 }
 
-// int reads an integer literal that fits an int64 (no fraction, no
-// exponent: encoding/json refuses those for an int64 field, with its own
-// error).
 func (d *fastDecoder) int(dst *int64) bool {
-	start := d.I
-	if d.I < len(d.B) && d.B[d.I] == '-' {
-		d.I++
-	}
-	digits := d.I
-	for d.I < len(d.B) && d.B[d.I] >= '0' && d.B[d.I] <= '9' {
-		d.I++
-	}
-	n := d.I - digits
-	if n == 0 || (n > 1 && d.B[digits] == '0') {
-		return false
-	}
-	if n <= 18 { // cannot overflow
-		var v int64
-		for _, c := range d.B[digits:d.I] {
-			v = v*10 + int64(c-'0')
-		}
-		if digits > start {
-			v = -v
-		}
-		*dst = v
-		return true
-	}
-	v, err := strconv.ParseInt(string(d.B[start:d.I]), 10, 64)
-	if err != nil {
-		return false
-	}
+	v, ok := d.Int64()
 	*dst = v
-	return true
+	return ok
 }

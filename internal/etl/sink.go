@@ -19,7 +19,7 @@ import (
 
 	"github.com/runstream/runstream/consumer"
 	"github.com/runstream/runstream/consumer/pgcheckpoint"
-	"github.com/runstream/runstream/internal/jsonscan"
+	"github.com/runstream/runstream/internal/jsonx"
 	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/store"
 )
@@ -861,18 +861,17 @@ func truncatePayloadTimesDecoded(p []byte) []byte {
 // false for anything it is not sure of (escapes, a value that is not
 // plain, invalid JSON), which microseconds then decodes as a map.
 func truncatePayloadTimes(p []byte) (out []byte, ok bool) {
-	const maxPayloadDepth = 200 // deeper values take the slow path
 	type cut struct {
 		start, end int
 		with       string
 	}
 	var cuts []cut
-	o := jsonscan.NewObject(p, maxPayloadDepth)
+	o := jsonx.NewObject(p, jsonx.MaxDepth)
 	for o.Next() {
 		if k := p[o.KeyStart:o.KeyEnd]; (string(k) != "sourceOccurredAt" && string(k) != "startedAt") || p[o.ValueStart] != '"' {
 			continue
 		}
-		v := jsonscan.Scanner{B: p[:o.ValueEnd], I: o.ValueStart}
+		v := jsonx.Scanner{B: p[:o.ValueEnd], I: o.ValueStart}
 		s, e, ok := v.PlainString()
 		if !ok || e+1 != o.ValueEnd {
 			return nil, false // a string with escapes: the slow path

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/runstream/runstream/internal/jsonenc"
+	"github.com/runstream/runstream/internal/jsonx"
 	"github.com/runstream/runstream/internal/retry"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
@@ -326,44 +326,44 @@ func Record(topic string, rec *store.RunEventRecord) (*kgo.Record, error) {
 // equal on every field.
 func AppendValue(b []byte, rec *store.RunEventRecord) ([]byte, error) {
 	b = append(b, `{"eventId":`...)
-	b = jsonenc.AppendString(b, rec.EventID)
+	b = jsonx.AppendString(b, rec.EventID)
 	b = append(b, `,"eventType":`...)
-	b = jsonenc.AppendString(b, rec.EventType)
+	b = jsonx.AppendString(b, rec.EventType)
 	b = append(b, `,"emittedAt":`...)
-	b = jsonenc.AppendString(b, rec.EmittedAt)
+	b = jsonx.AppendString(b, rec.EmittedAt)
 	b = append(b, `,"runId":`...)
-	b = jsonenc.AppendString(b, rec.RunID)
+	b = jsonx.AppendString(b, rec.RunID)
 	b = append(b, `,"tenantId":`...)
-	b = jsonenc.AppendString(b, rec.TenantID)
+	b = jsonx.AppendString(b, rec.TenantID)
 	b = append(b, `,"projectId":`...)
-	b = jsonenc.AppendString(b, rec.ProjectID)
+	b = jsonx.AppendString(b, rec.ProjectID)
 	b = append(b, `,"environmentId":`...)
-	b = jsonenc.AppendString(b, rec.EnvironmentID)
+	b = jsonx.AppendString(b, rec.EnvironmentID)
 	b = append(b, `,"planId":`...)
-	b = jsonenc.AppendString(b, rec.PlanID)
+	b = jsonx.AppendString(b, rec.PlanID)
 	b = append(b, `,"planVersion":`...)
-	b = jsonenc.AppendString(b, rec.PlanVersion)
+	b = jsonx.AppendString(b, rec.PlanVersion)
 	b = append(b, `,"engineAttemptId":`...)
 	b = strconv.AppendInt(b, rec.EngineAttemptID, 10)
 	b = append(b, `,"logicalAttemptId":`...)
 	b = strconv.AppendInt(b, rec.LogicalAttemptID, 10)
 	b = append(b, `,"idempotencyKey":`...)
-	b = jsonenc.AppendString(b, rec.IdempotencyKey)
+	b = jsonx.AppendString(b, rec.IdempotencyKey)
 	if rec.StepID != "" {
 		b = append(b, `,"stepId":`...)
-		b = jsonenc.AppendString(b, rec.StepID)
+		b = jsonx.AppendString(b, rec.StepID)
 	}
 	if len(rec.Payload) > 0 {
 		b = append(b, `,"payload":`...)
 		var err error
-		if b, err = jsonenc.AppendRaw(b, rec.Payload); err != nil {
+		if b, err = jsonx.AppendRaw(b, rec.Payload); err != nil {
 			return b, err
 		}
 	}
 	b = append(b, `,"runSeq":`...)
 	b = strconv.AppendInt(b, rec.RunSeq, 10)
 	b = append(b, `,"persistedAt":`...)
-	b = jsonenc.AppendString(b, rec.PersistedAt)
+	b = jsonx.AppendString(b, rec.PersistedAt)
 	return append(b, '}'), nil
 }
 

@@ -55,3 +55,22 @@ func TestAppendValue_EqualsEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkAppendValue(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 3))
+	var recs []store.RunEventRecord
+	for j, w := range workload.Run(rng, "tenant_a", workload.Options{}) {
+		recs = append(recs, store.RunEventRecord{RunEventWrite: w, RunSeq: int64(j + 1), PersistedAt: store.FormatPersistedAt(time.Now())})
+	}
+	b.Run("AppendValue", func(b *testing.B) {
+		var buf []byte
+		for i := 0; b.Loop(); i++ {
+			buf, _ = relay.AppendValue(buf[:0], &recs[i%len(recs)])
+		}
+	})
+	b.Run("encoding/json", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			_, _ = json.Marshal(&recs[i%len(recs)])
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"unicode/utf8"
 
+	"github.com/runstream/runstream/internal/jsonx"
 	"github.com/runstream/runstream/store"
 )
 
@@ -104,37 +105,15 @@ func splitObject(data []byte) ([]member, *store.Error) {
 	if !json.Valid(data) {
 		return nil, syntaxError(data)
 	}
-	i := skipSpace(data, 0)
+	i := jsonx.SkipSpace(data, 0)
 	if data[i] != '{' {
 		return nil, store.Invalid("body", "body must be one JSON object holding a RunEventWrite, got %s", valueKind(data[i]))
 	}
 	members := make([]member, 0, 16)
-	eachMember(data[i:], func(key, raw []byte) {
+	jsonx.EachMember(data[i:], func(key, raw []byte) {
 		members = append(members, member{name: memberName(key), raw: raw})
 	})
 	return members, nil
-}
-
-// eachMember calls fn with the quoted name and the raw value of every
-// member of the object that starts data, which must be valid JSON.
-func eachMember(data []byte, fn func(key, raw []byte)) {
-	i := skipSpace(data, 1)
-	if data[i] == '}' {
-		return
-	}
-	for {
-		end := stringEnd(data, i)
-		key := data[i:end]
-		i = skipSpace(data, end)
-		i = skipSpace(data, i+1) // the colon
-		end = valueEnd(data, i)
-		fn(key, data[i:end:end])
-		i = skipSpace(data, end)
-		if data[i] == '}' {
-			return
-		}
-		i = skipSpace(data, i+1) // the comma
-	}
 }
 
 // memberName decodes a quoted member name of a valid document.
@@ -164,7 +143,7 @@ func payloadValue(raw []byte, eventType any) (any, error) {
 		}
 		obj := make(map[string]any, len(keep))
 		var err error
-		eachMember(raw, func(key, val []byte) {
+		jsonx.EachMember(raw, func(key, val []byte) {
 			if bytes.IndexByte(key, '\\') < 0 {
 				if _, ok := keep[string(key[1:len(key)-1])]; !ok {
 					return
@@ -183,63 +162,6 @@ func payloadValue(raw []byte, eventType any) (any, error) {
 		return []any{}, nil
 	}
 	return memberValue(raw)
-}
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// stringEnd returns the index just past the string starting at data[i].
-func stringEnd(data []byte, i int) int {
-	for i++; i < len(data); i++ {
-		switch data[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(data)
-}
-
-// valueEnd returns the index just past the value starting at data[i] of a
-// valid document.
-func valueEnd(data []byte, i int) int {
-	switch data[i] {
-	case '"':
-		return stringEnd(data, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(data); i++ {
-			switch data[i] {
-			case '"':
-				i = stringEnd(data, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(data)
-	}
-	for ; i < len(data); i++ {
-		switch data[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-	}
-	return i
 }
 
 func valueKind(c byte) string {
@@ -340,7 +262,7 @@ func memberValue(raw []byte) (any, error) {
 	case '{':
 		obj := make(map[string]any)
 		var err error
-		eachMember(raw, func(key, val []byte) {
+		jsonx.EachMember(raw, func(key, val []byte) {
 			v, verr := memberValue(val)
 			if verr != nil && err == nil {
 				err = verr
@@ -372,18 +294,18 @@ func memberValue(raw []byte) (any, error) {
 // eachElement calls fn with every element of the array that starts data,
 // which must be valid JSON.
 func eachElement(data []byte, fn func(raw []byte)) {
-	i := skipSpace(data, 1)
+	i := jsonx.SkipSpace(data, 1)
 	if data[i] == ']' {
 		return
 	}
 	for {
-		end := valueEnd(data, i)
+		end := jsonx.ValueEnd(data, i)
 		fn(data[i:end:end])
-		i = skipSpace(data, end)
+		i = jsonx.SkipSpace(data, end)
 		if data[i] == ']' {
 			return
 		}
-		i = skipSpace(data, i+1) // the comma
+		i = jsonx.SkipSpace(data, i+1) // the comma
 	}
 }
 

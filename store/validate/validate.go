@@ -16,6 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
+	"github.com/runstream/runstream/internal/jsonx"
 	"github.com/runstream/runstream/store"
 )
 
@@ -88,7 +89,7 @@ func writeDoc(w *store.RunEventWrite) (map[string]any, *store.Error) {
 			return nil, &store.Error{Code: store.CodeSchemaValidationFailed, Field: "payload",
 				Message: fmt.Sprintf("payload is not valid JSON (%v); send a JSON object", err), Err: err}
 		}
-		p, err := payloadValue(w.Payload[skipSpace(w.Payload, 0):], w.EventType)
+		p, err := payloadValue(w.Payload[jsonx.SkipSpace(w.Payload, 0):], w.EventType)
 		if err != nil {
 			return nil, &store.Error{Code: store.CodeSchemaValidationFailed, Field: "payload", Message: "payload is not valid JSON", Err: err}
 		}

@@ -1,4 +1,4 @@
-package jsonscan
+package jsonx
 
 import (
 	"encoding/json"

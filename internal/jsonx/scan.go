@@ -1,11 +1,4 @@
-// Package jsonscan is the byte scanner under runstream's one-pass JSON
-// decoders (store.DecodeRecord, the reducer's payload reader, the
-// projector's snapshot reader): whitespace, single bytes, literals, and
-// checking one JSON value and moving past it exactly as encoding/json's
-// scanner would accept it. The decoders build on it and give up (leaving
-// the input to encoding/json) wherever they are not certain to decode as
-// encoding/json does; their fuzz tests compare them with encoding/json.
-package jsonscan
+package jsonx
 
 import "unicode/utf8"
 
@@ -84,7 +77,7 @@ func (s *Scanner) PlainString() (start, end int, ok bool) {
 // Object reads a document holding one JSON object whose keys are plain
 // strings (see PlainString), member by member:
 //
-//	o := jsonscan.NewObject(b, maxDepth)
+//	o := jsonx.NewObject(b, jsonx.MaxDepth)
 //	for o.Next() {
 //		key, value := b[o.KeyStart:o.KeyEnd], b[o.ValueStart:o.ValueEnd]
 //	}
