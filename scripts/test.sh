@@ -36,7 +36,8 @@ if ! command -v promtool >/dev/null 2>&1 || [ ! -x /usr/bin/prometheus ]; then
     exit 1
   fi
 fi
-# Headless Chromium for the console's browser tests (cmd/runstream/console_test.go).
+# Headless Chromium for the console's browser tests
+# (internal/httpapi/console/browsertest, a module of its own).
 if [ ! -x /usr/bin/chromium ]; then
   echo "test: installing chromium (Debian package) for the console's browser tests" >&2
   DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
@@ -65,3 +66,7 @@ go vet ./...
 # nothing else.
 go tool staticcheck ./...
 go test -race -count=1 -timeout 15m ./...
+# The console's browser tests: a nested module, so that chromedp stays out
+# of the main module's dependencies (it builds this checkout's binary
+# through a replace directive).
+(cd internal/httpapi/console/browsertest && go vet ./... && go test -race -count=1 -timeout 10m ./...)

@@ -8,8 +8,10 @@ import (
 	"testing"
 )
 
-// ModuleRoot returns the directory of the module's go.mod, above the
-// test's working directory.
+// ModuleRoot returns the directory of runstream's main module (the go.mod
+// that declares github.com/runstream/runstream) above the test's working
+// directory, passing over nested test modules such as the console's
+// browser tests.
 func ModuleRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
@@ -17,15 +19,24 @@ func ModuleRoot(t testing.TB) string {
 		t.Fatal(err)
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && isMainModule(b) {
 			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
+			t.Fatal("no go.mod of github.com/runstream/runstream above the test's directory")
 		}
 		dir = parent
 	}
+}
+
+func isMainModule(gomod []byte) bool {
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
+			return f[1] == "github.com/runstream/runstream"
+		}
+	}
+	return false
 }
 
 // BuildRunstream builds cmd/runstream into dir and returns the binary's
