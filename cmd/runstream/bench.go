@@ -12,7 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runstream/runstream/internal/bench"
+	"github.com/runstream/runstream/internal/bench/appendbench"
+	"github.com/runstream/runstream/internal/bench/etlbench"
+	"github.com/runstream/runstream/internal/bench/harness"
+	"github.com/runstream/runstream/internal/bench/projectbench"
+	"github.com/runstream/runstream/internal/bench/relaybench"
 	"github.com/runstream/runstream/internal/config"
 )
 
@@ -57,7 +61,7 @@ func benchUsage(w io.Writer, subs []command) {
 
 func runBenchAppend(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("bench append", flag.ContinueOnError)
-	var cfg bench.Config
+	var cfg appendbench.Config
 	fs.StringVar(&cfg.URL, "url", "", "base URL of a running API; empty: start one in this process against a fresh schema bench_<random> (dropped at the end)")
 	fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL for the in-process API and the pgbench baseline (pgx pool settings such as pool_max_conns apply to the API)")
 	fs.IntVar(&cfg.Clients, "clients", 16, "concurrent HTTP clients (and pgbench clients)")
@@ -88,7 +92,7 @@ func runBenchAppend(ctx context.Context, env *environment, args []string) error 
 		return err
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg.Progress = func(p bench.Progress) {
+	cfg.Progress = func(p appendbench.Progress) {
 		line := fmt.Sprintf("bench: %-14s %3.0fs/%.0fs", p.Phase, p.Elapsed.Seconds(), p.Total.Seconds())
 		if p.Requests > 0 || p.Errors > 0 {
 			line += fmt.Sprintf("  %9d events  %8.0f events/s  %d errors", p.Events, float64(p.Events)/p.Elapsed.Seconds(), p.Errors)
@@ -101,7 +105,7 @@ func runBenchAppend(ctx context.Context, env *environment, args []string) error 
 		return err
 	}
 
-	rep, err := bench.RunAppend(ctx, cfg)
+	rep, err := appendbench.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -125,7 +129,7 @@ func runBenchAppend(ctx context.Context, env *environment, args []string) error 
 // checkBenchFlags turns a config error into a usage error (exit status 2);
 // zero values mean "default" to the package, but on the command line a 0 is
 // a mistake.
-func checkBenchFlags(cfg bench.Config) error {
+func checkBenchFlags(cfg appendbench.Config) error {
 	var errs []error
 	for _, f := range []struct {
 		name string
@@ -144,7 +148,7 @@ func checkBenchFlags(cfg bench.Config) error {
 
 func runBenchRelay(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("bench relay", flag.ContinueOnError)
-	var cfg bench.RelayConfig
+	var cfg relaybench.Config
 	fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL; the bench works in a fresh schema bench_<random> (dropped at the end)")
 	brokers := fs.String("brokers", "", "Kafka bootstrap brokers, comma-separated; empty: franz-go's kfake in this process on 127.0.0.1:0, in memory")
 	partitions := fs.Int("partitions", 12, "partitions of the fresh topic bench-relay-<random>")
@@ -191,7 +195,7 @@ func runBenchRelay(ctx context.Context, env *environment, args []string) error {
 		cfg.Settle = -1 // --settle 0: none
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg.Progress = func(p bench.PhaseProgress) {
+	cfg.Progress = func(p harness.PhaseProgress) {
 		line := fmt.Sprintf("bench: %-8s %4.0fs  %9d/%d", p.Phase, p.Elapsed.Seconds(), p.Done, p.Total)
 		if p.Phase == "drain" {
 			line += fmt.Sprintf("  %9d rows left", max(p.Total-p.Done, 0))
@@ -206,7 +210,7 @@ func runBenchRelay(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 
-	rep, err := bench.RunRelay(ctx, cfg)
+	rep, err := relaybench.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -228,7 +232,7 @@ func runBenchRelay(ctx context.Context, env *environment, args []string) error {
 }
 
 // checkBenchRelayFlags is checkBenchFlags for bench relay.
-func checkBenchRelayFlags(cfg bench.RelayConfig, partitions int) error {
+func checkBenchRelayFlags(cfg relaybench.Config, partitions int) error {
 	var errs []error
 	for _, f := range []struct {
 		name string
@@ -260,7 +264,7 @@ func checkBenchRelayFlags(cfg bench.RelayConfig, partitions int) error {
 
 func runBenchProject(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("bench project", flag.ContinueOnError)
-	var cfg bench.ProjectConfig
+	var cfg projectbench.Config
 	fs.StringVar(&cfg.RedisURL, "redis-url", defaultRedisURL, "Redis URL of the snapshots (redis://h1:p?addr=h2:p&addr=h3:p for a cluster); the bench deletes the keys it wrote")
 	fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL of the latency phase; it works in a fresh schema bench_<random> (dropped at the end)")
 	partitions := fs.Int("partitions", 12, "partitions of each phase's fresh topic (in-process kfake)")
@@ -313,7 +317,7 @@ func runBenchProject(ctx context.Context, env *environment, args []string) error
 		return err
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg.Progress = func(p bench.PhaseProgress) {
+	cfg.Progress = func(p harness.PhaseProgress) {
 		fmt.Fprintf(env.stderr, "bench: %-11s %4.0fs  %9d/%d  %8.0f/s\n", p.Phase, p.Elapsed.Seconds(), p.Done, p.Total, p.Rate)
 	}
 	closeProfiles, err := openProfiles(profileFlag{"--cpuprofile", *cpuProfile, &cfg.CatchUpCPUProfile})
@@ -322,7 +326,7 @@ func runBenchProject(ctx context.Context, env *environment, args []string) error
 		return err
 	}
 
-	rep, err := bench.RunProject(ctx, cfg)
+	rep, err := projectbench.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -344,7 +348,7 @@ func runBenchProject(ctx context.Context, env *environment, args []string) error
 }
 
 // checkBenchProjectFlags is checkBenchFlags for bench project.
-func checkBenchProjectFlags(cfg bench.ProjectConfig, partitions int) error {
+func checkBenchProjectFlags(cfg projectbench.Config, partitions int) error {
 	var errs []error
 	for _, f := range []struct {
 		name string
@@ -368,7 +372,7 @@ func checkBenchProjectFlags(cfg bench.ProjectConfig, partitions int) error {
 
 func runBenchEtl(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("bench etl", flag.ContinueOnError)
-	var cfg bench.ETLConfig
+	var cfg etlbench.Config
 	fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL; the sink and the baseline work in fresh schemas bench_etl_<random> (dropped at the end)")
 	partitions := fs.Int("partitions", 12, "partitions of the fresh topic (in-process kfake)")
 	fs.IntVar(&cfg.Events, "events", 1_000_000, "records pre-filled into the topic")
@@ -418,7 +422,7 @@ func runBenchEtl(ctx context.Context, env *environment, args []string) error {
 		return usageError{err}
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg.Progress = func(p bench.PhaseProgress) {
+	cfg.Progress = func(p harness.PhaseProgress) {
 		fmt.Fprintf(env.stderr, "bench: %-8s %4.0fs  %9d/%d  %8.0f/s\n", p.Phase, p.Elapsed.Seconds(), p.Done, p.Total, p.Rate)
 	}
 	closeProfiles, err := openProfiles(profileFlag{"--cpuprofile", *cpuProfile, &cfg.CPUProfile},
@@ -428,7 +432,7 @@ func runBenchEtl(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep, err := bench.RunETL(ctx, cfg)
+	rep, err := etlbench.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/runstream/runstream/internal/bench"
+	"github.com/runstream/runstream/internal/bench/readbench"
 )
 
 func runBenchRead(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("bench read", flag.ContinueOnError)
-	var cfg bench.ReadConfig
+	var cfg readbench.Config
 	fs.StringVar(&cfg.RedisURL, "redis-url", defaultRedisURL, "Redis the in-process API reads (bench keys runstream:run:{bench-...} are written and deleted)")
 	fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "Postgres (readiness only)")
 	fs.IntVar(&cfg.Clients, "clients", 64, "concurrent snapshot GET clients (and redis-benchmark clients)")
@@ -42,7 +42,7 @@ func runBenchRead(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep, err := bench.RunRead(ctx, cfg)
+	rep, err := readbench.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -243,4 +244,22 @@ func (b *Broker) WaitCommitted(ctx context.Context, w Wait) error {
 			return fmt.Errorf("bench interrupted during the %s: %w", w.Phase, ctx.Err())
 		}
 	}
+}
+
+// Consume reads cl's records in a goroutine, calling each with every
+// record and the time its fetch returned, until stop is called. stop
+// waits for the goroutine (what each wrote is the caller's then) and may
+// be called more than once.
+func Consume(ctx context.Context, cl *kgo.Client, each func(r *kgo.Record, at time.Time)) (stop func()) {
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for cctx.Err() == nil {
+			fs := cl.PollFetches(cctx)
+			now := time.Now()
+			fs.EachRecord(func(r *kgo.Record) { each(r, now) })
+		}
+	}()
+	return sync.OnceFunc(func() { cancel(); <-done })
 }

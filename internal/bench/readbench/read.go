@@ -1,4 +1,8 @@
-package bench
+// Package readbench is `runstream bench read`: it measures the read side,
+// snapshot GETs through the API against redis-benchmark's GETs of the same
+// keys in the same run, then the time from a snapshot change in Redis to
+// SSE watchers (see [Run]).
+package readbench
 
 import (
 	"bufio"
@@ -15,7 +19,6 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/runstream/runstream/internal/bench/harness"
 	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/reduce"
@@ -33,8 +37,8 @@ import (
 	"github.com/runstream/runstream/store/postgres"
 )
 
-// ReadConfig configures [RunRead].
-type ReadConfig struct {
+// Config configures [Run].
+type Config struct {
 	// RedisURL and PostgresURL of the servers the in-process API reads
 	// (Postgres only answers readiness here).
 	RedisURL, PostgresURL string
@@ -67,14 +71,14 @@ type ReadConfig struct {
 	SSECPUProfile io.Writer
 }
 
-// ReadReport is the outcome of [RunRead].
-type ReadReport struct {
-	Clients    int     `json:"clients"`
-	Runs       int     `json:"runs"`
-	Gets       int64   `json:"gets"`
-	Errors     int64   `json:"errors"`
-	GetsPerSec float64 `json:"getsPerSec"`
-	GetLatency Latency `json:"getLatencyMs"`
+// Report is the outcome of [Run].
+type Report struct {
+	Clients    int             `json:"clients"`
+	Runs       int             `json:"runs"`
+	Gets       int64           `json:"gets"`
+	Errors     int64           `json:"errors"`
+	GetsPerSec float64         `json:"getsPerSec"`
+	GetLatency harness.Latency `json:"getLatencyMs"`
 	// RedisBenchmarkGetsPerSec is redis-benchmark's GET rate on the same
 	// keys with the same client count, in the same run.
 	RedisBenchmarkGetsPerSec float64 `json:"redisBenchmarkGetsPerSec"`
@@ -87,8 +91,8 @@ type ReadReport struct {
 	Deliveries               int64   `json:"deliveries"`
 	// SSELatency is from the snapshot change in Redis (SET + PUBLISH) to
 	// a watcher reading the event, over every watcher and change.
-	SSELatency   Latency `json:"sseLatencyMs"`
-	SSETargetP99 float64 `json:"sseTargetP99Ms"`
+	SSELatency   harness.Latency `json:"sseLatencyMs"`
+	SSETargetP99 float64         `json:"sseTargetP99Ms"`
 	// SSERSSGrowth and SSEHeapGrowth are this process's VmRSS and heap in
 	// use with every watcher connected, less before the first connected:
 	// both ends of every stream (API and clients) live in this process.
@@ -97,7 +101,7 @@ type ReadReport struct {
 }
 
 // WriteText renders the report.
-func (r *ReadReport) WriteText(w io.Writer) error {
+func (r *Report) WriteText(w io.Writer) error {
 	met := func(ok bool) string {
 		if ok {
 			return "met"
@@ -122,16 +126,16 @@ func (r *ReadReport) WriteText(w io.Writer) error {
 
 func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// readRunID names bench runs so redis-benchmark's __rand_int__ (12 digits)
+// runID names bench runs so redis-benchmark's __rand_int__ (12 digits)
 // hits the same keys: runstream:run:{bench-000000000042}.
-func readRunID(i int) string { return fmt.Sprintf("bench-%012d", i) }
+func runID(i int) string { return fmt.Sprintf("bench-%012d", i) }
 
-const readTenant = "tenant_bench_read"
+const tenant = "tenant_bench_read"
 
-// RunRead measures the read side: snapshot GETs through the API against
+// Run measures the read side: snapshot GETs through the API against
 // redis-benchmark GETs of the same keys, then the latency from a snapshot
 // change to SSE watchers.
-func RunRead(ctx context.Context, cfg ReadConfig) (*ReadReport, error) {
+func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Clients == 0 {
 		cfg.Clients = 64
 	}
@@ -159,10 +163,10 @@ func RunRead(ctx context.Context, cfg ReadConfig) (*ReadReport, error) {
 	}
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
-	if err := writeReadSnapshots(ctx, rdb, cfg.Runs); err != nil {
+	if err := writeSnapshots(ctx, rdb, cfg.Runs); err != nil {
 		return nil, err
 	}
-	defer cleanReadSnapshots(context.WithoutCancel(ctx), rdb, cfg.Runs)
+	defer cleanSnapshots(context.WithoutCancel(ctx), rdb, cfg.Runs)
 
 	pool, err := pgxpool.New(ctx, cfg.PostgresURL)
 	if err != nil {
@@ -187,9 +191,9 @@ func RunRead(ctx context.Context, cfg ReadConfig) (*ReadReport, error) {
 	defer func() { stop(); <-served }()
 	base := "http://" + ln.Addr().String()
 
-	rep := &ReadReport{Clients: cfg.Clients, Runs: cfg.Runs, Watchers: cfg.Watchers, WatchedRuns: cfg.WatchedRuns, Changes: cfg.Changes, ChangeEveryMs: msOf(cfg.ChangeEvery),
+	rep := &Report{Clients: cfg.Clients, Runs: cfg.Runs, Watchers: cfg.Watchers, WatchedRuns: cfg.WatchedRuns, Changes: cfg.Changes, ChangeEveryMs: msOf(cfg.ChangeEvery),
 		TargetRatio: 0.5, SSETargetP99: 10}
-	if err := readGets(ctx, cfg, base, rep); err != nil {
+	if err := measureGets(ctx, cfg, base, rep); err != nil {
 		return nil, err
 	}
 	rate, err := redisBenchmark(ctx, cfg, opts.Addr)
@@ -197,21 +201,21 @@ func RunRead(ctx context.Context, cfg ReadConfig) (*ReadReport, error) {
 		return nil, err
 	}
 	rep.RedisBenchmarkGetsPerSec = rate
-	rep.Ratio = Ratio(rep.GetsPerSec, rate)
-	if err := readSSE(ctx, cfg, base, rdb, rep); err != nil {
+	rep.Ratio = harness.Ratio(rep.GetsPerSec, rate)
+	if err := measureSSE(ctx, cfg, base, rdb, rep); err != nil {
 		return nil, err
 	}
 	return rep, nil
 }
 
-// writeReadSnapshots stores realistic snapshots (the reducer's output for
+// writeSnapshots stores realistic snapshots (the reducer's output for
 // generated runs) under the bench run IDs.
-func writeReadSnapshots(ctx context.Context, rdb *redis.Client, n int) error {
+func writeSnapshots(ctx context.Context, rdb *redis.Client, n int) error {
 	rng := rand.New(rand.NewPCG(1, 2))
 	pipe := rdb.Pipeline()
 	for i := range n {
-		id := workload.NewIdentity(readTenant)
-		id.RunID = readRunID(i)
+		id := workload.NewIdentity(tenant)
+		id.RunID = runID(i)
 		var recs []store.RunEventRecord
 		for j, w := range workload.RunFor(rng, id, workload.Options{}) {
 			recs = append(recs, store.RunEventRecord{RunEventWrite: w, RunSeq: int64(j + 1), PersistedAt: w.EmittedAt})
@@ -232,10 +236,10 @@ func writeReadSnapshots(ctx context.Context, rdb *redis.Client, n int) error {
 	return err
 }
 
-func cleanReadSnapshots(ctx context.Context, rdb *redis.Client, n int) {
+func cleanSnapshots(ctx context.Context, rdb *redis.Client, n int) {
 	keys := make([]string, 0, n)
 	for i := range n {
-		keys = append(keys, snapshots.Key(readRunID(i)))
+		keys = append(keys, snapshots.Key(runID(i)))
 	}
 	for len(keys) > 0 {
 		k := min(len(keys), 500)
@@ -244,7 +248,9 @@ func cleanReadSnapshots(ctx context.Context, rdb *redis.Client, n int) {
 	}
 }
 
-func readGets(ctx context.Context, cfg ReadConfig, base string, rep *ReadReport) error {
+// measureGets runs cfg.Clients clients GETting random runs' snapshots
+// through the API for cfg.Duration.
+func measureGets(ctx context.Context, cfg Config, base string, rep *Report) error {
 	addr := strings.TrimPrefix(base, "http://")
 	var gets, errs atomic.Int64
 	lats := make([][]time.Duration, cfg.Clients)
@@ -271,7 +277,7 @@ func readGets(ctx context.Context, cfg ReadConfig, base string, rep *ReadReport)
 						continue
 					}
 				}
-				path := "/v1/runs/" + readRunID(rng.IntN(cfg.Runs)) + "/snapshot"
+				path := "/v1/runs/" + runID(rng.IntN(cfg.Runs)) + "/snapshot"
 				t0 := time.Now()
 				status, err := cl.get(path)
 				if err != nil {
@@ -289,16 +295,13 @@ func readGets(ctx context.Context, cfg ReadConfig, base string, rep *ReadReport)
 			}
 		}()
 	}
-	stopProgress := readProgress(cfg.Progress, "GET", start, &gets)
-	if cfg.CPUProfile != nil {
-		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
-			return fmt.Errorf("starting the CPU profile: %w", err)
-		}
+	stopProgress := progress(cfg.Progress, "GET", start, &gets)
+	w, err := harness.StartWindow(cfg.CPUProfile)
+	if err != nil {
+		return err
 	}
 	wg.Wait()
-	if cfg.CPUProfile != nil {
-		pprof.StopCPUProfile()
-	}
+	w.Stop()
 	stopProgress()
 	window := time.Since(start)
 	var all []time.Duration
@@ -307,7 +310,7 @@ func readGets(ctx context.Context, cfg ReadConfig, base string, rep *ReadReport)
 	}
 	rep.Gets, rep.Errors = gets.Load(), errs.Load()
 	rep.GetsPerSec = float64(rep.Gets) / window.Seconds()
-	rep.GetLatency = Summarize(all)
+	rep.GetLatency = harness.Summarize(all)
 	return ctx.Err()
 }
 
@@ -379,35 +382,23 @@ func (c *getClient) get(path string) (int, error) {
 	return status, nil
 }
 
-func readProgress(w io.Writer, what string, start time.Time, n *atomic.Int64) func() {
+// progress writes a line to w every second with n, what has been done so
+// far, until stopped; nothing when w is nil.
+func progress(w io.Writer, what string, start time.Time, n *atomic.Int64) (stop func()) {
 	if w == nil {
 		return func() {}
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				fmt.Fprintf(w, "bench read: %s %d in %.0fs (%.0f/s)\n", what, n.Load(), time.Since(start).Seconds(),
-					float64(n.Load())/time.Since(start).Seconds())
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
+	return harness.Every(time.Second, func() {
+		fmt.Fprintf(w, "bench read: %s %d in %.0fs (%.0f/s)\n", what, n.Load(), time.Since(start).Seconds(),
+			float64(n.Load())/time.Since(start).Seconds())
+	})
 }
 
 var rpsRE = regexp.MustCompile(`([0-9.]+) requests per second`)
 
 // redisBenchmark runs redis-benchmark's GET over the same keys with the same
 // client count and returns its rate.
-func redisBenchmark(ctx context.Context, cfg ReadConfig, addr string) (float64, error) {
+func redisBenchmark(ctx context.Context, cfg Config, addr string) (float64, error) {
 	bin := cfg.RedisBenchmark
 	if bin == "" {
 		p, err := exec.LookPath("redis-benchmark")
@@ -439,17 +430,17 @@ func redisBenchmark(ctx context.Context, cfg ReadConfig, addr string) (float64, 
 	return strconv.ParseFloat(m[1], 64)
 }
 
-// readSSE opens cfg.Watchers watch streams spread over cfg.WatchedRuns
+// measureSSE opens cfg.Watchers watch streams spread over cfg.WatchedRuns
 // runs, publishes changes to those runs in turn, and measures change ->
 // delivery per watcher.
-func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client, rep *ReadReport) error {
+func measureSSE(ctx context.Context, cfg Config, base string, rdb *redis.Client, rep *Report) error {
 	n := cfg.WatchedRuns
 	snaps := make([]store.RunSnapshot, n)
 	firstSeq := make([]int64, n)
 	for r := range n {
-		body, err := rdb.Get(ctx, snapshots.Key(readRunID(r))).Bytes()
+		body, err := rdb.Get(ctx, snapshots.Key(runID(r))).Bytes()
 		if err != nil {
-			return fmt.Errorf("reading the watched snapshot of %s: %w", readRunID(r), err)
+			return fmt.Errorf("reading the watched snapshot of %s: %w", runID(r), err)
 		}
 		if err := json.Unmarshal(body, &snaps[r]); err != nil {
 			return err
@@ -476,8 +467,8 @@ func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	debug.FreeOSMemory()
-	rssBefore, _ := procMemory("/proc/self/status")
-	heapBefore := heapInuse()
+	rssBefore, _ := harness.ProcMemory("/proc/self/status")
+	heapBefore := harness.HeapInuse()
 	var ready, wg sync.WaitGroup
 	for w := range cfg.Watchers {
 		ready.Add(1)
@@ -485,7 +476,7 @@ func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client
 		go func() {
 			defer wg.Done()
 			r := w % n
-			req, _ := http.NewRequestWithContext(wctx, http.MethodGet, base+"/v1/runs/"+readRunID(r)+"/watch", nil)
+			req, _ := http.NewRequestWithContext(wctx, http.MethodGet, base+"/v1/runs/"+runID(r)+"/watch", nil)
 			resp, err := client.Do(req)
 			if err != nil {
 				ready.Done()
@@ -522,19 +513,18 @@ func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client
 	}
 	ready.Wait()
 	runtime.GC()
-	rssAfter, _ := procMemory("/proc/self/status")
-	rep.SSERSSGrowth, rep.SSEHeapGrowth = int64(rssAfter)-int64(rssBefore), int64(heapInuse())-int64(heapBefore)
-	if cfg.SSECPUProfile != nil {
-		if err := pprof.StartCPUProfile(cfg.SSECPUProfile); err != nil {
-			return fmt.Errorf("starting the CPU profile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	rssAfter, _ := harness.ProcMemory("/proc/self/status")
+	rep.SSERSSGrowth, rep.SSEHeapGrowth = int64(rssAfter)-int64(rssBefore), int64(harness.HeapInuse())-int64(heapBefore)
+	win, err := harness.StartWindow(cfg.SSECPUProfile)
+	if err != nil {
+		return err
 	}
+	defer win.Stop()
 	for k := 1; k <= cfg.Changes && ctx.Err() == nil; k++ {
 		r := (k - 1) % n
 		snap := &snaps[r]
 		snap.LastEventSeq = firstSeq[r] + int64((k-1)/n+1)
-		key := snapshots.Key(readRunID(r))
+		key := snapshots.Key(runID(r))
 		b, _ := json.Marshal(snap)
 		note := snapshots.NotificationOf(snap).Append(nil)
 		sent[k].Store(time.Now().UnixNano())
@@ -565,6 +555,6 @@ func readSSE(ctx context.Context, cfg ReadConfig, base string, rdb *redis.Client
 		all = append(all, l...)
 	}
 	rep.Deliveries = deliveries.Load()
-	rep.SSELatency = Summarize(all)
+	rep.SSELatency = harness.Summarize(all)
 	return ctx.Err()
 }

@@ -1,4 +1,4 @@
-package bench
+package readbench
 
 import (
 	"context"
@@ -19,7 +19,7 @@ func TestBenchRead_SmallRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for _, runs := range []int{1, 4} {
-		rep, err := RunRead(ctx, ReadConfig{RedisURL: os.Getenv("RUNSTREAM_TEST_REDIS_URL"), PostgresURL: pg,
+		rep, err := Run(ctx, Config{RedisURL: os.Getenv("RUNSTREAM_TEST_REDIS_URL"), PostgresURL: pg,
 			Clients: 4, Duration: 500 * time.Millisecond, Runs: 20, Watchers: 20, WatchedRuns: runs, Changes: 12})
 		if err != nil {
 			t.Fatal(err)

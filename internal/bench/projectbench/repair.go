@@ -1,4 +1,4 @@
-package bench
+package projectbench
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/runstream/runstream/internal/bench/harness"
 	"github.com/runstream/runstream/projector"
 	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store/postgres"
@@ -38,28 +39,21 @@ var repairEvents = []string{"RunStarted", "StepStarted", "StepCompleted", "RunCo
 // by SQL, as if appended long ago and their snapshots then lost), starts a
 // projector on an empty topic, and times its first convergence pass: with
 // no cursor in Redis it checks every run and rebuilds every snapshot.
-func (b *projBench) repair(ctx context.Context) (_ *RepairReport, err error) {
+func (b *bench) repair(ctx context.Context) (_ *RepairReport, err error) {
 	cfg := b.cfg
 	rep := &RepairReport{Runs: cfg.RepairRuns, EventsPerRun: len(repairEvents)}
 	tenant := b.prefix + "_repair"
-	sc, err := newSchema(ctx, cfg.PostgresURL, false)
+	sc, pool, err := harness.MigratedSchema(ctx, cfg.PostgresURL, false)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, sc.drop(ctx)) }()
-	pool, err := postgres.Connect(ctx, withSearchPath(cfg.PostgresURL, sc.name))
-	if err != nil {
-		return nil, err
-	}
+	defer func() { err = errors.Join(err, sc.Drop(ctx)) }()
 	defer pool.Close()
-	if _, err := postgres.Migrate(ctx, pool); err != nil {
-		return nil, fmt.Errorf("migrating the bench schema %s: %w", sc.name, err)
-	}
 	st, err := postgres.New(pool, postgres.Config{Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
-	prefix := "repair-" + projHex(6) + "-"
+	prefix := "repair-" + harness.RandomHex(6) + "-"
 	// The runs, as the store would hold them (runSeq 1..n, persisted a
 	// minute ago, a valid idempotency key is not needed: nothing appends).
 	if _, err := pool.Exec(ctx, `
@@ -83,15 +77,15 @@ func (b *projBench) repair(ctx context.Context) (_ *RepairReport, err error) {
 		b.track("", fmt.Sprintf("%s%d", prefix, i))
 	}
 	b.track(tenant)
-	pb, err := newProjBroker(ctx, cfg.Partitions)
+	kafka, err := b.openBroker(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer pb.close()
-	group := "bench-repair-" + projHex(6)
+	defer kafka.Close(ctx)
+	group := "bench-repair-" + harness.RandomHex(6)
 	b.keys = append(b.keys, snapshots.ConvergeCursorKey(group), snapshots.ConvergeLeaseKey(group))
 	reg := prometheus.NewRegistry()
-	p, err := projector.New(projector.Config{Brokers: pb.brokers, Topic: pb.topic, Group: group,
+	p, err := projector.New(projector.Config{Brokers: kafka.Addrs, Topic: kafka.Topic, Group: group,
 		ConvergeInterval: 100 * time.Millisecond, Registerer: reg, Logger: cfg.Logger}, b.rdb, st)
 	if err != nil {
 		return nil, err

@@ -1,10 +1,9 @@
-package bench
+package appendbench
 
 import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,58 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	benchsql "github.com/runstream/runstream/bench"
+	"github.com/runstream/runstream/internal/bench/harness"
 )
-
-func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-
-// seq returns 1ms..n ms.
-func seq(n int) []time.Duration {
-	out := make([]time.Duration, n)
-	for i := range out {
-		out[i] = ms(i + 1)
-	}
-	return out
-}
-
-func TestBenchPercentile(t *testing.T) {
-	tests := []struct {
-		name   string
-		sorted []time.Duration
-		p      float64
-		want   time.Duration
-	}{
-		{"empty", nil, 50, 0},
-		{"one value", []time.Duration{ms(7)}, 99, ms(7)},
-		{"median of 100", seq(100), 50, ms(50)},
-		{"p95 of 100", seq(100), 95, ms(95)},
-		{"p99 of 100", seq(100), 99, ms(99)},
-		{"max of 100", seq(100), 100, ms(100)},
-		// Nearest rank: ceil(0.5*10) = 5th value; ceil(0.95*10) = 10th.
-		{"median of 10", seq(10), 50, ms(5)},
-		{"p95 of 10 is the max", seq(10), 95, ms(10)},
-		{"p99 of 1000", seq(1000), 99, ms(990)},
-		{"tiny p is the min", seq(10), 0.001, ms(1)},
-		{"p over 100 is the max", seq(10), 150, ms(10)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Percentile(tt.sorted, tt.p); got != tt.want {
-				t.Errorf("Percentile(%d values, %v) = %v, want %v", len(tt.sorted), tt.p, got, tt.want)
-			}
-		})
-	}
-}
-
-func TestBenchSummarize_SortsAndPicks(t *testing.T) {
-	lat := seq(200)
-	// Reverse so Summarize has to sort.
-	slices.Reverse(lat)
-	got := Summarize(lat)
-	want := Latency{P50: ms(100), P95: ms(190), P99: ms(198), Max: ms(200)}
-	if got != want {
-		t.Errorf("Summarize = %+v, want %+v", got, want)
-	}
-}
 
 func TestBenchRatio(t *testing.T) {
 	tests := []struct {
@@ -83,7 +32,7 @@ func TestBenchRatio(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Ratio(tt.ours, tt.theirs)
+			got := harness.Ratio(tt.ours, tt.theirs)
 			if math.Abs(got-tt.want) > 1e-9 {
 				t.Errorf("Ratio(%v, %v) = %v, want %v", tt.ours, tt.theirs, got, tt.want)
 			}
@@ -110,7 +59,7 @@ func TestBenchReport_RatesAndJSON(t *testing.T) {
 	rep := &Report{Target: "in-process", Clients: 16, Batch: 100, Runs: 10000,
 		Window: 2 * time.Second, Requests: 30, Events: 3000,
 		Errors:  map[string]int64{},
-		Latency: Latency{P50: 1500 * time.Microsecond, P95: ms(3), P99: ms(4), Max: ms(9)},
+		Latency: harness.Latency{P50: 1500 * time.Microsecond, P95: 3 * time.Millisecond, P99: 4 * time.Millisecond, Max: 9 * time.Millisecond},
 		Baseline: &Baseline{Script: "bench/append_batch100.sql", Clients: 16, Threads: 2,
 			Duration: 2 * time.Second, TPS: 10, EventsPerTx: 100, Ratio: 1.5, Target: 0.7}}
 	if got := rep.EventsPerSec(); got != 1500 {
@@ -145,59 +94,6 @@ func TestBenchReport_RatesAndJSON(t *testing.T) {
 		if diff := cmp.Diff(v, bl[k]); diff != "" {
 			t.Errorf("JSON baseline %q (-want +got):\n%s", k, diff)
 		}
-	}
-}
-
-func TestBenchParsePgbench(t *testing.T) {
-	const out = `pgbench (15.18 (Debian 15.18-0+deb12u1))
-transaction type: append_single.sql
-scaling factor: 1
-query mode: prepared
-number of clients: 16
-number of threads: 2
-maximum number of tries: 1
-duration: 3 s
-number of transactions actually processed: 4723
-number of failed transactions: 3 (0.064%)
-latency average = 8.638 ms
-initial connection time = 500.770 ms
-tps = 1852.175748 (without initial connection time)
-`
-	tps, failed, err := parsePgbench(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tps != 1852.175748 || failed != 3 {
-		t.Errorf("parsePgbench = %v tps, %d failed; want 1852.175748, 3", tps, failed)
-	}
-	if _, _, err := parsePgbench("pgbench: error: connection refused\n"); err == nil {
-		t.Error("parsePgbench without a tps line: got no error")
-	}
-}
-
-func TestBenchLibpqTarget(t *testing.T) {
-	conninfo, env, err := libpqTarget("postgres://u:s3cret@127.0.0.1:5432/db?sslmode=disable&pool_max_conns=32&search_path=x", "bench_1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := "postgres://u@127.0.0.1:5432/db?sslmode=disable"; conninfo != want {
-		t.Errorf("conninfo = %q, want %q", conninfo, want)
-	}
-	if diff := cmp.Diff([]string{"PGOPTIONS=-c search_path=bench_1", "PGPASSWORD=s3cret"}, env); diff != "" {
-		t.Errorf("env (-want +got):\n%s", diff)
-	}
-	kv := "host=127.0.0.1 dbname=db"
-	if got, _, _ := libpqTarget(kv, "s"); got != kv {
-		t.Errorf("keyword/value conninfo = %q, want it unchanged", got)
-	}
-}
-
-func TestBenchWithSearchPath(t *testing.T) {
-	if got, want := withSearchPath("postgres://u@h/db?sslmode=disable", "s1"), "postgres://u@h/db?search_path=s1&sslmode=disable"; got != want {
-		t.Errorf("URL form = %q, want %q", got, want)
-	}
-	if got, want := withSearchPath("host=h dbname=db", "s1"), "host=h dbname=db search_path=s1"; got != want {
-		t.Errorf("keyword form = %q, want %q", got, want)
 	}
 }
 

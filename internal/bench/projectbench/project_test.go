@@ -1,4 +1,4 @@
-package bench
+package projectbench
 
 import (
 	"bytes"
@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"math"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/runstream/runstream/internal/bench/harness"
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/store"
@@ -27,34 +26,18 @@ func projectRedisURL(t *testing.T) string {
 	return u
 }
 
-// buildRunstream builds the runstream command for the memory phase's
-// projector process.
-func buildRunstream(t *testing.T) string {
-	t.Helper()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to build runstream for the projector process: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "runstream")
-	out, err := exec.Command(gobin, "build", "-o", bin, "github.com/runstream/runstream/cmd/runstream").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building runstream: %v\n%s", err, out)
-	}
-	return bin
-}
-
 func TestBenchProject_AllPhasesConsistent(t *testing.T) {
 	redisURL, pgURL := projectRedisURL(t), testenv.PostgresURL(t)
-	bin := buildRunstream(t)
+	bin := testenv.BuildRunstream(t, t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	phases := map[string]bool{}
-	rep, err := RunProject(ctx, ProjectConfig{RedisURL: redisURL, PostgresURL: pgURL, Batch: 1000,
+	rep, err := Run(ctx, Config{RedisURL: redisURL, PostgresURL: pgURL, Batch: 1000,
 		Events: 20000, Runs: 400, Rate: 200, Duration: 2 * time.Second, Appenders: 4, LatencyRuns: 40,
 		MemoryRuns: 2000, MemoryEvents: 6000, ProjectorCommand: []string{bin, "projector"},
-		Progress: func(p PhaseProgress) { phases[p.Phase] = true }})
+		Progress: func(p harness.PhaseProgress) { phases[p.Phase] = true }})
 	if err != nil {
-		t.Fatalf("RunProject: %v", err)
+		t.Fatalf("Run: %v", err)
 	}
 
 	c := rep.CatchUp
@@ -184,7 +167,7 @@ func TestBenchProject_AllPhasesConsistent(t *testing.T) {
 // validation and the reducer: every write is valid, runSeq is contiguous,
 // and a complete run reduces to COMPLETED with no causal violation.
 func TestBenchProject_Plans(t *testing.T) {
-	plans := newProjPlans("tenant_bench", 3, 300, true, time.Now())
+	plans := newPlans("tenant_bench", 3, 300, true, time.Now())
 	for _, p := range plans {
 		var cur store.RunSnapshot
 		for seq := int64(1); seq <= int64(p.events); seq++ {
@@ -206,7 +189,7 @@ func TestBenchProject_Plans(t *testing.T) {
 				p.id.RunID, cur.Status, cur.LastEventSeq, len(cur.Steps), p.events)
 		}
 	}
-	if got := newProjPlans("t", 3, 10, false, time.Now()); got[0].events != 4 || got[1].events != 3 || got[2].events != 3 {
+	if got := newPlans("t", 3, 10, false, time.Now()); got[0].events != 4 || got[1].events != 3 || got[2].events != 3 {
 		t.Errorf("10 events over 3 runs = %d, %d, %d; want 4, 3, 3", got[0].events, got[1].events, got[2].events)
 	}
 }
@@ -214,15 +197,15 @@ func TestBenchProject_Plans(t *testing.T) {
 func TestBenchProject_Validate(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  ProjectConfig
+		cfg  Config
 		want string // substring of the error; empty means valid
 	}{
-		{"defaults", ProjectConfig{RedisURL: "redis://x", PostgresURL: "postgres://x"}, ""},
-		{"no redis", ProjectConfig{PostgresURL: "postgres://x"}, "--redis-url"},
-		{"no postgres for latency", ProjectConfig{RedisURL: "redis://x"}, "--postgres-url"},
-		{"no postgres without latency", ProjectConfig{RedisURL: "redis://x", DisableLatency: true}, ""},
-		{"no phase", ProjectConfig{RedisURL: "redis://x", DisableCatchUp: true, DisableLatency: true, DisableMemory: true}, "nothing to measure"},
-		{"negative events", ProjectConfig{RedisURL: "redis://x", DisableLatency: true, Events: -1}, "--events"},
+		{"defaults", Config{RedisURL: "redis://x", PostgresURL: "postgres://x"}, ""},
+		{"no redis", Config{PostgresURL: "postgres://x"}, "--redis-url"},
+		{"no postgres for latency", Config{RedisURL: "redis://x"}, "--postgres-url"},
+		{"no postgres without latency", Config{RedisURL: "redis://x", DisableLatency: true}, ""},
+		{"no phase", Config{RedisURL: "redis://x", DisableCatchUp: true, DisableLatency: true, DisableMemory: true}, "nothing to measure"},
+		{"negative events", Config{RedisURL: "redis://x", DisableLatency: true, Events: -1}, "--events"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package bench
+package appendbench
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runstream/runstream/internal/bench/harness"
 	"github.com/runstream/runstream/internal/testenv"
 )
 
@@ -55,10 +56,10 @@ func TestBenchAppend_InProcess(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			rep, err := RunAppend(ctx, Config{PostgresURL: pgURL, Clients: 2, Batch: tt.batch, Token: tt.token,
+			rep, err := Run(ctx, Config{PostgresURL: pgURL, Clients: 2, Batch: tt.batch, Token: tt.token,
 				Duration: time.Second, Warmup: 200 * time.Millisecond, Runs: 50})
 			if err != nil {
-				t.Fatalf("RunAppend: %v", err)
+				t.Fatalf("Run: %v", err)
 			}
 			checkReport(t, rep, tt.batch)
 			if rep.Target != "in-process" || rep.Clients != 2 || rep.Batch != tt.batch || rep.Runs != 50 {
@@ -71,15 +72,15 @@ func TestBenchAppend_InProcess(t *testing.T) {
 
 func TestBenchAppend_Baseline(t *testing.T) {
 	pgURL := testenv.PostgresURL(t)
-	if _, err := findPgbench(""); errors.Is(err, ErrNoPgbench) {
+	if _, err := harness.FindPgbench(""); errors.Is(err, harness.ErrNoPgbench) {
 		testenv.Missing(t, "pgbench (Debian package postgresql-contrib)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rep, err := RunAppend(ctx, Config{PostgresURL: pgURL, Clients: 2, Duration: time.Second,
+	rep, err := Run(ctx, Config{PostgresURL: pgURL, Clients: 2, Duration: time.Second,
 		Warmup: 200 * time.Millisecond, Runs: 50, Baseline: true})
 	if err != nil {
-		t.Fatalf("RunAppend: %v", err)
+		t.Fatalf("Run: %v", err)
 	}
 	checkReport(t, rep, 1)
 	bl := rep.Baseline
@@ -89,7 +90,7 @@ func TestBenchAppend_Baseline(t *testing.T) {
 	if bl.TPS <= 0 || bl.Failed != 0 || bl.EventsPerTx != 1 || bl.Clients != 2 {
 		t.Errorf("baseline = %+v; want tps > 0, 0 failed, 1 event per tx, 2 clients", bl)
 	}
-	if want := round(rep.EventsPerSec()/bl.EventsPerSec(), 4); bl.Ratio != want || bl.Target != 0.60 {
+	if want := harness.Round(rep.EventsPerSec()/bl.EventsPerSec(), 4); bl.Ratio != want || bl.Target != 0.60 {
 		t.Errorf("ratio = %v target %v; want %v, 0.60", bl.Ratio, bl.Target, want)
 	}
 }
@@ -98,8 +99,8 @@ func TestBenchAppend_UnreachableAPI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// Port 1 on loopback: nothing listens there.
-	_, err := RunAppend(ctx, Config{URL: "http://127.0.0.1:1", Duration: time.Second})
+	_, err := Run(ctx, Config{URL: "http://127.0.0.1:1", Duration: time.Second})
 	if err == nil {
-		t.Fatal("RunAppend against a closed port: got no error")
+		t.Fatal("Run against a closed port: got no error")
 	}
 }

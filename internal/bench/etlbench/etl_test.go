@@ -1,4 +1,4 @@
-package bench
+package etlbench
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runstream/runstream/internal/bench/harness"
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/store"
 )
@@ -18,10 +19,10 @@ func TestBenchETL_ConsistentWithBaseline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	phases := map[string]bool{}
-	rep, err := RunETL(ctx, ETLConfig{PostgresURL: pgURL, Partitions: 4, Events: 6000, ActiveRuns: 200, Batch: 2000,
-		InsertBatch: 500, Rounds: 3, Progress: func(p PhaseProgress) { phases[p.Phase] = true }})
+	rep, err := Run(ctx, Config{PostgresURL: pgURL, Partitions: 4, Events: 6000, ActiveRuns: 200, Batch: 2000,
+		InsertBatch: 500, Rounds: 3, Progress: func(p harness.PhaseProgress) { phases[p.Phase] = true }})
 	if err != nil {
-		t.Fatalf("RunETL: %v", err)
+		t.Fatalf("Run: %v", err)
 	}
 	if !rep.Consistent() {
 		t.Fatalf("not consistent: %+v", rep)
@@ -40,8 +41,8 @@ func TestBenchETL_ConsistentWithBaseline(t *testing.T) {
 	if bl == nil || bl.Rows != rep.RunRows+rep.AttemptRows || bl.BatchRows != 500 || bl.Conns < 1 || bl.Window <= 0 || bl.Events != 6000 {
 		t.Fatalf("baseline = %+v; want the sink's %d rows in 500-row INSERTs", bl, rep.RunRows+rep.AttemptRows)
 	}
-	if want := rep.EventsPerSec() / bl.EventsPerSec(); rep.Ratio != want || rep.Target != TargetETLRatio {
-		t.Errorf("ratio = %v (target %v), want %v (target %v)", rep.Ratio, rep.Target, want, TargetETLRatio)
+	if want := rep.EventsPerSec() / bl.EventsPerSec(); rep.Ratio != want || rep.Target != TargetRatio {
+		t.Errorf("ratio = %v (target %v), want %v (target %v)", rep.Ratio, rep.Target, want, TargetRatio)
 	}
 	// Three rounds: the report is the median one's, and each is summed up.
 	if len(rep.Rounds) != 3 {
@@ -50,7 +51,7 @@ func TestBenchETL_ConsistentWithBaseline(t *testing.T) {
 	var ratios []float64
 	for i, r := range rep.Rounds {
 		if !r.Consistent || r.EventsPerSec <= 0 || r.BaselineEventsPerSec <= 0 || r.Ratio <= 0 {
-			t.Errorf("round %d = %+v", i+1, r)
+			t.Errorf("harness.Round %d = %+v", i+1, r)
 		}
 		ratios = append(ratios, r.Ratio)
 	}
@@ -86,7 +87,7 @@ func TestBenchETL_ConsistentWithBaseline(t *testing.T) {
 }
 
 func TestETLGenerate_RunsAreContiguousAndInterleaved(t *testing.T) {
-	runs, order := etlGenerate(42, 3000, 50)
+	runs, order := generate(42, 3000, 50)
 	if len(order) != 3000 {
 		t.Fatalf("%d records, want 3000", len(order))
 	}
@@ -132,8 +133,8 @@ func TestETLVerify_FindsWrongAndMissingRows(t *testing.T) {
 		CREATE TABLE step_attempts (run_id text)`); err != nil {
 		t.Fatal(err)
 	}
-	runs, _ := etlGenerate(3, 300, 20)
-	want := etlExpect(runs)
+	runs, _ := generate(3, 300, 20)
+	want := expect(runs)
 	if len(want) < 10 {
 		t.Fatalf("only %d runs expected from %d generated", len(want), len(runs))
 	}
@@ -152,8 +153,8 @@ func TestETLVerify_FindsWrongAndMissingRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep := &ETLReport{}
-	if err := etlVerify(ctx, pool, want, rep); err != nil {
+	rep := &Report{}
+	if err := verify(ctx, pool, want, rep); err != nil {
 		t.Fatal(err)
 	}
 	if rep.Verified != len(want)-2 || rep.Wrong != 1 || rep.Missing != 1 || rep.RunRows != int64(len(want)-1) {

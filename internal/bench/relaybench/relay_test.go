@@ -1,4 +1,4 @@
-package bench
+package relaybench
 
 import (
 	"bytes"
@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runstream/runstream/internal/bench/harness"
 	"github.com/runstream/runstream/internal/testenv"
 )
 
 // checkOrdered asserts 0 < p50 <= p95 <= p99 (<= max when withMax).
-func checkOrdered(t *testing.T, name string, l Latency, withMax bool) {
+func checkOrdered(t *testing.T, name string, l harness.Latency, withMax bool) {
 	t.Helper()
 	ok := 0 < l.P50 && l.P50 <= l.P95 && l.P95 <= l.P99
 	if withMax {
@@ -29,12 +30,12 @@ func TestBenchRelay_BothPhases(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var phases []string
-	rep, err := RunRelay(ctx, RelayConfig{PostgresURL: pgURL, Events: 20000, Runs: 300,
+	rep, err := Run(ctx, Config{PostgresURL: pgURL, Events: 20000, Runs: 300,
 		Rate: 200, Duration: time.Second, Appenders: 4, Relays: 2, Settle: 1500 * time.Millisecond,
 		fillChunk: 3000, // 7 chunks, filled in parallel
-		Progress:  func(p PhaseProgress) { phases = append(phases, p.Phase) }})
+		Progress:  func(p harness.PhaseProgress) { phases = append(phases, p.Phase) }})
 	if err != nil {
-		t.Fatalf("RunRelay: %v", err)
+		t.Fatalf("Run: %v", err)
 	}
 
 	d := rep.Drain
@@ -151,10 +152,10 @@ func TestBenchRelay_LatencyOnly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// Events is the history filled into run_events (no outbox rows).
-	rep, err := RunRelay(ctx, RelayConfig{PostgresURL: pgURL, DisableDrain: true, Events: 2000, Runs: 20,
+	rep, err := Run(ctx, Config{PostgresURL: pgURL, DisableDrain: true, Events: 2000, Runs: 20,
 		Rate: 100, Duration: 500 * time.Millisecond, Appenders: 2})
 	if err != nil {
-		t.Fatalf("RunRelay: %v", err)
+		t.Fatalf("Run: %v", err)
 	}
 	if rep.Drain != nil {
 		t.Errorf("drain ran with DisableDrain: %+v", rep.Drain)
@@ -170,14 +171,14 @@ func TestBenchRelay_LatencyOnly(t *testing.T) {
 func TestBenchRelay_Validate(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  RelayConfig
+		cfg  Config
 		want string // substring of the error; empty means valid
 	}{
-		{"defaults", RelayConfig{PostgresURL: "postgres://x"}, ""},
-		{"no database", RelayConfig{}, "--postgres-url"},
-		{"no phase", RelayConfig{PostgresURL: "postgres://x", DisableDrain: true, DisableLatency: true}, "nothing to measure"},
-		{"negative rate", RelayConfig{PostgresURL: "postgres://x", Rate: -1}, "--rate"},
-		{"empty broker", RelayConfig{PostgresURL: "postgres://x", Brokers: []string{" "}}, "--brokers"},
+		{"defaults", Config{PostgresURL: "postgres://x"}, ""},
+		{"no database", Config{}, "--postgres-url"},
+		{"no phase", Config{PostgresURL: "postgres://x", DisableDrain: true, DisableLatency: true}, "nothing to measure"},
+		{"negative rate", Config{PostgresURL: "postgres://x", Rate: -1}, "--rate"},
+		{"empty broker", Config{PostgresURL: "postgres://x", Brokers: []string{" "}}, "--brokers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,8 @@
-// Package bench measures runstream under load and compares it with a
-// baseline taken on the same machine in the same run.
+// Package appendbench is `runstream bench append`: it measures the append
+// path under load and compares it with pgbench on the same machine in the
+// same run.
 //
-// [RunAppend] drives the append path over real HTTP with keep-alive: Clients
+// [Run] drives the append path over real HTTP with keep-alive: Clients
 // goroutines post valid events (POST /v1/events, or POST /v1/events:batch
 // with Batch events) as fast as the API answers. The events are generated
 // before the measured window so their generation is not measured. It
@@ -10,13 +11,11 @@
 // on the same three SQL statements the append runs (the scripts in the
 // repository's bench/ directory) and reports our rate as a fraction of
 // pgbench's.
-package bench
+package appendbench
 
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,7 +26,6 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +35,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/runstream/runstream/internal/bench/harness"
 	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/store"
@@ -48,8 +47,6 @@ const (
 	defaultBatch    = 1
 	defaultDuration = 10 * time.Second
 	defaultWarmup   = 2 * time.Second
-	defaultRuns     = 10000
-	defaultTenant   = "tenant_bench"
 	// maxBatch is the API's default batch limit (httpapi MaxBatchEvents).
 	maxBatch = 1000
 	// initialRateGuess (events/s) sizes the warmup's pre-generated events
@@ -62,7 +59,7 @@ const (
 	maxPregenEvents = 1_000_000
 )
 
-// Config configures [RunAppend]. Zero values take the defaults noted.
+// Config configures [Run]. Zero values take the defaults noted.
 type Config struct {
 	// URL of an existing runstream API, e.g. http://127.0.0.1:8080. Empty
 	// starts an API in this process on 127.0.0.1:0, against a fresh schema
@@ -165,42 +162,28 @@ func (c Config) Validate() error {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Clients == 0 {
-		c.Clients = defaultClients
-	}
-	if c.Batch == 0 {
-		c.Batch = defaultBatch
-	}
-	if c.Duration == 0 {
-		c.Duration = defaultDuration
-	}
-	if c.Warmup == 0 {
-		c.Warmup = defaultWarmup
-	}
-	if c.Runs == 0 {
-		c.Runs = defaultRuns
-	}
-	if c.Tenant == "" {
-		c.Tenant = defaultTenant
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	harness.Default(&c.Clients, defaultClients)
+	harness.Default(&c.Batch, defaultBatch)
+	harness.Default(&c.Duration, defaultDuration)
+	harness.Default(&c.Warmup, defaultWarmup)
+	harness.Default(&c.Runs, harness.DefaultRuns)
+	harness.Default(&c.Tenant, harness.DefaultTenant)
+	c.Logger = harness.OrDiscard(c.Logger)
 	return c
 }
 
-// RunAppend runs the append benchmark described by cfg and, with
+// Run runs the append benchmark described by cfg and, with
 // cfg.Baseline, the pgbench baseline after it. It blocks for about
 // Warmup+Duration (twice that with a baseline) and cleans up what it
 // created before it returns, also when ctx is cancelled.
-func RunAppend(ctx context.Context, cfg Config) (rep *Report, err error) {
+func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	if cfg.Baseline {
 		// Fail before the long part, not after it.
-		if _, err := findPgbench(cfg.Pgbench); err != nil {
+		if _, err := harness.FindPgbench(cfg.Pgbench); err != nil {
 			return nil, err
 		}
 	}
@@ -239,7 +222,7 @@ func RunAppend(ctx context.Context, cfg Config) (rep *Report, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("running the pgbench baseline: %w", err)
 		}
-		bl.Ratio = round(Ratio(rep.EventsPerSec(), bl.EventsPerSec()), 4)
+		bl.Ratio = harness.Round(harness.Ratio(rep.EventsPerSec(), bl.EventsPerSec()), 4)
 		rep.Baseline = bl
 	}
 	return rep, nil
@@ -249,33 +232,22 @@ func RunAppend(ctx context.Context, cfg Config) (rep *Report, err error) {
 type inProcessAPI struct {
 	url    string
 	pool   *pgxpool.Pool
-	schema *schema
+	schema *harness.Schema
 	cancel context.CancelFunc
 	done   chan error
 }
 
 func startAPI(ctx context.Context, cfg Config) (_ *inProcessAPI, err error) {
-	sc, err := newSchema(ctx, cfg.PostgresURL, cfg.KeepSchema)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, sc.drop(ctx))
-		}
-	}()
-	pool, err := postgres.Connect(ctx, withSearchPath(cfg.PostgresURL, sc.name))
+	sc, pool, err := harness.MigratedSchema(ctx, cfg.PostgresURL, cfg.KeepSchema)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
 			pool.Close()
+			err = errors.Join(err, sc.Drop(ctx))
 		}
 	}()
-	if _, err := postgres.Migrate(ctx, pool); err != nil {
-		return nil, fmt.Errorf("migrating the bench schema %s: %w", sc.name, err)
-	}
 	// A registry of its own: the API records its metrics as in production,
 	// and nothing touches the global registry.
 	reg := prometheus.NewRegistry()
@@ -320,63 +292,7 @@ func (a *inProcessAPI) close(ctx context.Context) error {
 	a.cancel = nil
 	err := <-a.done
 	a.pool.Close()
-	return errors.Join(err, a.schema.drop(ctx))
-}
-
-// schema is a fresh bench_<random> schema.
-type schema struct {
-	name  string
-	admin *pgxpool.Pool
-	keep  bool
-}
-
-func newSchema(ctx context.Context, pgURL string, keep bool) (*schema, error) {
-	admin, err := postgres.Connect(ctx, pgURL)
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "bench_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
-		admin.Close()
-		return nil, fmt.Errorf("creating schema %s (the role needs CREATE on the database): %w", name, err)
-	}
-	return &schema{name: name, admin: admin, keep: keep}, nil
-}
-
-// drop drops the schema unless it is kept, also after ctx was cancelled
-// (an interrupted bench still cleans up).
-func (s *schema) drop(ctx context.Context) error {
-	if s.admin == nil {
-		return nil
-	}
-	defer func() { s.admin.Close(); s.admin = nil }()
-	if s.keep {
-		return nil
-	}
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
-	defer cancel()
-	if _, err := s.admin.Exec(dctx, "DROP SCHEMA "+s.name+" CASCADE"); err != nil {
-		return fmt.Errorf("dropping bench schema %s: %w", s.name, err)
-	}
-	return nil
-}
-
-// withSearchPath sets search_path in a pgx connection string (URL or
-// keyword/value form).
-func withSearchPath(pgURL, schema string) string {
-	if !strings.Contains(pgURL, "://") {
-		return pgURL + " search_path=" + schema
-	}
-	u, err := url.Parse(pgURL)
-	if err != nil {
-		return pgURL // postgres.Connect reports the parse error
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return errors.Join(err, a.schema.Drop(ctx))
 }
 
 // load is the load generator for one run.
@@ -462,23 +378,18 @@ func (g *load) run(ctx context.Context) (*Report, error) {
 	// Start the window with a clean heap, as testing does before a benchmark.
 	runtime.GC()
 
-	if g.cfg.CPUProfile != nil {
-		if err := pprof.StartCPUProfile(g.cfg.CPUProfile); err != nil {
-			return nil, fmt.Errorf("starting the CPU profile: %w", err)
-		}
+	w, err := harness.StartWindow(g.cfg.CPUProfile)
+	if err != nil {
+		return nil, err
 	}
-	before := sampleCPU()
 	window, _ := g.phase(ctx, "measure", g.cfg.Duration, true)
-	after := sampleCPU()
-	if g.cfg.CPUProfile != nil {
-		pprof.StopCPUProfile()
-	}
+	cpu := w.Stop()
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("bench interrupted: %w", ctx.Err())
 	}
 
 	rep := &Report{Target: g.target, Clients: g.cfg.Clients, Batch: g.cfg.Batch, Runs: g.cfg.Runs,
-		Window: window, Errors: map[string]int64{}, WarmupEvents: warmEvents, CPU: cpuSince(before, after)}
+		Window: window, Errors: map[string]int64{}, WarmupEvents: warmEvents, CPU: cpu}
 	var lat []time.Duration
 	for _, c := range g.clients {
 		rep.Requests += c.requests
@@ -490,7 +401,7 @@ func (g *load) run(ctx context.Context) (*Report, error) {
 		}
 		lat = append(lat, c.lat...)
 	}
-	rep.Latency = Summarize(lat)
+	rep.Latency = harness.Summarize(lat)
 	return rep, nil
 }
 
@@ -614,35 +525,10 @@ func (g *load) phase(ctx context.Context, name string, d time.Duration, record b
 // progress calls cfg.Progress every second until the returned stop is
 // called; stop waits for the goroutine.
 func (g *load) progress(name string, start time.Time, total time.Duration) (stop func()) {
-	return everySecond(g.cfg.Progress, func() Progress {
+	return harness.EverySecond(g.cfg.Progress, func() Progress {
 		return Progress{Phase: name, Elapsed: time.Since(start), Total: total,
 			Events: g.events.Load(), Requests: g.requests.Load(), Errors: g.failures.Load()}
 	})
-}
-
-// everySecond calls report(snapshot()) every second until stop is called;
-// stop waits for the goroutine. A nil report does nothing.
-func everySecond(report func(Progress), snapshot func() Progress) (stop func()) {
-	if report == nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				report(snapshot())
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
 }
 
 var (

@@ -1,0 +1,188 @@
+package appendbench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/runstream/runstream/internal/bench/harness"
+)
+
+// Report is the outcome of one [Run]. Its JSON form is the
+// machine-readable report (`runstream bench append --json`).
+type Report struct {
+	// Target is "in-process" or the URL of the API measured.
+	Target string `json:"target"`
+	// Clients, Batch and Runs are the effective settings.
+	Clients int `json:"clients"`
+	Batch   int `json:"batch"`
+	Runs    int `json:"runs"`
+	// PoolMaxConns is the in-process API's Postgres pool size (0 with an
+	// external API).
+	PoolMaxConns int32 `json:"poolMaxConns,omitempty"`
+	// Window is the measured time: from the common start until the last
+	// request issued before the deadline completed.
+	Window time.Duration `json:"-"`
+	// Requests counts every request of the window, failed ones included.
+	Requests int64 `json:"requests"`
+	// Events counts events acknowledged as appended in the window.
+	Events int64 `json:"events"`
+	// Errors counts failures by HTTP status ("503"), "transport" for a
+	// request that got no answer, and "item" for a batch item answered with
+	// an error inside a 200.
+	Errors map[string]int64 `json:"errors"`
+	// Duplicates counts events answered idempotent: true. The generator never
+	// repeats a key, so anything but 0 is a bug.
+	Duplicates int64 `json:"duplicates"`
+	// Latency is per request, over the requests of the window.
+	Latency harness.Latency `json:"latencyMs"`
+	// WarmupEvents were appended during the warmup, before the window.
+	WarmupEvents int64 `json:"warmupEvents"`
+	// Stored is the rows in run_events at the end, with the in-process API
+	// only: WarmupEvents + Events when every request got its answer.
+	Stored int64 `json:"storedEvents,omitempty"`
+	// GeneratedInWindow counts requests whose events had to be generated
+	// inside the window because the pre-generated pool ran out; their
+	// generation cost is then part of the measurement.
+	GeneratedInWindow int64 `json:"generatedInWindow"`
+	// CPU is the CPU used during the window.
+	CPU harness.CPU `json:"cpu"`
+	// Baseline is set when a pgbench baseline ran.
+	Baseline *Baseline `json:"baseline,omitempty"`
+}
+
+// EventsPerSec is the appended events per second of the window.
+func (r *Report) EventsPerSec() float64 { return harness.PerSec(r.Events, r.Window) }
+
+// RequestsPerSec is the requests per second of the window.
+func (r *Report) RequestsPerSec() float64 { return harness.PerSec(r.Requests, r.Window) }
+
+// ErrorCount is the total of Errors.
+func (r *Report) ErrorCount() int64 {
+	var n int64
+	for _, v := range r.Errors {
+		n += v
+	}
+	return n
+}
+
+// MarshalJSON adds the derived rates and the window in seconds.
+func (r *Report) MarshalJSON() ([]byte, error) {
+	type plain Report // without methods, so no recursion
+	return json.Marshal(struct {
+		*plain
+		WindowSeconds  float64 `json:"windowSeconds"`
+		EventsPerSec   float64 `json:"eventsPerSec"`
+		RequestsPerSec float64 `json:"requestsPerSec"`
+	}{(*plain)(r), harness.Round(r.Window.Seconds(), 3), harness.Round(r.EventsPerSec(), 1), harness.Round(r.RequestsPerSec(), 1)})
+}
+
+// Baseline is pgbench's result on the same three SQL statements, and our
+// rate as a fraction of it.
+type Baseline struct {
+	// Script is the pgbench script run (bench/append_single.sql or
+	// bench/append_batch100.sql).
+	Script string `json:"script"`
+	// Clients and Threads are pgbench's -c and -j.
+	Clients int `json:"clients"`
+	Threads int `json:"threads"`
+	// Duration is pgbench's -T.
+	Duration time.Duration `json:"-"`
+	// TPS is pgbench's "tps = " (transactions/s without connection time).
+	TPS float64 `json:"tps"`
+	// EventsPerTx is the events one script transaction appends.
+	EventsPerTx int `json:"eventsPerTx"`
+	// Failed is pgbench's "number of failed transactions".
+	Failed int64 `json:"failed"`
+	// CPU is the CPU used while pgbench ran (Process is pgbench's own).
+	CPU harness.CPU `json:"cpu"`
+	// Ratio is our events/s divided by pgbench's events/s.
+	Ratio float64 `json:"ratio"`
+	// Target is the ratio the issue asks for: 0.60 single, 0.70 batched.
+	Target float64 `json:"target"`
+}
+
+// EventsPerSec is pgbench's rate in events.
+func (b *Baseline) EventsPerSec() float64 { return b.TPS * float64(b.EventsPerTx) }
+
+// Met reports whether the ratio reaches the target.
+func (b *Baseline) Met() bool { return b.Ratio >= b.Target }
+
+// MarshalJSON adds the derived fields.
+func (b *Baseline) MarshalJSON() ([]byte, error) {
+	type plain Baseline
+	return json.Marshal(struct {
+		*plain
+		DurationSeconds float64 `json:"durationSeconds"`
+		EventsPerSec    float64 `json:"eventsPerSec"`
+		Met             bool    `json:"met"`
+	}{(*plain)(b), b.Duration.Seconds(), harness.Round(b.EventsPerSec(), 1), b.Met()})
+}
+
+// TargetRatio is the fraction of pgbench's rate the issue asks for: 60% for
+// single events, 70% for batches.
+func TargetRatio(batch int) float64 {
+	if batch <= 1 {
+		return 0.60
+	}
+	return 0.70
+}
+
+// WriteText writes the human-readable report.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	mode := "POST /v1/events"
+	if r.Batch > 1 {
+		mode = fmt.Sprintf("POST /v1/events:batch (%d events per request)", r.Batch)
+	}
+	fmt.Fprintf(&b, "runstream bench append: %s, %d clients, %d runs, %s window, against %s",
+		mode, r.Clients, r.Runs, r.Window.Round(time.Millisecond), r.Target)
+	if r.PoolMaxConns > 0 {
+		fmt.Fprintf(&b, " (Postgres pool %d conns)", r.PoolMaxConns)
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "  events     %10d  %10.0f events/s\n", r.Events, r.EventsPerSec())
+	fmt.Fprintf(&b, "  requests   %10d  %10.0f requests/s\n", r.Requests, r.RequestsPerSec())
+	fmt.Fprintf(&b, "  latency    p50 %s  p95 %s  p99 %s  max %s (per request)\n",
+		harness.FormatMs(r.Latency.P50), harness.FormatMs(r.Latency.P95), harness.FormatMs(r.Latency.P99), harness.FormatMs(r.Latency.Max))
+	fmt.Fprintf(&b, "  errors     %s\n", fmtErrors(r.Errors))
+	if r.Duplicates > 0 {
+		fmt.Fprintf(&b, "  duplicates %d (answered idempotent; the generator never repeats a key: a bug)\n", r.Duplicates)
+	}
+	if r.CPU.Machine > 0 {
+		fmt.Fprintf(&b, "  cpu        runstream process %.2f cores, machine %.2f cores\n", r.CPU.Process, r.CPU.Machine)
+	}
+	if r.GeneratedInWindow > 0 {
+		fmt.Fprintf(&b, "  note       %d requests were generated inside the window (the pre-generated pool ran out); the rate includes their generation\n", r.GeneratedInWindow)
+	}
+	if bl := r.Baseline; bl != nil {
+		fmt.Fprintf(&b, "  pgbench    %10.0f events/s  (%s, -c %d -j %d -T %s, %.1f tps, %d failed",
+			bl.EventsPerSec(), bl.Script, bl.Clients, bl.Threads, bl.Duration, bl.TPS, bl.Failed)
+		if bl.CPU.Machine > 0 {
+			fmt.Fprintf(&b, "; pgbench process %.2f cores, machine %.2f cores", bl.CPU.Process, bl.CPU.Machine)
+		}
+		b.WriteString(")\n")
+		fmt.Fprintf(&b, "  ratio      %.1f%% of pgbench (target %.0f%%): %s\n", 100*bl.Ratio, 100*bl.Target, harness.Verdict(bl.Met()))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func fmtErrors(errs map[string]int64) string {
+	if len(errs) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(errs))
+	for k := range errs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, errs[k])
+	}
+	return strings.Join(parts, ", ")
+}
