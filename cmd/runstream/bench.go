@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,18 +17,20 @@ import (
 	"github.com/runstream/runstream/internal/bench/etlbench"
 	"github.com/runstream/runstream/internal/bench/harness"
 	"github.com/runstream/runstream/internal/bench/projectbench"
+	"github.com/runstream/runstream/internal/bench/readbench"
 	"github.com/runstream/runstream/internal/bench/relaybench"
 	"github.com/runstream/runstream/internal/config"
 )
 
-// benchCommands are the subcommands of `runstream bench`.
+// benchCommands are the subcommands of `runstream bench`: one entry of
+// the table each, run by benchTarget.run.
 func benchCommands() []command {
 	return []command{
-		{"append", "append load over HTTP (single events or batches), with a pgbench baseline", runBenchAppend},
-		{"relay", "outbox relay: backlog drain rate and commit-to-ack latency at a fixed rate", runBenchRelay},
-		{"project", "projector: catch-up rate vs the guarded script alone, end-to-end latency, memory", runBenchProject},
-		{"etl", "analytics ETL: records/s into the Postgres sink vs a plain batched INSERT of the same rows", runBenchEtl},
-		{"read", "read side: snapshot GETs/s vs redis-benchmark, snapshot change -> SSE watcher latency", runBenchRead},
+		benchAppend.command(),
+		benchRelay.command(),
+		benchProject.command(),
+		benchETL.command(),
+		benchRead.command(),
 	}
 }
 
@@ -59,53 +62,85 @@ func benchUsage(w io.Writer, subs []command) {
 	fmt.Fprint(w, b.String())
 }
 
-func runBenchAppend(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("bench append", flag.ContinueOnError)
-	var cfg appendbench.Config
-	fs.StringVar(&cfg.URL, "url", "", "base URL of a running API; empty: start one in this process against a fresh schema bench_<random> (dropped at the end)")
-	fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL for the in-process API and the pgbench baseline (pgx pool settings such as pool_max_conns apply to the API)")
-	fs.IntVar(&cfg.Clients, "clients", 16, "concurrent HTTP clients (and pgbench clients)")
-	fs.IntVar(&cfg.Batch, "batch", 1, "events per request: 1 posts /v1/events, more posts /v1/events:batch (the baseline exists for 1 and 100)")
-	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured window (and pgbench -T)")
-	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "load before the window, not measured")
-	fs.IntVar(&cfg.Runs, "runs", 10000, "distinct runIds the events are spread over")
-	fs.BoolVar(&cfg.Baseline, "baseline", false, "also run pgbench on the same three SQL statements (bench/*.sql) and report our ratio to it")
-	fs.StringVar(&cfg.Token, "token", "", "bearer token to send; with the in-process API it also turns authentication on")
-	fs.StringVar(&cfg.Tenant, "tenant", "tenant_bench", "tenantId of the generated events (the token's tenant when the API checks tokens)")
-	fs.BoolVar(&cfg.KeepSchema, "keep-schema", false, "keep the bench_<random> schemas for inspection")
-	fs.StringVar(&cfg.Pgbench, "pgbench", "", "pgbench executable; empty: /usr/bin/pgbench, else pgbench on PATH")
-	asJSON := fs.Bool("json", false, "print the report as JSON instead of text")
-	jsonFile := fs.String("json-file", "", "also write the JSON report to this file")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process, covering the measured window only, to this file (go tool pprof)")
-	if err := parseFlags(fs, env, args, "runstream bench append [flags]",
-		"Drives the append path over real HTTP with keep-alive: --clients clients post pre-generated\n"+
-			"valid events (StepCompleted, ~200-byte payload, random runs among --runs) for --duration\n"+
-			"after --warmup, and reports events/s, requests/s, per-request latency p50/p95/p99/max and\n"+
-			"errors by status. With --baseline it then runs pgbench on the same three SQL statements\n"+
-			"(counter upsert, event insert, outbox insert; bench/append_single.sql or\n"+
-			"bench/append_batch100.sql) with the same clients and duration against a fresh schema, and\n"+
-			"reports our events/s as a fraction of pgbench's next to the target (60% single, 70% batched).\n"+
-			"Progress goes to stderr every second. See bench/README.md."); err != nil {
+// benchTarget is one `runstream bench` subcommand, an entry of the table:
+// what is its own. C holds its flags' values (its package's Config, and
+// beside it the flags that do not map onto the Config one to one), R is
+// its report. run does what every target does alike: the flag set with
+// --json, --json-file and the profile flags, the usage error (exit status
+// 2) for a mistaken flag, progress and warnings on stderr, the profile
+// files, the report on stdout.
+type benchTarget[C any, R benchReport] struct {
+	name, summary string
+	// about is --help's text under the synopsis.
+	about string
+	// flags defines the target's own flags on fs, into cli.
+	flags func(fs *flag.FlagSet, cli *C)
+	// check runs after parsing: it completes the Config from the other
+	// flags and reports mistakes, as usageError (see benchFlagErrors).
+	check func(cli *C) error
+	// profiles are the target's profile flags, in the order their files
+	// are created.
+	profiles []benchProfile[C]
+	// jsonUsage is --json's help when not the usual; noJSONFile leaves
+	// --json-file out.
+	jsonUsage  string
+	noJSONFile bool
+	// wire points the progress reports and the logger at stderr.
+	wire func(cli *C, stderr io.Writer)
+	// measure runs the benchmark.
+	measure func(ctx context.Context, cli C) (R, error)
+}
+
+// benchReport is what every target's report does.
+type benchReport interface {
+	WriteText(io.Writer) error
+}
+
+// benchProfile is a profile flag: the file it names receives what the
+// Config's writer (to) gets, and with base also the file named by the
+// flag plus ".base" what base's writer gets.
+type benchProfile[C any] struct {
+	flag, usage string
+	to, base    func(cli *C) *io.Writer
+}
+
+func (t benchTarget[C, R]) command() command {
+	return command{name: t.name, summary: t.summary, run: t.run}
+}
+
+func (t benchTarget[C, R]) run(ctx context.Context, env *environment, args []string) error {
+	fs := flag.NewFlagSet("bench "+t.name, flag.ContinueOnError)
+	var cli C
+	t.flags(fs, &cli)
+	asJSON := fs.Bool("json", false, cmp.Or(t.jsonUsage, "print the report as JSON instead of text"))
+	jsonFile := new(string)
+	if !t.noJSONFile {
+		fs.StringVar(jsonFile, "json-file", "", "also write the JSON report to this file")
+	}
+	paths := make([]*string, len(t.profiles))
+	for i, p := range t.profiles {
+		paths[i] = fs.String(p.flag, "", p.usage)
+	}
+	if err := parseFlags(fs, env, args, "runstream bench "+t.name+" [flags]", t.about); err != nil {
 		return err
 	}
-	if err := checkBenchFlags(cfg); err != nil {
+	if err := t.check(&cli); err != nil {
 		return err
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg.Progress = func(p appendbench.Progress) {
-		line := fmt.Sprintf("bench: %-14s %3.0fs/%.0fs", p.Phase, p.Elapsed.Seconds(), p.Total.Seconds())
-		if p.Requests > 0 || p.Errors > 0 {
-			line += fmt.Sprintf("  %9d events  %8.0f events/s  %d errors", p.Events, float64(p.Events)/p.Elapsed.Seconds(), p.Errors)
+	t.wire(&cli, env.stderr)
+	var files []profileFlag
+	for i, p := range t.profiles {
+		files = append(files, profileFlag{"--" + p.flag, *paths[i], p.to(&cli)})
+		if p.base != nil {
+			files = append(files, profileFlag{"--" + p.flag, suffixed(*paths[i], ".base"), p.base(&cli)})
 		}
-		fmt.Fprintln(env.stderr, line)
 	}
-	closeProfiles, err := openProfiles(profileFlag{"--cpuprofile", *cpuProfile, &cfg.CPUProfile})
+	closeProfiles, err := openProfiles(files...)
 	defer closeProfiles()
 	if err != nil {
 		return err
 	}
-
-	rep, err := appendbench.Run(ctx, cfg)
+	rep, err := t.measure(ctx, cli)
 	if err != nil {
 		return err
 	}
@@ -126,346 +161,368 @@ func runBenchAppend(ctx context.Context, env *environment, args []string) error 
 	return rep.WriteText(env.stdout)
 }
 
-// checkBenchFlags turns a config error into a usage error (exit status 2);
-// zero values mean "default" to the package, but on the command line a 0 is
-// a mistake.
-func checkBenchFlags(cfg appendbench.Config) error {
-	var errs []error
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{{"clients", int64(cfg.Clients)}, {"batch", int64(cfg.Batch)}, {"runs", int64(cfg.Runs)},
-		{"duration", int64(cfg.Duration)}, {"warmup", int64(cfg.Warmup)}} {
-		if f.v <= 0 {
-			errs = append(errs, fmt.Errorf("--%s must be > 0", f.name))
-		}
-	}
-	if err := errors.Join(append(errs, cfg.Validate())...); err != nil {
+// benchFlagErrors turns the flags' mistakes and the Config's own
+// validation into one usage error (exit status 2), nil when there are
+// none.
+func benchFlagErrors(errs []error, validate error) error {
+	if err := errors.Join(append(errs, validate)...); err != nil {
 		return usageError{err}
 	}
 	return nil
 }
 
-func runBenchRelay(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("bench relay", flag.ContinueOnError)
-	var cfg relaybench.Config
-	fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL; the bench works in a fresh schema bench_<random> (dropped at the end)")
-	brokers := fs.String("brokers", "", "Kafka bootstrap brokers, comma-separated; empty: franz-go's kfake in this process on 127.0.0.1:0, in memory")
-	partitions := fs.Int("partitions", 12, "partitions of the fresh topic bench-relay-<random>")
-	fs.IntVar(&cfg.RelayBatch, "relay-batch", 5000, "the relay's outbox rows per round")
-	fs.IntVar(&cfg.Relays, "relays", 1, "relays to run, each with its own pool and Kafka client as separate processes; they split the outbox's shards")
-	drain := fs.Bool("drain", true, "run the drain phase (--drain=false skips it)")
-	fs.IntVar(&cfg.Events, "events", 1_000_000, "events pre-filled into the outbox for the drain (with --drain=false: the event log, without outbox rows, the latency phase runs over)")
-	fs.IntVar(&cfg.Runs, "runs", 10000, "distinct runIds the events are spread over")
-	latency := fs.Bool("latency", true, "run the latency phase (--latency=false skips it)")
-	fs.IntVar(&cfg.Rate, "rate", 2000, "offered append rate of the latency phase, events/s")
-	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long the latency phase appends")
-	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "how long the latency phase appends at --rate before its window, unmeasured (0: none)")
-	fs.DurationVar(&cfg.Settle, "settle", 40*time.Second, "how long to wait, the relay idle, between the drain and the latency phase, so that the drain's writes are on disk and the latency phase sees the steady state (0: none)")
-	fs.IntVar(&cfg.Appenders, "appenders", 16, "goroutines appending in the latency phase (concurrent API requests)")
-	fs.IntVar(&cfg.AppendConns, "append-conns", 0, "connections of the appenders' store pool; appends beyond them share transactions (0: what runstream api opens, pgxpool's default max(4, cores) or the URL's pool_max_conns)")
-	fs.BoolVar(&cfg.KeepSchema, "keep-schema", false, "keep the bench_<random> schema (and the topic on --brokers) for inspection")
-	asJSON := fs.Bool("json", false, "print the report as JSON instead of text")
-	jsonFile := fs.String("json-file", "", "also write the JSON report to this file")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process covering the drain window only to this file (go tool pprof)")
-	latencyProfile := fs.String("latency-cpuprofile", "", "write a CPU profile covering the latency window only to this file")
-	if err := parseFlags(fs, env, args, "runstream bench relay [flags]",
-		"Measures the outbox relay against real Postgres and a Kafka-protocol broker, in two phases.\n"+
-			"Drain: fills the outbox of a fresh schema with --events events over --runs runs by SQL (not\n"+
-			"timed), starts the relay on a fresh topic and times it until the outbox is empty and the\n"+
-			"topic's end offsets hold every event; then reads the topic back to check every run is\n"+
-			"complete and in runSeq order (duplicates are counted). Target: >= 50,000 events/s.\n"+
-			"Latency: with the relay running, appends through the store at --rate events/s for\n"+
-			"--duration (open loop, outbox NOTIFY on) while a consumer reads the topic, and reports\n"+
-			"commit-to-consume per event (consume time minus the record's persistedAt) p50/p95/p99/max,\n"+
-			"after waiting --settle with the relay idle once the drain is done (its writes reach disk).\n"+
-			"Target: p99 < 20ms at 2,000 events/s. Progress goes to stderr every second. See bench/README.md."); err != nil {
-		return err
-	}
-	cfg.Brokers = config.Brokers(*brokers)
-	cfg.Partitions = int32(min(*partitions, 1<<20))
-	cfg.DisableDrain, cfg.DisableLatency = !*drain, !*latency
-	if err := checkBenchRelayFlags(cfg, *partitions); err != nil {
-		return err
-	}
-	if cfg.Warmup == 0 {
-		cfg.Warmup = -1 // --warmup 0: none (0 in RelayConfig is the default)
-	}
-	if cfg.Settle == 0 {
-		cfg.Settle = -1 // --settle 0: none
-	}
-	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg.Progress = func(p harness.PhaseProgress) {
-		line := fmt.Sprintf("bench: %-8s %4.0fs  %9d/%d", p.Phase, p.Elapsed.Seconds(), p.Done, p.Total)
-		if p.Phase == "drain" {
-			line += fmt.Sprintf("  %9d rows left", max(p.Total-p.Done, 0))
-		}
-		line += fmt.Sprintf("  %8.0f events/s", p.Rate)
-		fmt.Fprintln(env.stderr, line)
-	}
-	closeProfiles, err := openProfiles(profileFlag{"--cpuprofile", *cpuProfile, &cfg.DrainCPUProfile},
-		profileFlag{"--latency-cpuprofile", *latencyProfile, &cfg.LatencyCPUProfile})
-	defer closeProfiles()
-	if err != nil {
-		return err
-	}
-
-	rep, err := relaybench.Run(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	if *jsonFile != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(*jsonFile, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("writing the JSON report (--json-file): %w", err)
+// benchPositive reports each setting that is not above 0: zero values mean
+// "default" to the bench packages, but on the command line a 0 is a
+// mistake.
+func benchPositive(settings ...harness.Setting) []error {
+	var errs []error
+	for _, s := range settings {
+		if s.Value <= 0 {
+			errs = append(errs, fmt.Errorf("--%s must be > 0", s.Flag))
 		}
 	}
-	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	return rep.WriteText(env.stdout)
+	return errs
 }
 
-// checkBenchRelayFlags is checkBenchFlags for bench relay.
-func checkBenchRelayFlags(cfg relaybench.Config, partitions int) error {
-	var errs []error
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{{"events", int64(cfg.Events)}, {"runs", int64(cfg.Runs)}, {"rate", int64(cfg.Rate)},
-		{"duration", int64(cfg.Duration)}, {"appenders", int64(cfg.Appenders)},
-		{"relay-batch", int64(cfg.RelayBatch)}, {"relays", int64(cfg.Relays)}} {
-		if f.v <= 0 {
-			errs = append(errs, fmt.Errorf("--%s must be > 0", f.name))
-		}
-	}
-	if cfg.AppendConns < 0 {
-		errs = append(errs, fmt.Errorf("--append-conns must be >= 0 (0: as runstream api), got %d", cfg.AppendConns))
-	}
+// benchPartitions checks --partitions and returns it as the Config takes
+// it.
+func benchPartitions(partitions int, errs *[]error) int32 {
 	if partitions < 1 || partitions > 100000 {
-		errs = append(errs, fmt.Errorf("--partitions must be 1..100000, got %d", partitions))
+		*errs = append(*errs, fmt.Errorf("--partitions must be 1..100000, got %d", partitions))
 	}
-	if cfg.Warmup < 0 {
-		errs = append(errs, fmt.Errorf("--warmup must be >= 0, got %s", cfg.Warmup))
-	}
-	if cfg.Settle < 0 {
-		errs = append(errs, fmt.Errorf("--settle must be >= 0, got %s", cfg.Settle))
-	}
-	if err := errors.Join(append(errs, cfg.Validate())...); err != nil {
-		return usageError{err}
-	}
-	return nil
+	return int32(min(partitions, 1<<20))
 }
 
-func runBenchProject(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("bench project", flag.ContinueOnError)
-	var cfg projectbench.Config
-	fs.StringVar(&cfg.RedisURL, "redis-url", defaultRedisURL, "Redis URL of the snapshots (redis://h1:p?addr=h2:p&addr=h3:p for a cluster); the bench deletes the keys it wrote")
-	fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL of the latency phase; it works in a fresh schema bench_<random> (dropped at the end)")
-	partitions := fs.Int("partitions", 12, "partitions of each phase's fresh topic (in-process kfake)")
-	fs.IntVar(&cfg.Batch, "batch", 5000, "the projector's max poll records, and the baseline's pipeline length")
-	catchUp := fs.Bool("catch-up", true, "run the catch-up phase and its baseline (--catch-up=false skips it)")
-	fs.IntVar(&cfg.RepairRuns, "repair-runs", 100000, "finished runs of the repair phase, in the store and not in Redis, timed until convergence rebuilt them (0 skips it)")
-	converge := fs.Bool("converge", true, "run the projectors with convergence passes, as in production (--converge=false measures without them)")
-	fs.IntVar(&cfg.Events, "events", 1_000_000, "events pre-filled into the catch-up topic")
-	fs.IntVar(&cfg.Runs, "runs", 10000, "runs the catch-up's events are spread over")
-	latency := fs.Bool("latency", true, "run the end-to-end latency phase (--latency=false skips it)")
-	fs.IntVar(&cfg.Rate, "rate", 1000, "offered append rate of the latency phase, events/s")
-	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long the latency phase appends")
-	fs.IntVar(&cfg.Appenders, "appenders", 16, "goroutines appending in the latency phase (and their pool's connections)")
-	fs.IntVar(&cfg.LatencyRuns, "latency-runs", 1000, "runs the latency phase's events are spread over")
-	memory := fs.Bool("memory", true, "run the memory phase (--memory=false skips it)")
-	fs.IntVar(&cfg.MemoryRuns, "memory-runs", 100000, "active runs of the memory phase")
-	fs.IntVar(&cfg.MemoryEvents, "memory-events", 300000, "events of the memory phase's runs")
-	process := fs.Bool("memory-process", true, "in the memory phase, also run this executable's `projector` command as a process of its own and hold its RSS to the target")
-	asJSON := fs.Bool("json", false, "print the report as JSON instead of text")
-	jsonFile := fs.String("json-file", "", "also write the JSON report to this file")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process covering the catch-up window only to this file (go tool pprof)")
-	if err := parseFlags(fs, env, args, "runstream bench project [flags]",
-		"Measures the projector against real Redis and an in-process Kafka-protocol broker, in three\n"+
-			"phases. Memory (first, so the process is fresh): a topic of --memory-events events of\n"+
-			"--memory-runs runs that stay active, caught up by a projector in this process (VmRSS and heap\n"+
-			"before, at the peak and after) and by `runstream projector` as a process of its own (its peak\n"+
-			"RSS). Target: < 300 MB. Catch-up: a fresh topic pre-filled with --events events over --runs\n"+
-			"runs (runs interleaved, runSeq contiguous), timed from the projector's start until its group\n"+
-			"committed every offset; its writes are recorded from their notifications and every snapshot\n"+
-			"is checked. Baseline, same run, same Redis: the same writes (runs, watermarks, snapshot sizes,\n"+
-			"order) by the projector's guarded Lua script alone, pipelined like the projector's batches.\n"+
-			"Target: catch-up >= 50% of the baseline's rate. End to end: store appends at --rate for\n"+
-			"--duration (outbox NOTIFY on), relay and projector in this process; per event, from the\n"+
-			"append's return (commit) until SUBSCRIBE runstream:updates shows the run's lastEventSeq at\n"+
-			"or past its runSeq. Target: p99 < 50ms at 1,000 events/s. Progress goes to stderr every\n"+
-			"second. See bench/README.md."); err != nil {
-		return err
-	}
-	cfg.DisableConvergence = !*converge
-	cfg.Partitions = int32(min(*partitions, 1<<20))
-	cfg.DisableCatchUp, cfg.DisableLatency, cfg.DisableMemory = !*catchUp, !*latency, !*memory
-	if *process && *memory {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("finding this executable for the projector process (--memory-process=false skips it): %w", err)
-		}
-		cfg.ProjectorCommand = []string{exe, "projector"}
-	}
-	if err := checkBenchProjectFlags(cfg, *partitions); err != nil {
-		return err
-	}
-	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg.Progress = func(p harness.PhaseProgress) {
-		fmt.Fprintf(env.stderr, "bench: %-11s %4.0fs  %9d/%d  %8.0f/s\n", p.Phase, p.Elapsed.Seconds(), p.Done, p.Total, p.Rate)
-	}
-	closeProfiles, err := openProfiles(profileFlag{"--cpuprofile", *cpuProfile, &cfg.CatchUpCPUProfile})
-	defer closeProfiles()
-	if err != nil {
-		return err
-	}
-
-	rep, err := projectbench.Run(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	if *jsonFile != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(*jsonFile, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("writing the JSON report (--json-file): %w", err)
-		}
-	}
-	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	return rep.WriteText(env.stdout)
+// benchLogger is the bench components' logger: warnings and errors, as
+// text on stderr.
+func benchLogger(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-// checkBenchProjectFlags is checkBenchFlags for bench project.
-func checkBenchProjectFlags(cfg projectbench.Config, partitions int) error {
-	var errs []error
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{{"batch", int64(cfg.Batch)}, {"events", int64(cfg.Events)}, {"runs", int64(cfg.Runs)},
-		{"rate", int64(cfg.Rate)}, {"duration", int64(cfg.Duration)}, {"appenders", int64(cfg.Appenders)},
-		{"latency-runs", int64(cfg.LatencyRuns)}, {"memory-runs", int64(cfg.MemoryRuns)},
-		{"memory-events", int64(cfg.MemoryEvents)}} {
-		if f.v <= 0 {
-			errs = append(errs, fmt.Errorf("--%s must be > 0", f.name))
+// benchPhaseLine prints a running phase (relay, project, etl) as a line
+// of stderr: phase padded to width, its time, done of total and the rate,
+// with extra after the counts.
+func benchPhaseLine(stderr io.Writer, width int, unit string, extra func(harness.PhaseProgress) string) func(harness.PhaseProgress) {
+	return func(p harness.PhaseProgress) {
+		line := fmt.Sprintf("bench: %-*s %4.0fs  %9d/%d", width, p.Phase, p.Elapsed.Seconds(), p.Done, p.Total)
+		if extra != nil {
+			line += extra(p)
 		}
+		fmt.Fprintln(stderr, line+fmt.Sprintf("  %8.0f%s", p.Rate, unit))
 	}
-	if partitions < 1 || partitions > 100000 {
-		errs = append(errs, fmt.Errorf("--partitions must be 1..100000, got %d", partitions))
-	}
-	if err := errors.Join(append(errs, cfg.Validate())...); err != nil {
-		return usageError{err}
-	}
-	return nil
 }
 
-func runBenchEtl(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("bench etl", flag.ContinueOnError)
-	var cfg etlbench.Config
-	fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL; the sink and the baseline work in fresh schemas bench_etl_<random> (dropped at the end)")
-	partitions := fs.Int("partitions", 12, "partitions of the fresh topic (in-process kfake)")
-	fs.IntVar(&cfg.Events, "events", 1_000_000, "records pre-filled into the topic")
-	fs.IntVar(&cfg.Rounds, "rounds", 3, "repeat the whole measurement this many times (fresh runs, topic and schemas each) and report the round with the median ratio")
-	fs.IntVar(&cfg.ActiveRuns, "active-runs", 2000, "runs in flight at once while the topic is filled (each record belongs to one of them at random)")
-	fs.IntVar(&cfg.Batch, "batch", 20000, "the ETL's max poll records")
-	fs.IntVar(&cfg.MaxQueued, "max-queued", 0, "the ETL's max queued records per partition (all of a partition's queued records go into its next transaction); 0: half of --batch, as runstream etl")
-	fs.IntVar(&cfg.PoolConns, "pool-conns", 0, "the sink's Postgres connections; 0: what runstream etl gets by default (pgxpool's max(4, cores))")
-	perEvent := fs.Bool("per-event", false, "write each event as the handler gets it instead of once per partition batch (for comparison)")
-	fs.IntVar(&cfg.InsertBatch, "insert-batch", 1000, "rows per INSERT of the baseline")
-	fs.IntVar(&cfg.BaselineConns, "baseline-conns", 0, "connections of the baseline, inserting batches in parallel; 0: one per CPU")
-	fs.BoolVar(&cfg.KeepSchema, "keep-schema", false, "keep the bench_etl_<random> schemas for inspection")
-	asJSON := fs.Bool("json", false, "print the report as JSON instead of text")
-	jsonFile := fs.String("json-file", "", "also write the JSON report to this file")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process covering the first round's sink window only to this file (go tool pprof)")
-	allocProfile := fs.String("memprofile", "", "write the allocation profile of this process at the end of the first round's sink window to this file, and at its start to this file + .base (go tool pprof -sample_index=alloc_space -base FILE.base FILE)")
-	if err := parseFlags(fs, env, args, "runstream bench etl [flags]",
-		"Measures the analytics ETL (runstream etl) against real Postgres and an in-process\n"+
-			"Kafka-protocol broker. Fill (not timed): a fresh topic of --partitions partitions gets --events\n"+
-			"records of realistic runs (retries, failures, skips, pauses, unknown types), --active-runs\n"+
-			"in flight at once, produced as the relay produces them. Sink: the ETL in a fresh schema,\n"+
-			"timed from its start until its group committed every offset (kadm); every run's row is then\n"+
-			"checked against reduce. Baseline, same run, same Postgres: the sink's final rows\n"+
-			"inserted into a fresh copy of the tables with plain --insert-batch-row INSERTs on\n"+
-			"--baseline-conns connections. Reports both in records/s and the ratio. Target: >= 50%.\n"+
-			"All of it runs --rounds times; the report is the round with the median ratio (a round takes\n"+
-			"about half a minute at a million records; --rounds 1 for a quick look).\n"+
-			"Progress goes to stderr every second. See bench/README.md."); err != nil {
-		return err
-	}
-	cfg.Partitions = int32(min(*partitions, 1<<20))
-	cfg.DisableBatching = *perEvent
-	var errs []error
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{{"events", int64(cfg.Events)}, {"rounds", int64(cfg.Rounds)}, {"active-runs", int64(cfg.ActiveRuns)}, {"batch", int64(cfg.Batch)},
-		{"insert-batch", int64(cfg.InsertBatch)}} {
-		if f.v <= 0 {
-			errs = append(errs, fmt.Errorf("--%s must be > 0", f.name))
+var benchAppend = benchTarget[appendbench.Config, *appendbench.Report]{
+	name:    "append",
+	summary: "append load over HTTP (single events or batches), with a pgbench baseline",
+	about: "Drives the append path over real HTTP with keep-alive: --clients clients post pre-generated\n" +
+		"valid events (StepCompleted, ~200-byte payload, random runs among --runs) for --duration\n" +
+		"after --warmup, and reports events/s, requests/s, per-request latency p50/p95/p99/max and\n" +
+		"errors by status. With --baseline it then runs pgbench on the same three SQL statements\n" +
+		"(counter upsert, event insert, outbox insert; bench/append_single.sql or\n" +
+		"bench/append_batch100.sql) with the same clients and duration against a fresh schema, and\n" +
+		"reports our events/s as a fraction of pgbench's next to the target (60% single, 70% batched).\n" +
+		"Progress goes to stderr every second. See bench/README.md.",
+	flags: func(fs *flag.FlagSet, cfg *appendbench.Config) {
+		fs.StringVar(&cfg.URL, "url", "", "base URL of a running API; empty: start one in this process against a fresh schema bench_<random> (dropped at the end)")
+		fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL for the in-process API and the pgbench baseline (pgx pool settings such as pool_max_conns apply to the API)")
+		fs.IntVar(&cfg.Clients, "clients", 16, "concurrent HTTP clients (and pgbench clients)")
+		fs.IntVar(&cfg.Batch, "batch", 1, "events per request: 1 posts /v1/events, more posts /v1/events:batch (the baseline exists for 1 and 100)")
+		fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured window (and pgbench -T)")
+		fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "load before the window, not measured")
+		fs.IntVar(&cfg.Runs, "runs", 10000, "distinct runIds the events are spread over")
+		fs.BoolVar(&cfg.Baseline, "baseline", false, "also run pgbench on the same three SQL statements (bench/*.sql) and report our ratio to it")
+		fs.StringVar(&cfg.Token, "token", "", "bearer token to send; with the in-process API it also turns authentication on")
+		fs.StringVar(&cfg.Tenant, "tenant", "tenant_bench", "tenantId of the generated events (the token's tenant when the API checks tokens)")
+		fs.BoolVar(&cfg.KeepSchema, "keep-schema", false, "keep the bench_<random> schemas for inspection")
+		fs.StringVar(&cfg.Pgbench, "pgbench", "", "pgbench executable; empty: /usr/bin/pgbench, else pgbench on PATH")
+	},
+	check: func(cfg *appendbench.Config) error {
+		return benchFlagErrors(benchPositive(harness.Flag("clients", cfg.Clients), harness.Flag("batch", cfg.Batch),
+			harness.Flag("runs", cfg.Runs), harness.Flag("duration", cfg.Duration), harness.Flag("warmup", cfg.Warmup)), cfg.Validate())
+	},
+	profiles: []benchProfile[appendbench.Config]{{flag: "cpuprofile",
+		usage: "write a CPU profile of this process, covering the measured window only, to this file (go tool pprof)",
+		to:    func(cfg *appendbench.Config) *io.Writer { return &cfg.CPUProfile }}},
+	wire: func(cfg *appendbench.Config, stderr io.Writer) {
+		cfg.Logger = benchLogger(stderr)
+		cfg.Progress = func(p appendbench.Progress) {
+			line := fmt.Sprintf("bench: %-14s %3.0fs/%.0fs", p.Phase, p.Elapsed.Seconds(), p.Total.Seconds())
+			if p.Requests > 0 || p.Errors > 0 {
+				line += fmt.Sprintf("  %9d events  %8.0f events/s  %d errors", p.Events, float64(p.Events)/p.Elapsed.Seconds(), p.Errors)
+			}
+			fmt.Fprintln(stderr, line)
 		}
-	}
-	if *partitions < 1 || *partitions > 100000 {
-		errs = append(errs, fmt.Errorf("--partitions must be 1..100000, got %d", *partitions))
-	}
-	if err := errors.Join(append(errs, cfg.Validate())...); err != nil {
-		return usageError{err}
-	}
-	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg.Progress = func(p harness.PhaseProgress) {
-		fmt.Fprintf(env.stderr, "bench: %-8s %4.0fs  %9d/%d  %8.0f/s\n", p.Phase, p.Elapsed.Seconds(), p.Done, p.Total, p.Rate)
-	}
-	closeProfiles, err := openProfiles(profileFlag{"--cpuprofile", *cpuProfile, &cfg.CPUProfile},
-		profileFlag{"--memprofile", *allocProfile, &cfg.AllocProfile},
-		profileFlag{"--memprofile", suffixed(*allocProfile, ".base"), &cfg.AllocProfileBase})
-	defer closeProfiles()
-	if err != nil {
-		return err
-	}
-	rep, err := etlbench.Run(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	if *jsonFile != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(*jsonFile, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("writing the JSON report (--json-file): %w", err)
-		}
-	}
-	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	return rep.WriteText(env.stdout)
+	},
+	measure: appendbench.Run,
 }
 
-// profileFlag is a CPU-profile flag: its name, the path given, and the
+// relayCLI is bench relay's flags.
+type relayCLI struct {
+	relaybench.Config
+	brokers        string
+	partitions     int
+	drain, latency bool
+}
+
+var benchRelay = benchTarget[relayCLI, *relaybench.Report]{
+	name:    "relay",
+	summary: "outbox relay: backlog drain rate and commit-to-ack latency at a fixed rate",
+	about: "Measures the outbox relay against real Postgres and a Kafka-protocol broker, in two phases.\n" +
+		"Drain: fills the outbox of a fresh schema with --events events over --runs runs by SQL (not\n" +
+		"timed), starts the relay on a fresh topic and times it until the outbox is empty and the\n" +
+		"topic's end offsets hold every event; then reads the topic back to check every run is\n" +
+		"complete and in runSeq order (duplicates are counted). Target: >= 50,000 events/s.\n" +
+		"Latency: with the relay running, appends through the store at --rate events/s for\n" +
+		"--duration (open loop, outbox NOTIFY on) while a consumer reads the topic, and reports\n" +
+		"commit-to-consume per event (consume time minus the record's persistedAt) p50/p95/p99/max,\n" +
+		"after waiting --settle with the relay idle once the drain is done (its writes reach disk).\n" +
+		"Target: p99 < 20ms at 2,000 events/s. Progress goes to stderr every second. See bench/README.md.",
+	flags: func(fs *flag.FlagSet, cli *relayCLI) {
+		fs.StringVar(&cli.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL; the bench works in a fresh schema bench_<random> (dropped at the end)")
+		fs.StringVar(&cli.brokers, "brokers", "", "Kafka bootstrap brokers, comma-separated; empty: franz-go's kfake in this process on 127.0.0.1:0, in memory")
+		fs.IntVar(&cli.partitions, "partitions", 12, "partitions of the fresh topic bench-relay-<random>")
+		fs.IntVar(&cli.RelayBatch, "relay-batch", 5000, "the relay's outbox rows per round")
+		fs.IntVar(&cli.Relays, "relays", 1, "relays to run, each with its own pool and Kafka client as separate processes; they split the outbox's shards")
+		fs.BoolVar(&cli.drain, "drain", true, "run the drain phase (--drain=false skips it)")
+		fs.IntVar(&cli.Events, "events", 1_000_000, "events pre-filled into the outbox for the drain (with --drain=false: the event log, without outbox rows, the latency phase runs over)")
+		fs.IntVar(&cli.Runs, "runs", 10000, "distinct runIds the events are spread over")
+		fs.BoolVar(&cli.latency, "latency", true, "run the latency phase (--latency=false skips it)")
+		fs.IntVar(&cli.Rate, "rate", 2000, "offered append rate of the latency phase, events/s")
+		fs.DurationVar(&cli.Duration, "duration", 10*time.Second, "how long the latency phase appends")
+		fs.DurationVar(&cli.Warmup, "warmup", 2*time.Second, "how long the latency phase appends at --rate before its window, unmeasured (0: none)")
+		fs.DurationVar(&cli.Settle, "settle", 40*time.Second, "how long to wait, the relay idle, between the drain and the latency phase, so that the drain's writes are on disk and the latency phase sees the steady state (0: none)")
+		fs.IntVar(&cli.Appenders, "appenders", 16, "goroutines appending in the latency phase (concurrent API requests)")
+		fs.IntVar(&cli.AppendConns, "append-conns", 0, "connections of the appenders' store pool; appends beyond them share transactions (0: what runstream api opens, pgxpool's default max(4, cores) or the URL's pool_max_conns)")
+		fs.BoolVar(&cli.KeepSchema, "keep-schema", false, "keep the bench_<random> schema (and the topic on --brokers) for inspection")
+	},
+	check: func(cli *relayCLI) error {
+		cli.Brokers = config.Brokers(cli.brokers)
+		cli.DisableDrain, cli.DisableLatency = !cli.drain, !cli.latency
+		errs := benchPositive(harness.Flag("events", cli.Events), harness.Flag("runs", cli.Runs), harness.Flag("rate", cli.Rate),
+			harness.Flag("duration", cli.Duration), harness.Flag("appenders", cli.Appenders),
+			harness.Flag("relay-batch", cli.RelayBatch), harness.Flag("relays", cli.Relays))
+		if cli.AppendConns < 0 {
+			errs = append(errs, fmt.Errorf("--append-conns must be >= 0 (0: as runstream api), got %d", cli.AppendConns))
+		}
+		cli.Partitions = benchPartitions(cli.partitions, &errs)
+		if cli.Warmup < 0 {
+			errs = append(errs, fmt.Errorf("--warmup must be >= 0, got %s", cli.Warmup))
+		}
+		if cli.Settle < 0 {
+			errs = append(errs, fmt.Errorf("--settle must be >= 0, got %s", cli.Settle))
+		}
+		return benchFlagErrors(errs, cli.Validate())
+	},
+	profiles: []benchProfile[relayCLI]{
+		{flag: "cpuprofile", usage: "write a CPU profile of this process covering the drain window only to this file (go tool pprof)",
+			to: func(cli *relayCLI) *io.Writer { return &cli.DrainCPUProfile }},
+		{flag: "latency-cpuprofile", usage: "write a CPU profile covering the latency window only to this file",
+			to: func(cli *relayCLI) *io.Writer { return &cli.LatencyCPUProfile }},
+	},
+	wire: func(cli *relayCLI, stderr io.Writer) {
+		cli.Logger = benchLogger(stderr)
+		cli.Progress = benchPhaseLine(stderr, 8, " events/s", func(p harness.PhaseProgress) string {
+			if p.Phase == "drain" {
+				return fmt.Sprintf("  %9d rows left", max(p.Total-p.Done, 0))
+			}
+			return ""
+		})
+	},
+	measure: func(ctx context.Context, cli relayCLI) (*relaybench.Report, error) {
+		// 0 in the Config is the default; on the command line it is none.
+		if cli.Warmup == 0 {
+			cli.Warmup = -1
+		}
+		if cli.Settle == 0 {
+			cli.Settle = -1
+		}
+		return relaybench.Run(ctx, cli.Config)
+	},
+}
+
+// projectCLI is bench project's flags.
+type projectCLI struct {
+	projectbench.Config
+	partitions                                  int
+	catchUp, converge, latency, memory, process bool
+}
+
+var benchProject = benchTarget[projectCLI, *projectbench.Report]{
+	name:    "project",
+	summary: "projector: catch-up rate vs the guarded script alone, end-to-end latency, memory",
+	about: "Measures the projector against real Redis and an in-process Kafka-protocol broker, in three\n" +
+		"phases. Memory (first, so the process is fresh): a topic of --memory-events events of\n" +
+		"--memory-runs runs that stay active, caught up by a projector in this process (VmRSS and heap\n" +
+		"before, at the peak and after) and by `runstream projector` as a process of its own (its peak\n" +
+		"RSS). Target: < 300 MB. Catch-up: a fresh topic pre-filled with --events events over --runs\n" +
+		"runs (runs interleaved, runSeq contiguous), timed from the projector's start until its group\n" +
+		"committed every offset; its writes are recorded from their notifications and every snapshot\n" +
+		"is checked. Baseline, same run, same Redis: the same writes (runs, watermarks, snapshot sizes,\n" +
+		"order) by the projector's guarded Lua script alone, pipelined like the projector's batches.\n" +
+		"Target: catch-up >= 50% of the baseline's rate. End to end: store appends at --rate for\n" +
+		"--duration (outbox NOTIFY on), relay and projector in this process; per event, from the\n" +
+		"append's return (commit) until SUBSCRIBE runstream:updates shows the run's lastEventSeq at\n" +
+		"or past its runSeq. Target: p99 < 50ms at 1,000 events/s. Progress goes to stderr every\n" +
+		"second. See bench/README.md.",
+	flags: func(fs *flag.FlagSet, cli *projectCLI) {
+		fs.StringVar(&cli.RedisURL, "redis-url", defaultRedisURL, "Redis URL of the snapshots (redis://h1:p?addr=h2:p&addr=h3:p for a cluster); the bench deletes the keys it wrote")
+		fs.StringVar(&cli.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL of the latency phase; it works in a fresh schema bench_<random> (dropped at the end)")
+		fs.IntVar(&cli.partitions, "partitions", 12, "partitions of each phase's fresh topic (in-process kfake)")
+		fs.IntVar(&cli.Batch, "batch", 5000, "the projector's max poll records, and the baseline's pipeline length")
+		fs.BoolVar(&cli.catchUp, "catch-up", true, "run the catch-up phase and its baseline (--catch-up=false skips it)")
+		fs.IntVar(&cli.RepairRuns, "repair-runs", 100000, "finished runs of the repair phase, in the store and not in Redis, timed until convergence rebuilt them (0 skips it)")
+		fs.BoolVar(&cli.converge, "converge", true, "run the projectors with convergence passes, as in production (--converge=false measures without them)")
+		fs.IntVar(&cli.Events, "events", 1_000_000, "events pre-filled into the catch-up topic")
+		fs.IntVar(&cli.Runs, "runs", 10000, "runs the catch-up's events are spread over")
+		fs.BoolVar(&cli.latency, "latency", true, "run the end-to-end latency phase (--latency=false skips it)")
+		fs.IntVar(&cli.Rate, "rate", 1000, "offered append rate of the latency phase, events/s")
+		fs.DurationVar(&cli.Duration, "duration", 10*time.Second, "how long the latency phase appends")
+		fs.IntVar(&cli.Appenders, "appenders", 16, "goroutines appending in the latency phase (and their pool's connections)")
+		fs.IntVar(&cli.LatencyRuns, "latency-runs", 1000, "runs the latency phase's events are spread over")
+		fs.BoolVar(&cli.memory, "memory", true, "run the memory phase (--memory=false skips it)")
+		fs.IntVar(&cli.MemoryRuns, "memory-runs", 100000, "active runs of the memory phase")
+		fs.IntVar(&cli.MemoryEvents, "memory-events", 300000, "events of the memory phase's runs")
+		fs.BoolVar(&cli.process, "memory-process", true, "in the memory phase, also run this executable's `projector` command as a process of its own and hold its RSS to the target")
+	},
+	check: func(cli *projectCLI) error {
+		cli.DisableConvergence = !cli.converge
+		cli.DisableCatchUp, cli.DisableLatency, cli.DisableMemory = !cli.catchUp, !cli.latency, !cli.memory
+		if cli.process && cli.memory {
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("finding this executable for the projector process (--memory-process=false skips it): %w", err)
+			}
+			cli.ProjectorCommand = []string{exe, "projector"}
+		}
+		errs := benchPositive(harness.Flag("batch", cli.Batch), harness.Flag("events", cli.Events), harness.Flag("runs", cli.Runs),
+			harness.Flag("rate", cli.Rate), harness.Flag("duration", cli.Duration), harness.Flag("appenders", cli.Appenders),
+			harness.Flag("latency-runs", cli.LatencyRuns), harness.Flag("memory-runs", cli.MemoryRuns),
+			harness.Flag("memory-events", cli.MemoryEvents))
+		cli.Partitions = benchPartitions(cli.partitions, &errs)
+		return benchFlagErrors(errs, cli.Validate())
+	},
+	profiles: []benchProfile[projectCLI]{{flag: "cpuprofile",
+		usage: "write a CPU profile of this process covering the catch-up window only to this file (go tool pprof)",
+		to:    func(cli *projectCLI) *io.Writer { return &cli.CatchUpCPUProfile }}},
+	wire: func(cli *projectCLI, stderr io.Writer) {
+		cli.Logger = benchLogger(stderr)
+		cli.Progress = benchPhaseLine(stderr, 11, "/s", nil)
+	},
+	measure: func(ctx context.Context, cli projectCLI) (*projectbench.Report, error) {
+		return projectbench.Run(ctx, cli.Config)
+	},
+}
+
+// etlCLI is bench etl's flags.
+type etlCLI struct {
+	etlbench.Config
+	partitions int
+	perEvent   bool
+}
+
+var benchETL = benchTarget[etlCLI, *etlbench.Report]{
+	name:    "etl",
+	summary: "analytics ETL: records/s into the Postgres sink vs a plain batched INSERT of the same rows",
+	about: "Measures the analytics ETL (runstream etl) against real Postgres and an in-process\n" +
+		"Kafka-protocol broker. Fill (not timed): a fresh topic of --partitions partitions gets --events\n" +
+		"records of realistic runs (retries, failures, skips, pauses, unknown types), --active-runs\n" +
+		"in flight at once, produced as the relay produces them. Sink: the ETL in a fresh schema,\n" +
+		"timed from its start until its group committed every offset (kadm); every run's row is then\n" +
+		"checked against reduce. Baseline, same run, same Postgres: the sink's final rows\n" +
+		"inserted into a fresh copy of the tables with plain --insert-batch-row INSERTs on\n" +
+		"--baseline-conns connections. Reports both in records/s and the ratio. Target: >= 50%.\n" +
+		"All of it runs --rounds times; the report is the round with the median ratio (a round takes\n" +
+		"about half a minute at a million records; --rounds 1 for a quick look).\n" +
+		"Progress goes to stderr every second. See bench/README.md.",
+	flags: func(fs *flag.FlagSet, cli *etlCLI) {
+		fs.StringVar(&cli.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL; the sink and the baseline work in fresh schemas bench_etl_<random> (dropped at the end)")
+		fs.IntVar(&cli.partitions, "partitions", 12, "partitions of the fresh topic (in-process kfake)")
+		fs.IntVar(&cli.Events, "events", 1_000_000, "records pre-filled into the topic")
+		fs.IntVar(&cli.Rounds, "rounds", 3, "repeat the whole measurement this many times (fresh runs, topic and schemas each) and report the round with the median ratio")
+		fs.IntVar(&cli.ActiveRuns, "active-runs", 2000, "runs in flight at once while the topic is filled (each record belongs to one of them at random)")
+		fs.IntVar(&cli.Batch, "batch", 20000, "the ETL's max poll records")
+		fs.IntVar(&cli.MaxQueued, "max-queued", 0, "the ETL's max queued records per partition (all of a partition's queued records go into its next transaction); 0: half of --batch, as runstream etl")
+		fs.IntVar(&cli.PoolConns, "pool-conns", 0, "the sink's Postgres connections; 0: what runstream etl gets by default (pgxpool's max(4, cores))")
+		fs.BoolVar(&cli.perEvent, "per-event", false, "write each event as the handler gets it instead of once per partition batch (for comparison)")
+		fs.IntVar(&cli.InsertBatch, "insert-batch", 1000, "rows per INSERT of the baseline")
+		fs.IntVar(&cli.BaselineConns, "baseline-conns", 0, "connections of the baseline, inserting batches in parallel; 0: one per CPU")
+		fs.BoolVar(&cli.KeepSchema, "keep-schema", false, "keep the bench_etl_<random> schemas for inspection")
+	},
+	check: func(cli *etlCLI) error {
+		cli.DisableBatching = cli.perEvent
+		errs := benchPositive(harness.Flag("events", cli.Events), harness.Flag("rounds", cli.Rounds),
+			harness.Flag("active-runs", cli.ActiveRuns), harness.Flag("batch", cli.Batch), harness.Flag("insert-batch", cli.InsertBatch))
+		cli.Partitions = benchPartitions(cli.partitions, &errs)
+		return benchFlagErrors(errs, cli.Validate())
+	},
+	profiles: []benchProfile[etlCLI]{
+		{flag: "cpuprofile", usage: "write a CPU profile of this process covering the first round's sink window only to this file (go tool pprof)",
+			to: func(cli *etlCLI) *io.Writer { return &cli.CPUProfile }},
+		{flag: "memprofile", usage: "write the allocation profile of this process at the end of the first round's sink window to this file, and at its start to this file + .base (go tool pprof -sample_index=alloc_space -base FILE.base FILE)",
+			to:   func(cli *etlCLI) *io.Writer { return &cli.AllocProfile },
+			base: func(cli *etlCLI) *io.Writer { return &cli.AllocProfileBase }},
+	},
+	wire: func(cli *etlCLI, stderr io.Writer) {
+		cli.Logger = benchLogger(stderr)
+		cli.Progress = benchPhaseLine(stderr, 8, "/s", nil)
+	},
+	measure: func(ctx context.Context, cli etlCLI) (*etlbench.Report, error) {
+		return etlbench.Run(ctx, cli.Config)
+	},
+}
+
+var benchRead = benchTarget[readbench.Config, *readbench.Report]{
+	name:    "read",
+	summary: "read side: snapshot GETs/s vs redis-benchmark, snapshot change -> SSE watcher latency",
+	about: "Read side: snapshot GETs per second through the API with N clients, against redis-benchmark's\n" +
+		"GET of the same keys in the same run (target: at least 50%), then the time from a snapshot\n" +
+		"change in Redis to SSE watchers receiving it (target: p99 under 10 ms with 1,000 watchers).",
+	flags: func(fs *flag.FlagSet, cfg *readbench.Config) {
+		fs.StringVar(&cfg.RedisURL, "redis-url", defaultRedisURL, "Redis the in-process API reads (bench keys runstream:run:{bench-...} are written and deleted)")
+		fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "Postgres (readiness only)")
+		fs.IntVar(&cfg.Clients, "clients", 64, "concurrent snapshot GET clients (and redis-benchmark clients)")
+		fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "GET phase length")
+		fs.IntVar(&cfg.Runs, "runs", 1000, "runs with a snapshot, read at random")
+		fs.IntVar(&cfg.Watchers, "watchers", 1000, "SSE watchers")
+		fs.IntVar(&cfg.WatchedRuns, "watched-runs", 1, "runs the watchers spread over (watcher i watches run i mod N) and the changes take turns on: 1 fans every change out to all watchers, --watchers gives each watcher a run of its own")
+		fs.IntVar(&cfg.Changes, "changes", 200, "snapshot changes published to the watchers")
+		fs.DurationVar(&cfg.ChangeEvery, "change-every", 100*time.Millisecond, "pause between changes")
+	},
+	check: func(cfg *readbench.Config) error {
+		if cfg.Clients < 1 || cfg.Runs < 1 || cfg.Watchers < 1 || cfg.WatchedRuns < 1 || cfg.Changes < 1 || cfg.Duration <= 0 {
+			return usageError{fmt.Errorf("--clients, --runs, --watchers, --watched-runs, --changes and --duration must be positive")}
+		}
+		if cfg.WatchedRuns > cfg.Runs || cfg.WatchedRuns > cfg.Watchers {
+			return usageError{fmt.Errorf("--watched-runs (%d) must be at most --runs (%d) and --watchers (%d)", cfg.WatchedRuns, cfg.Runs, cfg.Watchers)}
+		}
+		return nil
+	},
+	profiles: []benchProfile[readbench.Config]{
+		{flag: "cpuprofile", usage: "write a CPU profile of this process (API and GET clients), covering the GET window only, to this file (go tool pprof)",
+			to: func(cfg *readbench.Config) *io.Writer { return &cfg.CPUProfile }},
+		{flag: "sse-cpuprofile", usage: "write a CPU profile of this process (API, hub and SSE watchers), covering the SSE changes only, to this file",
+			to: func(cfg *readbench.Config) *io.Writer { return &cfg.SSECPUProfile }},
+	},
+	jsonUsage:  "print the report as JSON",
+	noJSONFile: true,
+	wire:       func(cfg *readbench.Config, stderr io.Writer) { cfg.Progress = stderr },
+	measure:    readbench.Run,
+}
+
+// profileFlag is a profile flag: its name, the path given, and the
 // bench config's writer to point at the file.
+type profileFlag struct {
+	flag, path string
+	w          *io.Writer
+}
+
 // suffixed is path+suffix, or "" for no path.
 func suffixed(path, suffix string) string {
 	if path == "" {
 		return ""
 	}
 	return path + suffix
-}
-
-type profileFlag struct {
-	flag, path string
-	w          *io.Writer
 }
 
 // openProfiles creates the file of each profile flag given a path and
