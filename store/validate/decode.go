@@ -50,12 +50,17 @@ func DecodeWrite(data []byte) (store.RunEventWrite, DecodeInfo, error) {
 // schema sees (known members only) and the payload's raw bytes.
 func decodeDoc(data []byte) (map[string]any, json.RawMessage, DecodeInfo, *store.Error) {
 	var info DecodeInfo
-	members, e := splitObject(data)
+	members, e := splitObject(data, holdingWrite)
 	if e != nil {
 		return nil, nil, info, e
 	}
 	if e := checkMembers(members, !utf8.Valid(data)); e != nil {
 		return nil, nil, info, e
+	}
+	if bytes.Contains(data, escapeU) {
+		if e := checkTextMembers(members); e != nil {
+			return nil, nil, info, e
+		}
 	}
 	doc := make(map[string]any, len(fieldOrder))
 	var payload json.RawMessage
@@ -87,6 +92,33 @@ func decodeDoc(data []byte) (map[string]any, json.RawMessage, DecodeInfo, *store
 	return doc, payload, info, nil
 }
 
+// holdingWrite is what a body of DecodeWrite holds, for its messages.
+const holdingWrite = "a RunEventWrite"
+
+// Object parses data, a request body, as one JSON object and returns its
+// members' raw values by name, refusing what DecodeWrite refuses of a body
+// as a whole: text that is not exactly one JSON value, another kind of
+// value, and a member name given twice (readers that keep the first of two
+// values and readers that keep the last would see different requests).
+// Names are decoded and matched exactly. holding says what the object
+// holds, for the messages ("a batch {\"events\": [...]}"). Every error is an
+// *Error with Code SCHEMA_VALIDATION_FAILED; the values are slices of
+// data.
+func Object(data []byte, holding string) (map[string]json.RawMessage, error) {
+	members, e := splitObject(data, holding)
+	if e != nil {
+		return nil, e
+	}
+	if e := checkMembers(members, false); e != nil {
+		return nil, e
+	}
+	out := make(map[string]json.RawMessage, len(members))
+	for _, m := range members {
+		out[m.name] = m.raw
+	}
+	return out, nil
+}
+
 // member is one top-level member: its decoded name and the exact bytes of
 // its value.
 type member struct {
@@ -101,13 +133,13 @@ type member struct {
 // decoded, and only known members become values for the schema. (A
 // json.Decoder walking tokens costs several times more: it builds a
 // SyntaxError at the end of every member value to find where it stops.)
-func splitObject(data []byte) ([]member, *store.Error) {
+func splitObject(data []byte, holding string) ([]member, *store.Error) {
 	if !json.Valid(data) {
-		return nil, syntaxError(data)
+		return nil, syntaxError(data, holding)
 	}
 	i := jsonx.SkipSpace(data, 0)
 	if data[i] != '{' {
-		return nil, store.Invalid("body", "body must be one JSON object holding a RunEventWrite, got %s", valueKind(data[i]))
+		return nil, store.Invalid("body", "body must be one JSON object holding %s, got %s", holding, valueKind(data[i]))
 	}
 	members := make([]member, 0, 16)
 	jsonx.EachMember(data[i:], func(key, raw []byte) {
@@ -180,9 +212,9 @@ func valueKind(c byte) string {
 
 // syntaxError explains why data is not one JSON value; only the rejection
 // path pays for the second parse that finds the offset.
-func syntaxError(data []byte) *store.Error {
+func syntaxError(data []byte, holding string) *store.Error {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return store.Invalid("body", "body is empty; send one JSON object holding a RunEventWrite")
+		return store.Invalid("body", "body is empty; send one JSON object holding %s", holding)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var v json.RawMessage

@@ -276,6 +276,29 @@ func rejectCases() []rejectCase {
 		{name: "sourceOccurredAt on an unknown type", eventType: "WorkerHeartbeat", edit: set("payload", raw(`{"sourceOccurredAt":"now"}`)), field: "payload.sourceOccurredAt", msgs: []string{"RFC 3339"}},
 		{name: "sourceOccurredAt on a known type", eventType: store.EventStepStarted, edit: set("payload", raw(`{"sourceOccurredAt":12}`)), field: "payload.sourceOccurredAt", msgs: []string{"must be a string"}},
 
+		// Escaped NUL and unpaired surrogates, in any string (DESIGN.md 1.18).
+		{name: "escaped NUL in payload", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"result":{"note":"a\u0000b"}}`)), field: "payload.result.note", msgs: []string{"U+0000", "jsonb"}},
+		{name: "lone high surrogate", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"result":{"note":"\ud800"}}`)), field: "payload.result.note", msgs: []string{"unpaired UTF-16 surrogate", `\ud800`}},
+		{name: "lone low surrogate in an array", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"result":["x","ok \uDC00"]}`)), field: "payload.result[1]", msgs: []string{`\udc00`}},
+		{name: "high surrogate then a letter", edit: set("payload", raw(`{"context":{"note":"\ud800a"}}`)), field: "payload.context.note", msgs: []string{`\ud800`}},
+		{name: "high surrogate then a high one", edit: set("payload", raw(`{"note":"\ud83d\ud83d\ude00"}`)), field: "payload.note", msgs: []string{`\ud83d`}},
+		{name: "high surrogate then a non-surrogate escape", edit: set("payload", raw(`{"note":"\ud83d\u0041"}`)), field: "payload.note", msgs: []string{`\ud83d`}},
+		{name: "high surrogate at the end", edit: set("payload", raw(`{"note":"x\uD83D"}`)), field: "payload.note", msgs: []string{`\ud83d`}},
+		{name: "NUL after an escaped backslash", edit: set("payload", raw(`{"note":"\\\u0000"}`)), field: "payload.note", msgs: []string{"U+0000"}},
+		{name: "NUL in a member name", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"result":{"k\u0000":1}}`)), field: "payload.result", msgs: []string{"member name", "U+0000"}},
+		{name: "surrogate in a top-level payload member name", edit: set("payload", raw(`{"\udfff":1}`)), field: "payload", msgs: []string{"member name", `\udfff`}},
+		{name: "lone surrogate in a typed payload member", eventType: store.EventStepFailed, edit: set("payload", raw(`{"errorCode":"\ud800"}`)), field: "payload.errorCode", msgs: []string{`\ud800`}},
+		{name: "payload a string holding NUL", edit: set("payload", raw(`"\u0000"`)), field: "payload", msgs: []string{"U+0000"}},
+		{name: "escaped NUL in runId", edit: set("runId", "run\x00"), field: "runId", msgs: []string{"U+0000"}},
+		{name: "lone surrogate in tenantId", body: replaceLast(valid, `"tenant_acme"`, `"tenant_\ud800acme"`), field: "tenantId", msgs: []string{`\ud800`}},
+		{name: "lone surrogate in emittedAt", body: strings.Replace(valid, `"2026-02-16T10:30:00.123Z"`, `"2026-02-16T10:30:00.123Z\udc00"`, 1), field: "emittedAt", msgs: []string{`\udc00`}},
+		{name: "escaped NUL in a wrongly typed member", edit: set("tenantId", map[string]any{"a": "\x00"}), field: "tenantId.a", msgs: []string{"U+0000"}},
+		{name: "NUL: the first member in field order", edit: func(m map[string]any) {
+			m["payload"] = raw(`{"x":"\u0000"}`)
+			m["planVersion"] = "2\x00"
+			m["eventId"] = "x"
+		}, field: "planVersion", msgs: []string{"U+0000"}},
+
 		// Several problems: the first in field order is reported.
 		{name: "first problem wins", edit: func(m map[string]any) {
 			m["payload"] = nil
@@ -415,6 +438,14 @@ func acceptCases() []acceptCase {
 			m["planId"] = "plan 🚀"
 		}},
 		{name: "255-byte identifier", edit: set("runId", strings.Repeat("r", 255))},
+		{name: "paired surrogates and escaped backslashes", edit: set("payload", raw(`{"note":"\ud83d\ude80 \\u0000 \\ud800 \u00e9 \u0001","\uD83D\uDE80":["\\\\u0000"]}`)),
+			check: func(t *testing.T, w store.RunEventWrite, _ DecodeInfo) {
+				var p map[string]any
+				if err := json.Unmarshal(w.Payload, &p); err != nil || p["note"] != "🚀 \\u0000 \\ud800 é \x01" {
+					t.Errorf("Payload = %s (%v), want it kept as sent", w.Payload, err)
+				}
+			}},
+		{name: "unknown members are not looked at", edit: set("producerNote", "\x00")},
 		{name: "127 two-byte runes plus one byte", edit: set("runId", strings.Repeat("é", 127)+"r")},
 		{name: "escaped characters in identifiers", body: strings.Replace(string(encodeNoT(fieldsWith(store.EventRunStarted, "tenantId", "a/b\"c"))), `a/b\"c`, `a\/b\"\u0063`, 1),
 			check: func(t *testing.T, w store.RunEventWrite, _ DecodeInfo) {

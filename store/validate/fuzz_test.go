@@ -70,6 +70,14 @@ func FuzzValidateWrite(f *testing.F) {
 	f.Add(testEventID, store.EventStepCompleted, "2026-02-16T10:30:00.123Z", testRunID, "tenant_acme", "plan_abc", "2", testStepID,
 		int64(1), int64(1), []byte(samplePayloads[store.EventStepCompleted]), true)
 	f.Add(testEventID, "onRunStarted", "2026-02-16", "a|b", "", "p", "1", "", int64(0), int64(-1), []byte("null"), false)
+	// Escaped NUL and unpaired surrogates (DESIGN.md 1.18), and their
+	// look-alikes that are text.
+	f.Add(testEventID, store.EventStepCompleted, "2026-02-16T10:30:00Z", testRunID, "tenant_acme", "plan_abc", "2", testStepID,
+		int64(1), int64(1), []byte(`{"result":{"note":"a\u0000","\ud800":["\udc00"]}}`), true)
+	f.Add(testEventID, store.EventRunStarted, "2026-02-16T10:30:00Z", "run\x00", "tenant_acme", "plan_abc", "2", "",
+		int64(1), int64(1), []byte(`{"ok":"\ud83d\ude80 \\u0000 \\\u0000"}`), true)
+	f.Add(testEventID, store.EventRunStarted, "2026-02-16T10:30:00Z", testRunID, "tenant_acme", "plan_abc", "2", "",
+		int64(1), int64(1), []byte(`{"ok":"\ud83d\ude80 \\ud800 \u00e9"}`), true)
 	f.Fuzz(func(t *testing.T, eventID, eventType, emittedAt, runID, tenantID, planID, planVersion, stepID string,
 		engine, logical int64, payload []byte, rekey bool) {
 		w := store.RunEventWrite{

@@ -400,7 +400,7 @@ const (
 var fastPatterns = map[string]func(string) bool{
 	patternUUIDv4:     isUUIDv4,
 	patternEventType:  isPascalCase,
-	patternIdentifier: isPrintableNoPipe,
+	patternIdentifier: store.PrintableNoPipe,
 	patternKey:        isLowerHex64,
 }
 
@@ -437,18 +437,6 @@ func isPascalCase(s string) bool {
 	for i := 1; i < len(s); i++ {
 		c := s[i]
 		if !isDigit(c) && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') {
-			return false
-		}
-	}
-	return true
-}
-
-func isPrintableNoPipe(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r == '|' || r < 0x20 || (r >= 0x7f && r <= 0x9f) {
 			return false
 		}
 	}

@@ -25,7 +25,8 @@ import (
 // string, json.Number or int64, bool, nil, []any and map[string]any):
 //
 //  1. text: every string and the payload are valid UTF-8 (checkStructText,
-//     or checkMembers on the raw body);
+//     or checkMembers on the raw body), and no string holds a NUL or an
+//     unpaired surrogate (checkStructNUL, or checkTextMembers; text.go);
 //  2. validateDoc: the JSON Schema of the event type, after making sure no
 //     number would hurt the schema library;
 //  3. checkRules: what a schema cannot state (identifier byte length, the
@@ -47,6 +48,9 @@ func Check(w *store.RunEventWrite) error {
 		return store.Invalid("body", "no event given; send one RunEventWrite")
 	}
 	if e := checkStructText(w); e != nil {
+		return e
+	}
+	if e := checkStructNUL(w); e != nil {
 		return e
 	}
 	doc, e := writeDoc(w)
@@ -131,7 +135,7 @@ func fieldRank(name string) int {
 	return len(fieldOrder) + 1
 }
 
-const maxIdentifierBytes = 255
+const maxIdentifierBytes = store.MaxIdentifierBytes
 
 // identifierFields are the members DESIGN.md section 1.5 constrains, in
 // fieldOrder.
@@ -635,7 +639,24 @@ func identifierError(field string, got any, k jsonschema.ErrorKind) *store.Error
 			return store.Invalid(field, "%s %q contains control character U+%04X at byte %d; identifiers must be printable", field, shorten(s), r, i)
 		}
 	}
+	if k == nil {
+		return store.Invalid(field, "%s %q is not an identifier: 1-255 bytes, printable, no \"|\"", field, shorten(s))
+	}
 	return describeGeneric(field, got, k)
+}
+
+// Identifier checks s as the identifier field of DESIGN.md section 1.5
+// ([store.ValidIdentifier]), for identifiers that come from elsewhere than
+// a write's body: a URL path or query. The error is the one a write with
+// that field would get: SCHEMA_VALIDATION_FAILED naming field.
+func Identifier(field, s string) error {
+	if store.ValidIdentifier(s) {
+		return nil
+	}
+	if !utf8.ValidString(s) {
+		return invalidUTF8(field)
+	}
+	return identifierError(field, s, nil)
 }
 
 func identifierTooLong(field, s string) *store.Error {

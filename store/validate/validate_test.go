@@ -59,6 +59,12 @@ func TestValidateWrite_Rejects(t *testing.T) {
 			msgs: []string{"expected " + fieldsKey(store.EventRunStarted), "received \"" + sha256Hex("x") + "\"", store.IdempotencyKeyFormula}},
 		{name: "256-byte identifier", edit: func(w *store.RunEventWrite) { w.ProjectID = strings.Repeat("p", 256) }, field: "projectId", msgs: []string{"at most 255 bytes"}},
 		{name: "pipe in planVersion", edit: func(w *store.RunEventWrite) { w.PlanVersion = "1|2" }, field: "planVersion", msgs: []string{"separator"}},
+		{name: "NUL in eventId", edit: func(w *store.RunEventWrite) { w.EventID = testEventID + "\x00" }, field: "eventId", msgs: []string{"U+0000"}},
+		{name: "NUL in stepId", eventType: store.EventStepStarted, edit: func(w *store.RunEventWrite) { w.StepID = "\x00" }, field: "stepId", msgs: []string{"U+0000"}},
+		{name: "escaped NUL in payload", edit: func(w *store.RunEventWrite) { w.Payload = raw(`{"result":{"note":"a\u0000"}}`) }, field: "payload.result.note", msgs: []string{"U+0000"}},
+		{name: "lone surrogate in payload", edit: func(w *store.RunEventWrite) { w.Payload = raw(` {"a": [1, {"b": "\udbff"}]} `) }, field: "payload.a[1].b", msgs: []string{`\udbff`}},
+		{name: "lone surrogate in a payload key", edit: func(w *store.RunEventWrite) { w.Payload = raw(`{"a":{"\udc00":1}}`) }, field: "payload.a", msgs: []string{"member name"}},
+		{name: "NUL in payload that is not JSON", edit: func(w *store.RunEventWrite) { w.Payload = raw(`{"a":"\u0000"`) }, field: "payload", msgs: []string{"not valid JSON"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,13 +90,14 @@ var (
 	eventIDPool   = []string{testEventID, strings.ToUpper(testEventID), "3f1c2a4e-8b7d-1c6a-9e2f-1a2b3c4d5e6f", "", "x"}
 	eventTypePool = []string{store.EventRunStarted, store.EventStepCompleted, store.EventRunFailed, store.EventStepFailed, "WorkerHeartbeat", "onRunStarted", "", "run_started"}
 	emittedAtPool = []string{"2026-02-16T10:30:00Z", "2026-02-16T10:30:00.5+01:00", "2026-02-16", "2016-12-31T23:59:60Z", ""}
-	identPool     = []string{"ok", "a|b", "tab\t", "", strings.Repeat("x", 256), strings.Repeat("é", 128), strings.Repeat("é", 300), "ünï 🚀", "\u0085"}
+	identPool     = []string{"ok", "a|b", "tab\t", "", strings.Repeat("x", 256), strings.Repeat("é", 128), strings.Repeat("é", 300), "ünï 🚀", "\u0085", "nul\x00"}
 	stepIDPool    = []string{"", "s1", "a|b", "x\x00"}
 	attemptPool   = []int64{0, 1, 2, -1, 2147483647, 2147483648, 1 << 40}
 	payloadPool   = []string{"", `{}`, `null`, `[]`, `"s"`, `{"durationMs":-1}`, `{"durationMs":"5"}`, `{"artifacts":[{"uri":""}]}`,
 		`{"artifacts":[{"uri":"u","kind":"k","sizeBytes":1.5}]}`, `{"failureCategory":"user"}`, `{"retryable":"yes"}`,
 		`{"sourceOccurredAt":"x"}`, `{"durationMs":1e999999}`, `{"x":1}`, ` {"a" : 1, "a": 2} `, `{"startedAt":"2026-02-16T10:30:00Z","planRef":{}}`,
-		`{"signalId":"s","substatus":"DRAINING"}`, `{"reasonCode":5}`}
+		`{"signalId":"s","substatus":"DRAINING"}`, `{"reasonCode":5}`,
+		`{"result":{"note":"\u0000"}}`, `{"errorCode":"\ud800"}`, `{"a":["\udc00"]}`, `{"\ud800\u0041":1}`, `{"ok":"\ud83d\ude00 \\u0000"}`, `"\u0000"`}
 )
 
 func randomWrite(r *rand.Rand) store.RunEventWrite {
