@@ -2,7 +2,8 @@
 // format the projector writes and the API reads:
 //
 //   - keys: a run's snapshot [Key], a tenant's run index [IndexKey], the
-//     [UpdatesChannel], the projectors' [ResyncSetKey], and the
+//     deployment's updates channel ([UpdatesChannelOf]), the projectors'
+//     [ResyncSetKey], and the
 //     convergence cursor and lease ([ConvergeCursorKey],
 //     [ConvergeLeaseKey]);
 //   - the guarded write: one Lua script that sets a snapshot only when the
@@ -16,7 +17,7 @@
 //     stored snapshot without decoding it, [ReadWatermarks] the watermark
 //     and stale flag inside Redis, without sending the snapshot;
 //   - the change notification: [Notification], its one encoder and its one
-//     parser;
+//     parser, which validates what anyone on the Redis server may publish;
 //   - reads: [Load] (pipelined GETs, decoded) and [Getter] (the GETs of
 //     concurrent requests batched into pipelines);
 //   - repairs: [Rebuild] and [Resync] from the store's projection, and

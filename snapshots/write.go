@@ -66,7 +66,8 @@ type Result struct {
 // ARGV[2] new snapshot JSON, ARGV[3] notification JSON, ARGV[4] mode: "cas"
 // (exact match) or "max" (write when the stored watermark is below the new
 // one, or equal and stale; rebuild uses it) or "max_eq" (below or equal;
-// the operator's resync), ARGV[5] the new watermark.
+// the operator's resync), ARGV[5] the new watermark, ARGV[6] the channel
+// to publish on (UpdatesChannelOf: a script cannot ask for its database).
 // Returns {1} when written, {0, stored watermark} when not.
 //
 // The watermark is read with string.match rather than cjson.decode: the
@@ -91,7 +92,7 @@ if not ok then
   return {0, seq}
 end
 redis.call('SET', KEYS[1], ARGV[2])
-redis.call('PUBLISH', 'runstream:updates', ARGV[3])
+redis.call('PUBLISH', ARGV[6], ARGV[3])
 return {1}
 `)
 
@@ -127,6 +128,7 @@ const (
 
 func runWrites(ctx context.Context, rdb redis.UniversalClient, ws []Write) ([]Result, error) {
 	pipe := rdb.Pipeline()
+	channel := UpdatesChannelOf(rdb)
 	cmds := make([]*redis.Cmd, len(ws))
 	// The snapshots and notifications are encoded into large buffers, each
 	// argument a slice of one, never overwritten before Exec sent it: a
@@ -143,7 +145,7 @@ func runWrites(ctx context.Context, rdb redis.UniversalClient, ws []Write) ([]Re
 		start = len(buf)
 		buf = NotificationOf(&w.Snapshot).Append(buf)
 		note := buf[start:len(buf):len(buf)]
-		cmds[i] = evalWrite(ctx, pipe, w.Snapshot.RunID, w.Expected, body, note, w.Mode, w.Snapshot.LastEventSeq)
+		cmds[i] = evalWrite(ctx, pipe, channel, w.Snapshot.RunID, w.Expected, body, note, w.Mode, w.Snapshot.LastEventSeq)
 		if w.Snapshot.TenantID != "" {
 			pipe.ZAddGT(ctx, IndexKey(w.Snapshot.TenantID), redis.Z{Score: scoreOf(&w.Snapshot), Member: w.Snapshot.RunID})
 		}
@@ -197,11 +199,12 @@ func WriteEncoded(ctx context.Context, rdb redis.UniversalClient, ws []EncodedWr
 
 func runEncodedWrites(ctx context.Context, rdb redis.UniversalClient, ws []EncodedWrite) (int, error) {
 	pipe := rdb.Pipeline()
+	channel := UpdatesChannelOf(rdb)
 	cmds := make([]*redis.Cmd, len(ws))
 	for i := range ws {
 		w := &ws[i]
 		note := Notification{RunID: w.RunID, TenantID: w.TenantID, LastEventSeq: w.LastEventSeq, Status: w.Status}.Append(nil)
-		cmds[i] = evalWrite(ctx, pipe, w.RunID, w.Expected, w.Snapshot, note, ModeCAS, w.LastEventSeq)
+		cmds[i] = evalWrite(ctx, pipe, channel, w.RunID, w.Expected, w.Snapshot, note, ModeCAS, w.LastEventSeq)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return 0, err
@@ -219,9 +222,10 @@ func runEncodedWrites(ctx context.Context, rdb redis.UniversalClient, ws []Encod
 	return lost, nil
 }
 
-// evalWrite queues one run of the write script on pipe.
-func evalWrite(ctx context.Context, pipe redis.Pipeliner, runID string, expected int64, body, note []byte, mode Mode, seq int64) *redis.Cmd {
-	return writeScript.EvalSha(ctx, pipe, []string{Key(runID)}, expected, body, note, mode.String(), seq)
+// evalWrite queues one run of the write script on pipe, publishing on
+// channel.
+func evalWrite(ctx context.Context, pipe redis.Pipeliner, channel, runID string, expected int64, body, note []byte, mode Mode, seq int64) *redis.Cmd {
+	return writeScript.EvalSha(ctx, pipe, []string{Key(runID)}, expected, body, note, mode.String(), seq, channel)
 }
 
 // writeResult reads the write script's answer.

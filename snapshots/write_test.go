@@ -2,8 +2,11 @@ package snapshots
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/store"
@@ -18,7 +21,7 @@ func TestWriteAll_Modes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	t.Cleanup(func() { rdb.Del(context.Background(), Key(id), IndexKey(tenant)) })
-	sub := rdb.Subscribe(ctx, UpdatesChannel)
+	sub := rdb.Subscribe(ctx, UpdatesChannelOf(rdb))
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
@@ -102,5 +105,49 @@ func TestWriteAll_Modes(t *testing.T) {
 	t.Cleanup(func() { rdb.Del(context.Background(), Key(other)) })
 	if err != nil || lost != 1 {
 		t.Fatalf("WriteEncoded: %d lost, %v; want 1 (the second, guarded on a snapshot that is not there)", lost, err)
+	}
+}
+
+// TestWriteAll_PublishesOnItsDatabasesChannel: Redis pub/sub ignores the
+// database number, so a deployment on database N publishes on its own
+// channel, and one on another database of the same server never hears it.
+func TestWriteAll_PublishesOnItsDatabasesChannel(t *testing.T) {
+	base := testenv.Redis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	on := func(db int) *redis.Client {
+		opts := *base.Options()
+		opts.DB = db
+		c := redis.NewClient(&opts)
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	db0, db5 := on(0), on(5)
+	if got := UpdatesChannelOf(db0); got != "runstream:updates" {
+		t.Fatalf("database 0's channel %q, want DESIGN.md's runstream:updates", got)
+	}
+	if got := UpdatesChannelOf(db5); got != "runstream:updates:db5" {
+		t.Fatalf("database 5's channel %q, want runstream:updates:db5", got)
+	}
+	sub := db0.Subscribe(ctx, UpdatesChannelOf(db0), UpdatesChannelOf(db5))
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id := "chan-" + testenv.RandomID(6)
+	t.Cleanup(func() { db5.Del(context.Background(), Key(id), IndexKey("tenant_c")) })
+	s := store.RunSnapshot{RunID: id, TenantID: "tenant_c", Status: store.RunRunning, LastEventSeq: 1, UpdatedAt: store.FormatPersistedAt(time.Now())}
+	if _, err := WriteAll(ctx, db5, []Write{{Snapshot: s, Expected: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := sub.ReceiveMessage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Channel != "runstream:updates:db5" || !strings.Contains(msg.Payload, id) {
+		t.Fatalf("the write on database 5 published %q on %s, want its notification on runstream:updates:db5", msg.Payload, msg.Channel)
 	}
 }
