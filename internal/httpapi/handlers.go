@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -79,6 +79,23 @@ type batchRequest struct {
 	Events []json.RawMessage `json:"events"`
 }
 
+// decodeBatch reads a batch body as strictly as validate.DecodeWrite reads
+// one event: one JSON object whose "events" is spelled exactly and given
+// once (encoding/json would keep the last of two, and take "Events" too).
+func decodeBatch(raw []byte) (batchRequest, error) {
+	members, err := validate.Object(raw, `a batch {"events": [RunEventWrite, ...]}`)
+	if err != nil {
+		return batchRequest{}, err
+	}
+	var req batchRequest
+	if events, ok := members["events"]; ok {
+		if err := json.Unmarshal(events, &req.Events); err != nil {
+			return batchRequest{}, badRequest("events", `"events" must be an array of RunEventWrite objects`)
+		}
+	}
+	return req, nil
+}
+
 // batchItem is one entry of a batch answer: an AppendResult, or an error.
 type batchItem struct {
 	*store.AppendResult
@@ -91,9 +108,9 @@ func (s *Server) appendBatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req batchRequest
-	if err := json.Unmarshal(raw, &req); err != nil {
-		return &store.Error{Code: store.CodeSchemaValidationFailed, Message: "body must be a JSON object {\"events\": [RunEventWrite, ...]}: " + err.Error()}
+	req, err := decodeBatch(raw)
+	if err != nil {
+		return err
 	}
 	if len(req.Events) == 0 {
 		return badRequest("events", `"events" must be a non-empty array of RunEventWrite objects`)
@@ -137,11 +154,13 @@ func (s *Server) appendBatch(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// runID reads and checks the {runId} path segment.
+// runID reads the {runId} path segment, an identifier like a body's
+// runId (DESIGN.md 1.5): 400 naming runId, never a lookup of bytes
+// Postgres refuses.
 func runID(r *http.Request) (string, error) {
 	id := r.PathValue("runId")
-	if id == "" || len(id) > 255 || strings.Contains(id, "|") {
-		return "", badRequest("runId", "runId must be 1-255 bytes without '|'")
+	if err := validate.Identifier("runId", id); err != nil {
+		return "", err
 	}
 	return id, nil
 }
@@ -168,8 +187,8 @@ func (s *Server) authorizeRun(r *http.Request, id string) error {
 	return nil
 }
 
-func intParam(r *http.Request, name string, def, min, max int64) (int64, error) {
-	v := r.URL.Query().Get(name)
+func intParam(q url.Values, name string, def, min, max int64) (int64, error) {
+	v := q.Get(name)
 	if v == "" {
 		return def, nil
 	}
@@ -186,11 +205,15 @@ func (s *Server) fetchEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	after, err := intParam(r, "afterSeq", 0, 0, 1<<62)
+	q, err := query(r)
 	if err != nil {
 		return err
 	}
-	limit, err := intParam(r, "limit", 100, 1, 1000)
+	after, err := intParam(q, "afterSeq", 0, 0, 1<<62)
+	if err != nil {
+		return err
+	}
+	limit, err := intParam(q, "limit", 100, 1, 1000)
 	if err != nil {
 		return err
 	}
@@ -224,7 +247,11 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 	tenant := tenantOf(r.Context())
 	var body []byte
 	var head snapshots.Head
-	switch c := r.URL.Query().Get("consistent"); c {
+	q, err := query(r)
+	if err != nil {
+		return err
+	}
+	switch c := q.Get("consistent"); c {
 	case "true", "1":
 		snap, err := s.store.ProjectSnapshot(r.Context(), id)
 		if errors.Is(err, store.ErrNotFound) {

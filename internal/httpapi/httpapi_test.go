@@ -336,7 +336,7 @@ func TestBatch_PerItemResults(t *testing.T) {
 	for _, tc := range []struct{ body, field string }{
 		{`{"events": []}`, "events"},
 		{`{}`, "events"},
-		{`nope`, ""},
+		{`nope`, "body"},
 	} {
 		r := do(t, "POST", e.url+"/v1/events:batch", "", []byte(tc.body))
 		if code, field, _ := r.errBody(t); r.status != 400 || code != "SCHEMA_VALIDATION_FAILED" || field != tc.field {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -24,13 +25,14 @@ const heartbeatEvery = 15 * time.Second
 var heartbeatFrame = []byte(": heartbeat\n\n")
 
 // listTenant is the tenant a list or tenant-wide watch reads: the caller's
-// (with credentials), else ?tenantId=, else Config.DefaultTenant.
-func (s *Server) listTenant(r *http.Request) (string, error) {
+// (with credentials), else ?tenantId= (an identifier: it is echoed into
+// event streams), else Config.DefaultTenant.
+func (s *Server) listTenant(r *http.Request, q url.Values) (string, error) {
 	if t := tenantOf(r.Context()); t != "" {
 		return t, nil
 	}
-	if t := r.URL.Query().Get("tenantId"); t != "" {
-		return t, nil
+	if t, err := queryIdentifier(q, "tenantId"); err != nil || t != "" {
+		return t, err
 	}
 	if s.cfg.DefaultTenant != "" {
 		return s.cfg.DefaultTenant, nil
@@ -100,20 +102,24 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	if s.redis == nil {
 		return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL)"}
 	}
-	tenant, err := s.listTenant(r)
+	q, err := query(r)
 	if err != nil {
 		return err
 	}
-	status := r.URL.Query().Get("status")
+	tenant, err := s.listTenant(r, q)
+	if err != nil {
+		return err
+	}
+	status := q.Get("status")
 	if status != "" && !runStatuses[status] {
 		return badRequest("status", fmt.Sprintf("status must be one of PENDING, APPROVED, RUNNING, PAUSED, COMPLETED, FAILED, CANCELLED; got %q", status))
 	}
-	limit, err := intParam(r, "limit", 50, 1, 200)
+	limit, err := intParam(q, "limit", 50, 1, 200)
 	if err != nil {
 		return err
 	}
 	var after *cursor
-	if v := r.URL.Query().Get("cursor"); v != "" {
+	if v := q.Get("cursor"); v != "" {
 		c, err := decodeCursor(v)
 		if err != nil {
 			return err
@@ -310,7 +316,11 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 // `update` events ({"runId","tenantId","lastEventSeq","status"}); a
 // `reset` event when the client fell behind and should reload its list.
 func (s *Server) watchTenant(w http.ResponseWriter, r *http.Request) error {
-	tenant, err := s.listTenant(r)
+	q, err := query(r)
+	if err != nil {
+		return err
+	}
+	tenant, err := s.listTenant(r, q)
 	if err != nil {
 		return err
 	}

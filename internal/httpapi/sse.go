@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -115,8 +116,14 @@ func (s *sseStream) close() {
 	}
 }
 
-// sseFrame is one complete Server-Sent Events event.
+// sseFrame is one complete Server-Sent Events event. A CR or LF ends a
+// field, and what follows it would be read as more fields or events, so
+// none reaches the stream raw: the event name and id lose theirs (ours
+// never hold one), and data with line breaks goes as one data line per
+// line, which EventSource joins back with "\n". Our JSON has none; the
+// check costs two bytes.IndexByte.
 func sseFrame(event, id string, data []byte) []byte {
+	event, id = sseField(event), sseField(id)
 	n := len("event: \n") + len(event) + len("data: \n\n") + len(data)
 	if id != "" {
 		n += len("id: \n") + len(id)
@@ -130,9 +137,37 @@ func sseFrame(event, id string, data []byte) []byte {
 		b = append(b, id...)
 		b = append(b, '\n')
 	}
-	// data must not contain newlines: our JSON never does.
 	b = append(b, "data: "...)
-	b = append(b, data...)
+	if bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 {
+		b = append(b, data...)
+	} else {
+		for i := 0; i < len(data); i++ {
+			switch c := data[i]; c {
+			case '\r':
+				if i+1 < len(data) && data[i+1] == '\n' {
+					i++
+				}
+				b = append(b, "\ndata: "...)
+			case '\n':
+				b = append(b, "\ndata: "...)
+			default:
+				b = append(b, c)
+			}
+		}
+	}
 	b = append(b, "\n\n"...)
 	return b
+}
+
+// sseField drops the line breaks of an event name or id.
+func sseField(s string) string {
+	if strings.IndexByte(s, '\n') < 0 && strings.IndexByte(s, '\r') < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' {
+			return -1
+		}
+		return r
+	}, s)
 }
