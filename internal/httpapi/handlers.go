@@ -65,6 +65,7 @@ func (s *Server) appendEvent(w http.ResponseWriter, r *http.Request) error {
 	}
 	res, err := s.store.AppendValidated(r.Context(), &ev)
 	if err != nil {
+		s.noteConflict(r, &ev, err)
 		return err
 	}
 	status := http.StatusCreated
@@ -136,6 +137,9 @@ func (s *Server) appendBatch(w http.ResponseWriter, r *http.Request) error {
 	out := make([]batchItem, len(results))
 	for i, res := range results {
 		if res.Err != nil {
+			if errs[i] == nil {
+				s.noteConflict(r, &writes[i], res.Err)
+			}
 			d, st := toDetail(res.Err)
 			if st >= 500 {
 				// Unavailable for all: answer the whole request as 503 so

@@ -8,13 +8,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/runstream/runstream/snapshots"
 )
 
 // hub fans the Redis update channel out to SSE watchers: one SUBSCRIBE per
-// API process, shared by every client. For a run's watchers it reads the
+// API process, shared by every client. The channel is the deployment's
+// (snapshots.UpdatesChannelOf: Redis pub/sub ignores the database number),
+// and anything that reaches it is checked before a watcher sees it: a
+// message that is not a valid notification is dropped, counted and
+// logged (sampled), and tenants get the notification re-encoded, never the
+// bytes as they arrived. For a run's watchers it reads the
 // changed snapshot once and hands the same bytes to each; a watcher keeps
 // only the latest snapshot (a slow client skips intermediate states, never
 // blocks the hub, and costs bounded memory). Tenant watchers get every
@@ -23,6 +29,9 @@ import (
 type hub struct {
 	rdb redis.UniversalClient
 	log *slog.Logger
+
+	dropped *prometheus.CounterVec // set by start
+	dropLog sampledLog
 
 	once    sync.Once
 	ctx     context.Context
@@ -59,14 +68,19 @@ type tenantWatcher struct {
 
 func newHub(rdb redis.UniversalClient, log *slog.Logger) *hub {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &hub{rdb: rdb, log: log, ctx: ctx, cancel: cancel,
+	return &hub{rdb: rdb, log: log, ctx: ctx, cancel: cancel, dropLog: sampledLog{every: dropLogEvery},
 		runs: map[string]map[*runWatcher]struct{}{}, tenants: map[string]map[*tenantWatcher]struct{}{},
 		ready: make(chan struct{})}
 }
 
-// start subscribes on first use; the subscription lives until close.
-func (h *hub) start() {
+// dropLogEvery bounds the WARN lines about dropped notifications.
+const dropLogEvery = time.Minute
+
+// start subscribes on first use, counting what it drops in m; the
+// subscription lives until close.
+func (h *hub) start(m *metrics) {
 	h.once.Do(func() {
+		h.dropped = m.notificationsDropped
 		h.wg.Add(1)
 		go func() {
 			defer h.wg.Done()
@@ -95,7 +109,7 @@ func (h *hub) close() {
 func (h *hub) run() {
 	readyOnce := sync.Once{}
 	for attempt := 0; h.ctx.Err() == nil; attempt++ {
-		sub := h.rdb.Subscribe(h.ctx, snapshots.UpdatesChannel)
+		sub := h.rdb.Subscribe(h.ctx, snapshots.UpdatesChannelOf(h.rdb))
 		if _, err := sub.Receive(h.ctx); err != nil {
 			_ = sub.Close()
 			if h.ctx.Err() != nil {
@@ -130,19 +144,24 @@ func (h *hub) run() {
 	}
 }
 
-// dispatch hands a notification to the tenant's watchers as it is, once
-// snapshots.ParseNotification accepted it, and the changed snapshot to the
-// run's watchers.
+// dispatch hands a notification that snapshots.ParseNotification accepted
+// to the tenant's watchers, re-encoded, and the changed snapshot to the
+// run's watchers; it drops anything else.
 func (h *hub) dispatch(payload []byte) {
 	n, err := snapshots.ParseNotification(payload)
 	if err != nil {
+		h.drop(payload, err)
 		return
 	}
 	h.mu.Lock()
 	tw := h.tenants[n.TenantID]
+	var note []byte
+	if len(tw) > 0 {
+		note = n.Append(make([]byte, 0, len(payload)))
+	}
 	for w := range tw {
 		select {
-		case w.updates <- payload:
+		case w.updates <- note:
 		default:
 			select {
 			case w.overflow <- struct{}{}:
@@ -181,8 +200,27 @@ func (h *hub) dispatch(payload []byte) {
 	h.mu.Unlock()
 }
 
-func (h *hub) watchRun(runID string) (*runWatcher, func()) {
-	h.start()
+// drop counts a message of the updates channel that is not a valid
+// notification, and logs at most one a minute: whoever can publish on the
+// Redis server can send them.
+func (h *hub) drop(payload []byte, err error) {
+	reason := "malformed"
+	var ne *snapshots.NotificationError
+	if errors.As(err, &ne) && ne.Field != "" {
+		reason = "invalid"
+	}
+	h.dropped.WithLabelValues(reason).Inc()
+	if ok, suppressed := h.dropLog.allow(time.Now()); ok {
+		if len(payload) > 200 {
+			payload = payload[:200]
+		}
+		h.log.Warn("dropped a message of the Redis updates channel that is not a valid notification; is another deployment or client publishing on this Redis server?",
+			"channel", snapshots.UpdatesChannelOf(h.rdb), "reason", reason, "err", err, "message", string(payload), "suppressed", suppressed)
+	}
+}
+
+func (h *hub) watchRun(runID string, m *metrics) (*runWatcher, func()) {
+	h.start(m)
 	w := &runWatcher{latest: make(chan *runChange, 1)}
 	h.mu.Lock()
 	if h.runs[runID] == nil {
@@ -200,8 +238,8 @@ func (h *hub) watchRun(runID string) (*runWatcher, func()) {
 	}
 }
 
-func (h *hub) watchTenant(tenant string) (*tenantWatcher, func()) {
-	h.start()
+func (h *hub) watchTenant(tenant string, m *metrics) (*tenantWatcher, func()) {
+	h.start(m)
 	w := &tenantWatcher{updates: make(chan []byte, 256), overflow: make(chan struct{}, 1)}
 	h.mu.Lock()
 	if h.tenants[tenant] == nil {

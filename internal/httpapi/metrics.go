@@ -7,6 +7,10 @@ type metrics struct {
 	latency       *prometheus.HistogramVec
 	ignoredFields prometheus.Counter
 	watchers      prometheus.Gauge
+
+	crossTenantConflicts prometheus.Counter
+	conflictLog          *sampledLog // its WARN lines, sampled
+	notificationsDropped *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -28,9 +32,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "runstream_api_sse_streams",
 			Help: "Open Server-Sent Events streams (run and tenant watches).",
 		}),
+		crossTenantConflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "runstream_api_cross_tenant_conflicts_total",
+			Help: "Appends refused (403) because their runId belongs to another tenant; logged at WARN with both tenants.",
+		}),
+		conflictLog: &sampledLog{every: conflictLogEvery},
+		notificationsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runstream_api_notifications_dropped_total",
+			Help: "Messages on the Redis updates channel dropped instead of reaching a watcher, by reason: malformed (not a notification's JSON), invalid (a field breaks its rule).",
+		}, []string{"reason"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.latency, m.ignoredFields, m.watchers} {
+		for _, c := range []prometheus.Collector{m.requests, m.latency, m.ignoredFields, m.watchers,
+			m.crossTenantConflicts, m.notificationsDropped} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

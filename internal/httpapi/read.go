@@ -240,7 +240,7 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Register before reading the current state, so no change between the
 	// two is missed.
-	watcher, stop := s.hub.watchRun(id)
+	watcher, stop := s.hub.watchRun(id, s.metrics)
 	defer stop()
 	s.hub.waitReady(r.Context())
 	body, err := s.redis.Get(r.Context(), snapshots.Key(id)).Bytes()
@@ -327,7 +327,7 @@ func (s *Server) watchTenant(w http.ResponseWriter, r *http.Request) error {
 	if s.redis == nil {
 		return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL)"}
 	}
-	watcher, stop := s.hub.watchTenant(tenant)
+	watcher, stop := s.hub.watchTenant(tenant, s.metrics)
 	defer stop()
 	s.hub.waitReady(r.Context())
 	st, err := openSSE(w, r)

@@ -33,7 +33,7 @@ func putSnapshot(t *testing.T, rdb *redis.Client, s store.RunSnapshot) {
 	ts, _ := time.Parse(time.RFC3339Nano, s.UpdatedAt)
 	rdb.ZAdd(ctx, snapshots.IndexKey(s.TenantID), redis.Z{Score: float64(ts.UnixMilli()), Member: s.RunID})
 	note := snapshots.NotificationOf(&s).Append(nil)
-	rdb.Publish(ctx, snapshots.UpdatesChannel, note)
+	rdb.Publish(ctx, snapshots.UpdatesChannelOf(rdb), note)
 }
 
 func snap(tenant, id, status string, seq int64, at time.Time) store.RunSnapshot {
