@@ -10,6 +10,7 @@ import (
 
 	"github.com/runstream/runstream/internal/config"
 	"github.com/runstream/runstream/internal/kgroup"
+	"github.com/runstream/runstream/internal/testenv"
 )
 
 func TestMemberFlags(t *testing.T) {
@@ -73,7 +74,7 @@ func TestRun_MemberFlagsOfProjectorAndETL(t *testing.T) {
 			if k == "RUNSTREAM_SESSION_TIMEOUT" {
 				env[k] = "1s"
 			}
-			var out syncBuffer
+			var out testenv.Buffer
 			err := run(context.Background(), []string{cmd}, func(k string) string {
 				if v, ok := env[k]; ok {
 					return v

@@ -615,7 +615,7 @@ func TestRelay_RefusedRecordIsDeadLetteredAndTheRunFlowsOn(t *testing.T) {
 	// times: the victim's head event is its only record there.
 	f.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: topic, Partitions: []int32{vp},
 		Err: kerr.InvalidRecord, Count: cfg.MaxAttempts})
-	var logs syncBuffer
+	var logs testenv.Buffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 
 	if _, err := f.store.AppendEvent(ctx, workload.Event(victim, store.EventRunStarted, "", 1, 1, time.Now(), nil)); err != nil {
@@ -816,23 +816,6 @@ func TestRelay_RestartKeepsTheRetryWindow(t *testing.T) {
 	if err != nil || len(dls) != 1 || dls[0].FirstFailedAt == nil || !dls[0].FirstFailedAt.Equal(firstFailed) {
 		t.Fatalf("dead letters %+v, %v; want one whose first refusal is still %v", dls, err, firstFailed)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestConfig_Validate(t *testing.T) {

@@ -255,7 +255,7 @@ type browser struct {
 
 func newBrowser(t *testing.T, path string) *browser {
 	t.Helper()
-	var output syncBuffer
+	var output testenv.Buffer
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.Flag("headless", true),

@@ -1,7 +1,6 @@
 package browsertest
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"regexp"
@@ -12,25 +11,6 @@ import (
 
 	"github.com/runstream/runstream/internal/testenv"
 )
-
-// syncBuffer collects a process's or a browser's output for the test to
-// read while it is written.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func redisURL(t *testing.T) string {
 	t.Helper()
@@ -83,7 +63,7 @@ func startDev(t *testing.T, env map[string]string) (base, broker string, stop fu
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	var out, errOut syncBuffer
+	var out, errOut testenv.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
