@@ -37,6 +37,14 @@ chaos:
 	  RUNSTREAM_ARTIFACTS_DIR="$${RUNSTREAM_ARTIFACTS_DIR:-$$PWD/test-artifacts}" \
 	  $(GO) test -race -count=1 -run TestChaos -timeout 30m ./internal/chaos/ -v
 
+# The long exhaustion runs of the API's limits (thousands of connections
+# on loopback; the numbers of docs/SECURITY.md), about a minute.
+soak:
+	@eval "$$(scripts/up.sh)" && RUNSTREAM_TEST_REQUIRE=1 RUNSTREAM_SOAK=1 \
+	  RUNSTREAM_TEST_POSTGRES_URL="$${RUNSTREAM_TEST_POSTGRES_URL:-$$RUNSTREAM_POSTGRES_URL}" \
+	  RUNSTREAM_TEST_REDIS_URL="$${RUNSTREAM_TEST_REDIS_URL:-$$RUNSTREAM_REDIS_URL}" \
+	  $(GO) test -count=1 -run TestSoak -timeout 10m ./internal/httpapi/ -v
+
 # Time-boxed fuzzing of the decoders and the reducer (FUZZTIME=30s each).
 fuzz:
 	@scripts/fuzz.sh

@@ -75,6 +75,7 @@ func runAPI(ctx context.Context, env *environment, args []string) error {
 		g.Go(func() error { return exporter.Run(gctx) })
 	}
 	g.Go(func() error { return srv.Run(gctx, nil) })
+	g.Go(func() error { warnNoAuth(gctx, log, cfg, noAuthWarnEvery); return nil })
 	g.Go(func() error { return st.RunOutboxNotifier(gctx) })
 	return g.Wait()
 }

@@ -39,6 +39,9 @@ type serverFlags struct {
 	logLevel      string
 	logFormat     string
 	defaultTenant string
+	allowedHosts  string
+	insecure      bool
+	limits        httpapi.Limits
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet, logFormat, defaultTenant string) {
@@ -50,6 +53,17 @@ func (f *serverFlags) register(fs *flag.FlagSet, logFormat, defaultTenant string
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", logFormat, "json or text")
 	fs.StringVar(&f.defaultTenant, "default-tenant", defaultTenant, "tenant listed by GET /v1/runs when authentication is off and no ?tenantId= is given")
+	fs.StringVar(&f.allowedHosts, "allowed-hosts", "", `without --auth-tokens: Host header names accepted besides localhost and loopback addresses (comma-separated; "*" any)`)
+	fs.BoolVar(&f.insecure, "insecure-no-auth", false, "allow a non-loopback --http-addr without --auth-tokens (anyone who reaches it can append and read every tenant)")
+	l := &f.limits
+	fs.IntVar(&l.MaxHeaderBytes, "max-header-bytes", 32<<10, "largest request header block (431 past it)")
+	fs.DurationVar(&l.RequestTimeout, "request-timeout", 30*time.Second, "time to read a request body and write the answer, except live streams (408 for a slow body)")
+	fs.IntVar(&l.MaxConnections, "max-connections", 4096, "open client connections (past it: 503 and close)")
+	fs.IntVar(&l.MaxInflightAppends, "max-inflight-appends", 256, "appends being written at once (503 + Retry-After past it)")
+	fs.IntVar(&l.MaxWatchers, "max-watchers", 10000, "live streams (SSE) of this process (503 + Retry-After past it)")
+	fs.IntVar(&l.MaxWatchersPerTenant, "max-watchers-per-tenant", 1000, "live streams of one tenant on this process (429 + Retry-After past it)")
+	fs.IntVar(&l.MaxConsistentReads, "max-consistent-reads", 8, "?consistent=true rebuilds from the store at once (503 + Retry-After past it)")
+	fs.IntVar(&l.TenantResyncsPerMinute, "tenant-resyncs-per-minute", 30, "resyncs of its own runs a tenant may ask for per minute (operators: unlimited)")
 }
 
 // parseFlags parses args with env fallbacks; --help prints usage and
@@ -136,8 +150,57 @@ func (f *serverFlags) apiConfig(log *slog.Logger, reg *prometheus.Registry) (htt
 	if f.maxBodyBytes <= 0 {
 		return httpapi.Config{}, usageError{fmt.Errorf("--max-body-bytes (RUNSTREAM_MAX_BODY_BYTES) must be > 0, got %d", f.maxBodyBytes)}
 	}
+	if err := f.limits.Validate(); err != nil {
+		return httpapi.Config{}, usageError{err}
+	}
+	if len(tokens) == 0 && !f.insecure && !loopbackAddr(f.httpAddr) {
+		return httpapi.Config{}, usageError{fmt.Errorf("--http-addr %s is reachable from other machines, and no --auth-tokens (RUNSTREAM_AUTH_TOKENS) are set: "+
+			"anyone could append and read every tenant. Set tokens, listen on 127.0.0.1, or pass --insecure-no-auth on a network you trust", f.httpAddr)}
+	}
 	return httpapi.Config{Addr: f.httpAddr, MaxBodyBytes: f.maxBodyBytes, AuthTokens: tokens, DefaultTenant: f.defaultTenant,
+		AllowedHosts: config.Brokers(f.allowedHosts), Limits: f.limits,
 		Registerer: reg, Gatherer: reg, Logger: log}, nil
+}
+
+// noAuthWarnEvery is how often an API without tokens says so again.
+const noAuthWarnEvery = 5 * time.Minute
+
+// loopbackAddr reports whether a listen address is reachable from this
+// machine only: localhost or a loopback IP (not "", 0.0.0.0 or ::).
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// warnNoAuth says, at start and then every interval until ctx ends, that
+// the API asks for no credentials: a setting that must not go unnoticed in
+// a log that is only skimmed.
+func warnNoAuth(ctx context.Context, log *slog.Logger, cfg httpapi.Config, every time.Duration) {
+	if len(cfg.AuthTokens) > 0 {
+		return
+	}
+	warn := func() {
+		log.Warn("authentication is off: no credentials are asked, every caller may append and read every tenant (set RUNSTREAM_AUTH_TOKENS)",
+			"httpAddr", cfg.Addr)
+	}
+	warn()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			warn()
+		}
+	}
 }
 
 // LogValue redacts secrets when the effective config is logged.
@@ -145,12 +208,15 @@ func (f *serverFlags) LogValue() slog.Value {
 	auth := "off"
 	if f.authTokens != "" {
 		auth = "on"
+	} else if f.insecure {
+		auth = "off (--insecure-no-auth)"
 	}
 	return slog.GroupValue(
 		slog.String("postgresUrl", config.RedactURL(f.postgresURL)),
 		slog.String("redisUrl", config.RedactURL(f.redisURL)),
 		slog.String("httpAddr", f.httpAddr),
 		slog.String("auth", auth),
+		slog.Any("limits", f.limits),
 		slog.Int64("maxBodyBytes", f.maxBodyBytes),
 	)
 }

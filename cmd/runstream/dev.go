@@ -111,6 +111,7 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	g, gctx := errgroup.WithContext(ctx)
 	started := make(chan string, 1)
 	g.Go(func() error { return srv.Run(gctx, started) })
+	g.Go(func() error { warnNoAuth(gctx, log, apiCfg, noAuthWarnEvery); return nil })
 	g.Go(func() error { return st.RunOutboxNotifier(gctx) })
 	g.Go(func() error { return rl.Run(gctx) })
 	g.Go(func() error { return proj.Run(gctx) })
@@ -133,8 +134,10 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	if *demo {
 		token, tenant := "", ""
 		for tok, ten := range apiCfg.AuthTokens {
-			token, tenant = tok, ten
-			break
+			if ten != httpapi.OperatorTenant { // operators do not append
+				token, tenant = tok, ten
+				break
+			}
 		}
 		d := &workload.Driver{BaseURL: base, Token: token, Tenant: tenant, Concurrency: *demoRuns,
 			EventDelay: *demoDelay, Logger: log.With("component", "demo")}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"regexp"
@@ -17,31 +18,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/store"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestRun_HelpOnEveryCommand(t *testing.T) {
 	for _, c := range commands() {
-		var out syncBuffer
+		var out testenv.Buffer
 		err := run(context.Background(), []string{c.name, "--help"}, func(string) string { return "" }, &out, &out)
 		if c.name == "bench" {
 			err = run(context.Background(), []string{"bench", "append", "--help"}, func(string) string { return "" }, &out, &out)
@@ -75,7 +60,7 @@ func TestRun_UsageErrors(t *testing.T) {
 		{[]string{"etl", "--max-queued-records", "-5"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1", "RUNSTREAM_POSTGRES_URL": "postgres://x"}, "--max-queued-records"},
 		{[]string{"bench", "etl", "--max-queued", "-1"}, nil, "--max-queued must be"},
 	} {
-		var out syncBuffer
+		var out testenv.Buffer
 		err := run(context.Background(), tc.args, func(k string) string { return tc.env[k] }, &out, &out)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("run %v: err = %v, want it to mention %q", tc.args, err, tc.want)
@@ -133,7 +118,7 @@ func TestRun_DevEndToEnd(t *testing.T) {
 	})
 	// Lag, from the CLI and the API, for the projector's group.
 	testenv.WaitUntil(t, 20*time.Second, func() error {
-		var out syncBuffer
+		var out testenv.Buffer
 		if err := run(context.Background(), []string{"lag", "--kafka-brokers", broker, "--json"}, func(string) string { return "" }, &out, &out); err != nil {
 			return err
 		}
@@ -191,7 +176,7 @@ func checkETL(t *testing.T, broker, storeURL, runID string) {
 		"--group", "etl-" + etlSchema, "--http-addr", "127.0.0.1:0", "--log-level", "warn"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut testenv.Buffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, func(string) string { return "" }, &out, &errOut) }()
 	testenv.WaitUntil(t, 30*time.Second, func() error {
@@ -239,7 +224,7 @@ var brokerRE = regexp.MustCompile(`embedded \(kfake\) ([0-9.:]+)`)
 func startDev(t *testing.T, env map[string]string) (base, broker string, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
+	var out, errOut testenv.Buffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"dev"}, func(k string) string { return env[k] }, &out, &errOut) }()
 	testenv.WaitFor(t, 30*time.Second, "dev to print where it listens", func() bool {
@@ -293,7 +278,7 @@ func TestRun_RelayDLQListAndRetry(t *testing.T) {
 	pool, schema := testenv.Postgres(t, 3)
 	env := map[string]string{"RUNSTREAM_POSTGRES_URL": testenv.PostgresURLWithSchema(t, schema)}
 	getenv := func(k string) string { return env[k] }
-	var out syncBuffer
+	var out testenv.Buffer
 	if err := run(context.Background(), []string{"relay", "dlq", "list"}, getenv, &out, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +298,7 @@ func TestRun_RelayDLQListAndRetry(t *testing.T) {
 		SELECT id, shard, run_id, run_seq, created_at, 8, 'INVALID_RECORD' FROM m`); err != nil {
 		t.Fatal(err)
 	}
-	out = syncBuffer{}
+	out.Reset()
 	if err := run(ctx, []string{"relay", "dlq", "list", "--json"}, getenv, &out, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +311,7 @@ func TestRun_RelayDLQListAndRetry(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.String()), &dls); err != nil || len(dls) != 1 || dls[0].RunID != ev.RunID || dls[0].EventType != "RunStarted" {
 		t.Fatalf("dlq list --json = %s (%v)", out.String(), err)
 	}
-	out = syncBuffer{}
+	out.Reset()
 	if err := run(ctx, []string{"relay", "dlq", "retry", "--all"}, getenv, &out, &out); err != nil || !strings.Contains(out.String(), "moved 1") {
 		t.Fatalf("dlq retry --all: %v %s", err, out.String())
 	}
@@ -342,7 +327,7 @@ func TestRun_Rebuild(t *testing.T) {
 	env := map[string]string{"RUNSTREAM_POSTGRES_URL": testenv.PostgresURLWithSchema(t, schema), "RUNSTREAM_REDIS_URL": redisURL(t)}
 	getenv := func(k string) string { return env[k] }
 	ctx := context.Background()
-	var out syncBuffer
+	var out testenv.Buffer
 	if err := run(ctx, []string{"migrate"}, getenv, &out, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +348,7 @@ func TestRun_Rebuild(t *testing.T) {
 	if n, _ := rdb.Exists(ctx, "runstream:run:{"+ids[0]+"}", "runstream:run:{"+ids[1]+"}").Result(); n != 1 {
 		t.Fatalf("rebuild --run wrote %d snapshots, want 1", n)
 	}
-	out = syncBuffer{}
+	out.Reset()
 	if err := run(ctx, []string{"rebuild", "--all"}, getenv, &out, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -372,5 +357,53 @@ func TestRun_Rebuild(t *testing.T) {
 	}
 	if err := run(ctx, []string{"rebuild"}, getenv, &out, &out); err == nil {
 		t.Fatal("rebuild without --run or --all must fail")
+	}
+}
+
+// TestAPI_RefusesAnOpenAddressWithoutTokens: without tokens the API is a
+// development server; listening beyond loopback needs --insecure-no-auth.
+func TestAPI_RefusesAnOpenAddressWithoutTokens(t *testing.T) {
+	for _, cmd := range []string{"api", "dev"} {
+		for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "192.0.2.10:8080"} {
+			var out testenv.Buffer
+			err := run(context.Background(), []string{cmd, "--http-addr", addr, "--postgres-url", "postgres://nobody@127.0.0.1:1/x"},
+				func(string) string { return "" }, &out, &out)
+			if err == nil || !strings.Contains(err.Error(), "--insecure-no-auth") || !strings.Contains(err.Error(), "RUNSTREAM_AUTH_TOKENS") {
+				t.Errorf("%s --http-addr %s without tokens: %v, want a refusal naming --insecure-no-auth and RUNSTREAM_AUTH_TOKENS", cmd, addr, err)
+			}
+		}
+	}
+	// With the override, or tokens, or a loopback address, the address is
+	// accepted (and the start fails later, on the unreachable Postgres).
+	for _, args := range [][]string{
+		{"api", "--http-addr", "0.0.0.0:0", "--insecure-no-auth"},
+		{"api", "--http-addr", "0.0.0.0:0", "--auth-tokens", "t:tenant_a"},
+		{"api", "--http-addr", "127.0.0.1:0"},
+		{"api", "--http-addr", "localhost:0"},
+	} {
+		var out testenv.Buffer
+		err := run(context.Background(), append(args, "--postgres-url", "postgres://nobody@127.0.0.1:1/x"),
+			func(string) string { return "" }, &out, &out)
+		if err == nil || strings.Contains(err.Error(), "--insecure-no-auth") {
+			t.Errorf("%v: %v, want the start to get past the address check", args, err)
+		}
+	}
+}
+
+// TestWarnNoAuth_RepeatsUntilStopped: without tokens the API says so at
+// start and again every interval; with tokens it says nothing.
+func TestWarnNoAuth_RepeatsUntilStopped(t *testing.T) {
+	var buf testenv.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 130*time.Millisecond)
+	defer cancel()
+	warnNoAuth(ctx, log, httpapi.Config{Addr: "127.0.0.1:8080"}, 50*time.Millisecond)
+	if n := strings.Count(buf.String(), "level=WARN msg=\"authentication is off"); n < 2 {
+		t.Fatalf("%d warnings in 130 ms at one per 50 ms:\n%s", n, buf.String())
+	}
+	buf.Reset()
+	warnNoAuth(context.Background(), log, httpapi.Config{AuthTokens: map[string]string{"t": "a"}}, time.Millisecond)
+	if buf.String() != "" {
+		t.Fatalf("a warning with tokens configured: %s", buf.String())
 	}
 }

@@ -20,6 +20,9 @@ var statusOf = map[store.Code]int{
 	store.CodeInternal:               http.StatusInternalServerError,
 }
 
+// statusClientClosed is counted for a request whose client hung up.
+const statusClientClosed = 499
+
 // retryAfterSeconds is sent with 503 UNAVAILABLE.
 const retryAfterSeconds = "2"
 
@@ -55,9 +58,23 @@ func toDetail(err error) (errorDetail, int) {
 // writeError writes err as the API's error body. Causes of 5xx answers are
 // logged, never sent; a client that went away is logged as 499.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
-		s.log.Debug("client went away", "status", 499, "requestId", requestID(r.Context()), "path", r.URL.Path)
-		w.WriteHeader(499)
+	if errors.Is(err, errClientGone) || (r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))) {
+		// Nobody reads this answer: the status is for the metrics (499,
+		// nginx's "client closed request") and never a page for on-call.
+		s.log.Debug("client went away", "status", statusClientClosed, "requestId", requestID(r.Context()), "path", r.URL.Path, "err", err)
+		w.WriteHeader(statusClientClosed)
+		return
+	}
+	var he *httpError
+	if errors.As(err, &he) {
+		s.log.Debug("request refused", "status", he.status, "requestId", requestID(r.Context()), "code", he.code, "field", he.field)
+		if he.retryAfter > 0 {
+			w.Header().Set("Retry-After", retryAfterHeader(he.retryAfter))
+		}
+		if he.allow != "" {
+			w.Header().Set("Allow", he.allow)
+		}
+		writeJSON(w, he.status, errorBody{Error: errorDetail{Code: he.code, Message: he.msg, Field: he.field}})
 		return
 	}
 	d, st := toDetail(err)

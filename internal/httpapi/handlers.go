@@ -16,23 +16,21 @@ import (
 	"github.com/runstream/runstream/store/validate"
 )
 
-// readBody reads the whole (size-limited) body, mapping an oversize body to
-// 413 PAYLOAD_TOO_LARGE.
+// readBody reads the whole body, within the size limit (413) and the
+// request deadline (408); a client that hangs up is not our error (499).
 func (s *Server) readBody(r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(r.Body)
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return nil, &store.Error{Code: store.CodePayloadTooLarge,
-			Message: fmt.Sprintf("request body exceeds %d bytes (RUNSTREAM_MAX_BODY_BYTES); send fewer events per batch or a smaller payload", tooBig.Limit)}
-	}
 	if err != nil {
-		return nil, fmt.Errorf("reading request body: %w", err)
+		return nil, s.classifyBodyError(r, err)
 	}
 	return b, nil
 }
 
 // checkTenant refuses a write for another tenant than the caller's.
 func checkTenant(r *http.Request, w *store.RunEventWrite) error {
+	if p, _ := r.Context().Value(principalKey).(principal); p.operator {
+		return &store.Error{Code: store.CodeForbidden, Message: "an operator's token reads and repairs; appends need the tenant's own token"}
+	}
 	tenant := tenantOf(r.Context())
 	if tenant == "" || w.TenantID == tenant {
 		return nil
@@ -63,6 +61,10 @@ func (s *Server) appendEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.acquireAppend(); err != nil {
+		return err
+	}
+	defer s.appends.release()
 	res, err := s.store.AppendValidated(r.Context(), &ev)
 	if err != nil {
 		s.noteConflict(r, &ev, err)
@@ -133,6 +135,10 @@ func (s *Server) appendBatch(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
+	if err := s.acquireAppend(); err != nil {
+		return err
+	}
+	defer s.appends.release()
 	results := s.store.AppendValidatedBatch(r.Context(), writes, errs)
 	out := make([]batchItem, len(results))
 	for i, res := range results {
@@ -257,6 +263,17 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch c := q.Get("consistent"); c {
 	case "true", "1":
+		// Ownership first (one indexed lookup): another tenant's run costs
+		// no rebuild and answers as fast as an unknown one.
+		if err := s.authorizeRun(r, id); err != nil {
+			return err
+		}
+		if !s.consistent.tryAcquire() {
+			s.metrics.rejected.WithLabelValues("consistent_reads").Inc()
+			return limitError(http.StatusServiceUnavailable, 1,
+				"%d consistent reads are rebuilding on this API process, its limit (--max-consistent-reads); retry, or read the snapshot without ?consistent=true", cap(s.consistent))
+		}
+		defer s.consistent.release()
 		snap, err := s.store.ProjectSnapshot(r.Context(), id)
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound(id)
@@ -302,4 +319,16 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 	return nil
+}
+
+// acquireAppend takes an in-flight append slot, or answers 503 at once.
+// Taken after the body is read: a slow client holds a connection (bounded
+// by --max-connections and --request-timeout), never a store slot.
+func (s *Server) acquireAppend() error {
+	if s.appends.tryAcquire() {
+		return nil
+	}
+	s.metrics.rejected.WithLabelValues("appends").Inc()
+	return limitError(http.StatusServiceUnavailable, 1,
+		"%d appends are in flight on this API process, its limit (--max-inflight-appends); retry with backoff", cap(s.appends))
 }

@@ -7,6 +7,8 @@ type metrics struct {
 	latency       *prometheus.HistogramVec
 	ignoredFields prometheus.Counter
 	watchers      prometheus.Gauge
+	connections   prometheus.Gauge
+	rejected      *prometheus.CounterVec
 
 	crossTenantConflicts prometheus.Counter
 	conflictLog          *sampledLog // its WARN lines, sampled
@@ -32,6 +34,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "runstream_api_sse_streams",
 			Help: "Open Server-Sent Events streams (run and tenant watches).",
 		}),
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "runstream_api_connections",
+			Help: "Open client connections (bounded by --max-connections).",
+		}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runstream_api_limit_rejections_total",
+			Help: "Requests and connections refused at a limit (429/503 with Retry-After), by limit: connections, appends, watchers, tenant_watchers, consistent_reads, resyncs, stream_tickets.",
+		}, []string{"limit"}),
 		crossTenantConflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "runstream_api_cross_tenant_conflicts_total",
 			Help: "Appends refused (403) because their runId belongs to another tenant; logged at WARN with both tenants.",
@@ -43,7 +53,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"reason"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.latency, m.ignoredFields, m.watchers,
+		for _, c := range []prometheus.Collector{m.requests, m.latency, m.ignoredFields, m.watchers, m.connections, m.rejected,
 			m.crossTenantConflicts, m.notificationsDropped} {
 			if err := reg.Register(c); err != nil {
 				return nil, err

@@ -257,6 +257,13 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 	if t := tenantOf(r.Context()); t != "" && head.TenantID != t {
 		return notFound(id)
 	}
+	if r.Method == http.MethodHead {
+		return headOfStream(w)
+	}
+	if err := s.acquireWatcher(head.TenantID); err != nil {
+		return err
+	}
+	defer s.watchers.release(head.TenantID)
 	lastSeq := int64(-1)
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		if n, err := strconv.ParseInt(strings.TrimSuffix(v, "s"), 10, 64); err == nil {
@@ -327,6 +334,13 @@ func (s *Server) watchTenant(w http.ResponseWriter, r *http.Request) error {
 	if s.redis == nil {
 		return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL)"}
 	}
+	if r.Method == http.MethodHead {
+		return headOfStream(w)
+	}
+	if err := s.acquireWatcher(tenant); err != nil {
+		return err
+	}
+	defer s.watchers.release(tenant)
 	watcher, stop := s.hub.watchTenant(tenant, s.metrics)
 	defer stop()
 	s.hub.waitReady(r.Context())
@@ -364,7 +378,9 @@ func (s *Server) watchTenant(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
-// resyncRun: POST /v1/runs/{runId}/resync, the operator's FULL resync.
+// resyncRun: POST /v1/runs/{runId}/resync, a FULL resync of the run's
+// snapshot: any run for an operator, its own runs (rate-limited) for a
+// tenant.
 func (s *Server) resyncRun(w http.ResponseWriter, r *http.Request) error {
 	id, err := runID(r)
 	if err != nil {
@@ -376,6 +392,15 @@ func (s *Server) resyncRun(w http.ResponseWriter, r *http.Request) error {
 	if err := s.authorizeRun(r, id); err != nil {
 		return err
 	}
+	if !s.isOperator(r.Context()) {
+		// A tenant may resync its own runs, at a bounded rate: each is a
+		// full rebuild from the store.
+		if ok, after := s.resyncs.allow(tenantOf(r.Context())); !ok {
+			s.metrics.rejected.WithLabelValues("resyncs").Inc()
+			return limitError(http.StatusTooManyRequests, after,
+				"at most %d resyncs a minute per tenant (--tenant-resyncs-per-minute); an operator's token is not limited", s.cfg.Limits.TenantResyncsPerMinute)
+		}
+	}
 	snap, err := snapshots.Resync(r.Context(), s.redis, s.store, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound(id)
@@ -385,5 +410,28 @@ func (s *Server) resyncRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.log.Info("operator resync", "runId", id, "lastEventSeq", snap.LastEventSeq, "requestId", requestID(r.Context()))
 	writeJSON(w, http.StatusOK, map[string]any{"runId": id, "lastEventSeq": snap.LastEventSeq, "status": snap.Status})
+	return nil
+}
+
+// acquireWatcher takes a live-stream slot for tenant, or says why not.
+func (s *Server) acquireWatcher(tenant string) error {
+	err := s.watchers.acquire(s.cfg.Limits, tenant)
+	var he *httpError
+	if errors.As(err, &he) {
+		limit := "watchers"
+		if he.status == http.StatusTooManyRequests {
+			limit = "tenant_watchers"
+		}
+		s.metrics.rejected.WithLabelValues(limit).Inc()
+	}
+	return err
+}
+
+// headOfStream answers HEAD on a watch route: the stream's headers, no
+// stream.
+func headOfStream(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
 	return nil
 }

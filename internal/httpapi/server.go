@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,9 +35,18 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxBatchEvents limits events per batch; 0 means 1000.
 	MaxBatchEvents int
-	// AuthTokens maps bearer tokens to tenants. Empty turns authentication
-	// off (development): no credentials are asked.
+	// AuthTokens maps bearer tokens to tenants; a token mapped to "*" is an
+	// operator's (lag, resync of any run, readiness details, reads of any
+	// tenant's runs; no appends). Empty turns authentication off
+	// (development): no credentials are asked, and browsers are guarded
+	// (JSON-only POST, a loopback or AllowedHosts Host header).
 	AuthTokens map[string]string
+	// AllowedHosts are the Host header values (without port) accepted, in
+	// development mode, besides localhost and loopback addresses; "*"
+	// accepts any (only behind --insecure-no-auth on a trusted network).
+	AllowedHosts []string
+	// Limits bound what a caller can hold; zero values take defaults.
+	Limits Limits
 	// DefaultTenant is the tenant the runs list and the tenant watch read
 	// when authentication is off and no ?tenantId= is given (dev mode).
 	DefaultTenant string
@@ -69,7 +79,7 @@ func (c Config) Validate() error {
 			return errors.New("auth tokens (RUNSTREAM_AUTH_TOKENS): empty token or tenant")
 		}
 	}
-	return nil
+	return c.Limits.Validate()
 }
 
 // eventStore is what the API needs of the Append Authority;
@@ -105,6 +115,12 @@ type Server struct {
 	getter  *snapshots.Getter
 	closing chan struct{} // closed when shutdown starts: SSE streams end
 	close   sync.Once
+
+	appends    semaphore // in-flight appends
+	consistent semaphore // in-flight ?consistent=true rebuilds
+	watchers   watcherLimits
+	resyncs    *rateLimiter // tenants' resyncs of their own runs
+	tickets    *rateLimiter // tenants' stream tickets
 }
 
 // New builds the API on st (required) and rdb (snapshot reads; may be nil,
@@ -132,6 +148,7 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 	if cfg.Gatherer == nil {
 		cfg.Gatherer = prometheus.DefaultGatherer
 	}
+	cfg.Limits.setDefaults()
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -141,7 +158,12 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 		return nil, err
 	}
 	s := &Server{cfg: cfg, store: st, redis: rdb, log: log.With("component", "api"), metrics: m,
-		tokens: map[[32]byte]string{}, closing: make(chan struct{})}
+		tokens: map[[32]byte]string{}, closing: make(chan struct{}),
+		appends:    make(semaphore, cfg.Limits.MaxInflightAppends),
+		consistent: make(semaphore, cfg.Limits.MaxConsistentReads),
+		resyncs:    &rateLimiter{perMin: cfg.Limits.TenantResyncsPerMinute, buckets: map[string]*bucket{}, now: time.Now},
+		tickets:    &rateLimiter{perMin: ticketsPerMinute, buckets: map[string]*bucket{}, now: time.Now},
+	}
 	if rdb != nil {
 		s.hub = newHub(rdb, s.log)
 		s.getter = snapshots.NewGetter(rdb)
@@ -161,28 +183,60 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 // Handler returns the API's handler (tests use it with httptest).
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// route says how a route is served.
+type route int
+
+const (
+	public       route = 0         // no credentials (health, readiness)
+	authed       route = 1 << iota // credentials when tokens are configured
+	stream                         // an SSE stream: no request deadline
+	operatorOnly                   // an operator's token when tokens are configured
+)
+
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	handle := func(pattern string, h handlerFunc, auth bool) {
-		mux.Handle(pattern, s.instrument(pattern, s.adapt(h, auth)))
+	handle := func(pattern string, h handlerFunc, how route) {
+		mux.Handle(pattern, s.instrument(pattern, s.adapt(h, how)))
 	}
-	handle("POST /v1/events", s.appendEvent, true)
-	handle("POST /v1/events:batch", s.appendBatch, true)
-	handle("GET /v1/runs/{runId}/events", s.fetchEvents, true)
-	handle("GET /v1/runs/{runId}/snapshot", s.getSnapshot, true)
-	handle("GET /v1/runs", s.listRuns, true)
-	handle("GET /v1/runs/watch", s.watchTenant, true)
-	handle("GET /v1/runs/{runId}/watch", s.watchRun, true)
-	handle("POST /v1/runs/{runId}/resync", s.resyncRun, true)
-	handle("GET /v1/lag", s.lag, true)
-	handle("GET /healthz", s.healthz, false)
-	handle("GET /readyz", s.readyz, false)
+	handle("POST /v1/events", s.appendEvent, authed)
+	handle("POST /v1/events:batch", s.appendBatch, authed)
+	handle("GET /v1/runs/{runId}/events", s.fetchEvents, authed)
+	handle("GET /v1/runs/{runId}/snapshot", s.getSnapshot, authed)
+	handle("GET /v1/runs", s.listRuns, authed)
+	handle("GET /v1/runs/watch", s.watchTenant, authed|stream)
+	handle("GET /v1/runs/{runId}/watch", s.watchRun, authed|stream)
+	handle("POST /v1/runs/{runId}/resync", s.resyncRun, authed)
+	handle("POST /v1/stream-tickets", s.createStreamTicket, authed)
+	handle("GET /v1/lag", s.lag, authed|operatorOnly)
+	handle("GET /healthz", s.healthz, public)
+	handle("GET /readyz", s.readyz, public)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
-	mux.Handle("GET /", console.Handler()) // the web console; GET /v1/... not routed above gets NOT_FOUND from it
-	handle("/", func(w http.ResponseWriter, r *http.Request) error {
+	mux.Handle("GET /", console.Handler()) // the web console
+	// What no route above takes: 405 with Allow, or 404 (GET /v1/...
+	// here, not in the console).
+	handle("GET /v1/", s.noRoute(mux), public)
+	handle("/", s.noRoute(mux), public)
+	return s.withRequestID(s.recoverPanics(s.guardDevelopment(mux)))
+}
+
+// noRoute answers a request no pattern took: 405 with Allow when the path
+// has routes for other methods, else 404.
+func (s *Server) noRoute(mux *http.ServeMux) handlerFunc {
+	methods := []string{http.MethodGet, http.MethodHead, http.MethodPost}
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var allow []string
+		for _, m := range methods {
+			probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+			if _, pattern := mux.Handler(probe); pattern != "/" && pattern != "GET /" && pattern != "GET /v1/" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) > 0 {
+			return &httpError{status: http.StatusMethodNotAllowed, code: "METHOD_NOT_ALLOWED", allow: strings.Join(allow, ", "),
+				msg: fmt.Sprintf("%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))}
+		}
 		return &store.Error{Code: store.CodeNotFound, Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)}
-	}, false)
-	return s.withRequestID(s.recoverPanics(mux))
+	}
 }
 
 // Run serves on cfg.Addr until ctx is done, then shuts down gracefully
@@ -198,8 +252,12 @@ func (s *Server) Run(ctx context.Context, started chan<- string) error {
 
 // Serve is Run on an open listener.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, started chan<- string) error {
+	ln = &connLimitListener{Listener: ln, max: int64(s.cfg.Limits.MaxConnections),
+		rejected: func() { s.metrics.rejected.WithLabelValues("connections").Inc() },
+		gauge:    s.metrics.connections.Add}
 	srv := &http.Server{
 		Handler:           s.handler,
+		MaxHeaderBytes:    s.cfg.Limits.MaxHeaderBytes,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
@@ -249,18 +307,36 @@ type ctxKey int
 
 const (
 	requestIDKey ctxKey = iota
-	tenantKey
+	principalKey
 )
+
+// principal is who is calling: a tenant, or an operator (token mapped to
+// "*"). Without configured tokens there is none (development).
+type principal struct {
+	tenant   string
+	operator bool
+}
 
 func requestID(ctx context.Context) string {
 	v, _ := ctx.Value(requestIDKey).(string)
 	return v
 }
 
-// tenantOf returns the authenticated tenant, or "" when auth is off.
+// tenantOf returns the authenticated tenant, or "" for an operator and
+// when auth is off (both may read any tenant's runs).
 func tenantOf(ctx context.Context) string {
-	v, _ := ctx.Value(tenantKey).(string)
-	return v
+	p, _ := ctx.Value(principalKey).(principal)
+	return p.tenant
+}
+
+// isOperator reports whether the caller may do what operators do: an
+// operator's token, or no tokens configured at all (development).
+func (s *Server) isOperator(ctx context.Context) bool {
+	if len(s.tokens) == 0 {
+		return true
+	}
+	p, _ := ctx.Value(principalKey).(principal)
+	return p.operator
 }
 
 func (s *Server) withRequestID(next http.Handler) http.Handler {
@@ -288,17 +364,38 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// adapt turns a handlerFunc into an http.Handler: authentication, the
-// body size limit, and the one error mapping.
-func (s *Server) adapt(h handlerFunc, auth bool) http.Handler {
+// adapt turns a handlerFunc into an http.Handler: authentication and
+// roles, the body size limit and read deadline, and the one error mapping.
+func (s *Server) adapt(h handlerFunc, how route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if auth && len(s.tokens) > 0 {
-			tenant, err := s.authenticate(r)
+		if how&authed != 0 && len(s.tokens) > 0 {
+			p, err := s.authenticate(r)
 			if err != nil {
 				s.writeError(w, r, err)
 				return
 			}
-			r = r.WithContext(context.WithValue(r.Context(), tenantKey, tenant))
+			if how&operatorOnly != 0 && !p.operator {
+				s.writeError(w, r, &store.Error{Code: store.CodeForbidden,
+					Message: "this endpoint is for operators: use a token mapped to \"*\" in RUNSTREAM_AUTH_TOKENS"})
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), principalKey, p))
+		}
+		if how&stream == 0 {
+			// A deadline for the body and the answer, set on the
+			// connection: a stream keeps none.
+			rc := http.NewResponseController(w)
+			deadline := time.Now().Add(s.cfg.Limits.RequestTimeout)
+			_ = rc.SetReadDeadline(deadline)
+			// The answer may still be written after a body timed out (408).
+			_ = rc.SetWriteDeadline(deadline.Add(5 * time.Second))
+		}
+		if r.ContentLength > s.cfg.MaxBodyBytes {
+			// Refused before reading a byte: a declared length past the
+			// limit is never waited for.
+			s.writeError(w, r, &store.Error{Code: store.CodePayloadTooLarge,
+				Message: fmt.Sprintf("request body of %d bytes exceeds %d bytes (RUNSTREAM_MAX_BODY_BYTES); send fewer events per batch or a smaller payload", r.ContentLength, s.cfg.MaxBodyBytes)})
+			return
 		}
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
@@ -309,25 +406,37 @@ func (s *Server) adapt(h handlerFunc, auth bool) http.Handler {
 	})
 }
 
-func (s *Server) authenticate(r *http.Request) (string, error) {
+// authenticate finds the caller's principal from the bearer token (or,
+// for EventSource, which cannot send headers, ?ticket= or ?access_token=).
+func (s *Server) authenticate(r *http.Request) (principal, error) {
 	h := r.Header.Get("Authorization")
 	const prefix = "Bearer "
-	if h == "" && r.Method == http.MethodGet {
-		// EventSource cannot send headers: reads may carry the token as
-		// ?access_token= (never logged).
-		if tok := r.URL.Query().Get("access_token"); tok != "" {
+	if h == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		q := r.URL.Query()
+		if t := q.Get("ticket"); t != "" {
+			return s.redeemStreamTicket(r.Context(), t)
+		}
+		// ?access_token= is kept for older clients; proxies log query
+		// strings, so the console asks for a ticket instead.
+		if tok := q.Get("access_token"); tok != "" {
 			h = prefix + tok
 		}
 	}
 	if len(h) <= len(prefix) || !equalFold(h[:len(prefix)], prefix) {
-		return "", &store.Error{Code: store.CodeUnauthenticated, Message: "missing credentials: send Authorization: Bearer <token>"}
+		return principal{}, &store.Error{Code: store.CodeUnauthenticated, Message: "missing credentials: send Authorization: Bearer <token>"}
 	}
 	tenant, ok := s.tokens[sha256.Sum256([]byte(h[len(prefix):]))]
 	if !ok {
-		return "", &store.Error{Code: store.CodeUnauthenticated, Message: "unknown bearer token"}
+		return principal{}, &store.Error{Code: store.CodeUnauthenticated, Message: "unknown bearer token"}
 	}
-	return tenant, nil
+	if tenant == OperatorTenant {
+		return principal{operator: true}, nil
+	}
+	return principal{tenant: tenant}, nil
 }
+
+// OperatorTenant is what RUNSTREAM_AUTH_TOKENS maps an operator's token to.
+const OperatorTenant = "*"
 
 func equalFold(a, b string) bool {
 	if len(a) != len(b) {
@@ -410,6 +519,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		st = http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", retryAfterSeconds)
+	}
+	// Dependency errors name hosts and users: only an operator sees them.
+	if len(s.tokens) > 0 {
+		if p, err := s.authenticate(r); err != nil || !p.operator {
+			writeJSON(w, st, map[string]any{"ready": ok})
+			return nil
+		}
 	}
 	writeJSON(w, st, map[string]any{"ready": ok, "checks": results})
 	return nil

@@ -342,7 +342,7 @@ func (c *getClient) close() { _ = c.conn.Close() }
 func (c *getClient) get(path string) (int, error) {
 	c.req = append(c.req[:0], "GET "...)
 	c.req = append(c.req, path...)
-	c.req = append(c.req, " HTTP/1.1\r\nHost: bench\r\n\r\n"...)
+	c.req = append(c.req, " HTTP/1.1\r\nHost: localhost\r\n\r\n"...)
 	if _, err := c.conn.Write(c.req); err != nil {
 		return 0, err
 	}

@@ -115,6 +115,9 @@ class APIError extends Error {
 async function api(path, opts = {}) {
   for (;;) {
     const headers = { Accept: 'application/json' };
+    // A JSON POST: without tokens the API refuses other POSTs (415), so a
+    // foreign page cannot send it a "simple" cross-site request.
+    if (opts.method && opts.method !== 'GET') headers['Content-Type'] = 'application/json';
     if (token) headers.Authorization = `Bearer ${token}`;
     const res = await fetch(path, { ...opts, headers });
     const body = await res.json().catch(() => null);
@@ -127,8 +130,10 @@ async function api(path, opts = {}) {
   }
 }
 
-// watch opens an EventSource on path (EventSource cannot send headers, so
-// the token goes as ?access_token=). The browser retries dropped streams by
+// watch opens an EventSource on path. EventSource cannot send headers, so
+// with a token it first asks for a single-use stream ticket
+// (POST /v1/stream-tickets) and sends that as ?ticket=: the token itself
+// never travels in a URL that proxies log. The browser retries dropped streams by
 // itself; a refused one (401, 404, 5xx) closes for good, so we ask why with
 // a plain GET through api() (which prompts for a token on 401) and reopen
 // with backoff. onOpen runs on every (re)connection: a change made while no
@@ -136,8 +141,15 @@ async function api(path, opts = {}) {
 // stop function.
 function watch(path, handlers, probe, onOpen) {
   let es, timer, stopped = false, delay = 1000;
-  const open = () => {
-    const url = token ? `${path}${path.includes('?') ? '&' : '?'}access_token=${encodeURIComponent(token)}` : path;
+  const open = async () => {
+    let url = path;
+    if (token) {
+      // A reconnection by the browser reuses the spent ticket and is
+      // refused; onerror then comes back here for a new one.
+      const t = await api('/v1/stream-tickets', { method: 'POST' }).catch(() => null);
+      if (stopped) return;
+      if (t) url = `${path}${path.includes('?') ? '&' : '?'}ticket=${encodeURIComponent(t.ticket)}`;
+    }
     es = new EventSource(url);
     es.onopen = () => { delay = 1000; setLive('live'); onOpen?.(); };
     for (const [name, fn] of Object.entries(handlers)) {

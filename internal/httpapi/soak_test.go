@@ -1,0 +1,179 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/runstream/runstream/internal/httpapi"
+)
+
+// TestSoak_Exhaustion is the long version of the limit tests, with the
+// numbers docs/SECURITY.md and issue 20 quote: thousands of connections
+// on loopback against one served API. `make soak` runs it
+// (RUNSTREAM_SOAK=1); `make test` runs the short versions in
+// limits_test.go.
+func TestSoak_Exhaustion(t *testing.T) {
+	if os.Getenv("RUNSTREAM_SOAK") != "1" {
+		t.Skip("a soak: make soak (RUNSTREAM_SOAK=1)")
+	}
+	e := serve(t, httpapi.Config{Limits: httpapi.Limits{RequestTimeout: 2 * time.Second}})
+	goroutines0 := runtime.NumGoroutine()
+
+	t.Run("600 unfinished 1 MiB headers", func(t *testing.T) {
+		before := heapInUse()
+		// One request for every client: the measure is the server's heap.
+		huge := []byte("GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Filler: " + strings.Repeat("a", 1<<20))
+		var got431, peak atomic.Int64
+		var wg sync.WaitGroup
+		for range 600 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := net.Dial("tcp", e.addr)
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+				go func() { _, _ = c.Write(huge) }()
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err == nil && resp.StatusCode == http.StatusRequestHeaderFieldsTooLarge {
+					got431.Add(1)
+				}
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				for {
+					p := peak.Load()
+					if int64(m.HeapInuse) <= p || peak.CompareAndSwap(p, int64(m.HeapInuse)) {
+						break
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		t.Logf("600 unfinished 1 MiB headers: %d answered 431; heap in use %d MB before, peak %d MB ",
+			got431.Load(), before>>20, peak.Load()>>20)
+		if got431.Load() != 600 || uint64(peak.Load()) > before+64<<20 {
+			t.Fatalf("431 for %d of 600; heap peak %d MB", got431.Load(), peak.Load()>>20)
+		}
+	})
+
+	t.Run("200 slow bodies", func(t *testing.T) {
+		var conns []net.Conn
+		for range 200 {
+			c, err := net.Dial("tcp", e.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+			_, _ = io.WriteString(c, "POST /v1/events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for _, c := range conns { // one byte a second each
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					time.Sleep(time.Second)
+					if _, err := io.WriteString(c, " "); err != nil {
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(5 * time.Second) // the 2s deadline, and margin
+		held := gaugeValue(t, e.reg, "runstream_api_connections")
+		cancel()
+		wg.Wait()
+		for _, c := range conns {
+			c.Close()
+		}
+		t.Logf("200 bodies at one byte a second: %v connections still held 5s later (deadline 2s); %d answered 408", held, requestsWithCode(t, e.reg, "408"))
+		if held != 0 {
+			t.Fatalf("%v slow connections held past the deadline", held)
+		}
+	})
+
+	t.Run("200 hang-ups", func(t *testing.T) {
+		before := requestsWithCode(t, e.reg, "499")
+		for range 200 {
+			c, err := net.Dial("tcp", e.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.WriteString(c, "POST /v1/events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n{\"eventId\":")
+			time.Sleep(2 * time.Millisecond)
+			c.Close()
+		}
+		time.Sleep(time.Second)
+		n5xx := 0
+		for _, code := range []string{"500", "502", "503", "504"} {
+			n5xx += requestsWithCode(t, e.reg, code)
+		}
+		t.Logf("200 hang-ups: %d counted as 499, %d as 5xx, %d ERROR lines", requestsWithCode(t, e.reg, "499")-before, n5xx, e.levels.count(8))
+		if n5xx != 0 {
+			t.Fatalf("%d hang-ups counted as 5xx", n5xx)
+		}
+	})
+
+	t.Run("3000 streams of one tenant", func(t *testing.T) {
+		tr := &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: 3000}
+		defer tr.CloseIdleConnections()
+		client := &http.Client{Transport: tr}
+		ctx, cancel := context.WithCancel(context.Background())
+		var accepted, refused atomic.Int64
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var bodies []io.Closer
+		for range 3000 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequestWithContext(ctx, "GET", e.url+"/v1/runs/watch?tenantId=tenant_soak", nil)
+				resp, err := client.Do(req)
+				if err != nil {
+					return
+				}
+				if resp.StatusCode == 200 {
+					accepted.Add(1)
+					mu.Lock()
+					bodies = append(bodies, resp.Body)
+					mu.Unlock()
+					return
+				}
+				refused.Add(1)
+				resp.Body.Close()
+			}()
+		}
+		wg.Wait()
+		streams := gaugeValue(t, e.reg, "runstream_api_sse_streams")
+		cancel()
+		for _, b := range bodies {
+			b.Close()
+		}
+		t.Logf("3000 streams of one tenant (cap 1000): %d accepted, %d refused with 429/503, gauge %v", accepted.Load(), refused.Load(), streams)
+		if accepted.Load() != 1000 {
+			t.Fatalf("%d streams accepted, want the cap, 1000", accepted.Load())
+		}
+	})
+
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > goroutines0+20 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("goroutines: %d before, %d after", goroutines0, runtime.NumGoroutine())
+	if n := runtime.NumGoroutine(); n > goroutines0+20 {
+		t.Fatalf("%d goroutines left, %d before", n, goroutines0)
+	}
+}
