@@ -245,3 +245,20 @@ func newTestServer(t *testing.T, h http.Handler) string {
 	t.Cleanup(ts.Close)
 	return ts.URL
 }
+
+// TestLag_QueryCheckedAndTokensTenantsAreIdentifiers: /v1/lag parses its
+// query strictly, and a token's tenant must be an identifier (it is echoed
+// into streams) or "*".
+func TestLag_QueryCheckedAndTokensTenantsAreIdentifiers(t *testing.T) {
+	e := newEnv(t, httpapi.Config{AuthTokens: roleTokens,
+		Lag: func(context.Context, string) (lag.Report, error) { return lag.Report{}, nil }})
+	for _, q := range []string{"group=%zz", "group=a%0Ab", "group=a|b"} {
+		if r := do(t, "GET", e.url+"/v1/lag?"+q, "tok-op", nil); r.status != http.StatusBadRequest {
+			t.Errorf("GET /v1/lag?%s: %d %s, want 400", q, r.status, r.body)
+		}
+	}
+	_, err := httpapi.New(httpapi.Config{AuthTokens: map[string]string{"t": "tenant\nb"}}, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "RUNSTREAM_AUTH_TOKENS") {
+		t.Fatalf("a tenant with a newline in RUNSTREAM_AUTH_TOKENS: %v, want a configuration error", err)
+	}
+}

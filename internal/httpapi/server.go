@@ -78,6 +78,9 @@ func (c Config) Validate() error {
 		if tok == "" || tenant == "" {
 			return errors.New("auth tokens (RUNSTREAM_AUTH_TOKENS): empty token or tenant")
 		}
+		if tenant != OperatorTenant && !store.ValidIdentifier(tenant) {
+			return fmt.Errorf("auth tokens (RUNSTREAM_AUTH_TOKENS): tenant %q is not an identifier (1-%d bytes of printable UTF-8 without '|'), or \"*\" for an operator", tenant, store.MaxIdentifierBytes)
+		}
 	}
 	return c.Limits.Validate()
 }
@@ -536,12 +539,16 @@ func (s *Server) lag(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Lag == nil {
 		return &store.Error{Code: store.CodeUnavailable, Message: "no Kafka brokers configured for this API process (RUNSTREAM_KAFKA_BROKERS)"}
 	}
-	group := r.URL.Query().Get("group")
+	q, err := query(r)
+	if err != nil {
+		return err
+	}
+	group, err := queryIdentifier(q, "group")
+	if err != nil {
+		return err
+	}
 	if group == "" {
 		group = s.cfg.LagGroup
-	}
-	if len(group) > 255 {
-		return badRequest("group", "group must be at most 255 bytes")
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()

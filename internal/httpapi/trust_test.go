@@ -1,12 +1,10 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,26 +17,8 @@ import (
 	"github.com/runstream/runstream/store"
 )
 
-// syncBuffer is a log sink tests read while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // logLines returns the JSON log records of level whose msg contains msg.
-func logLines(t *testing.T, logs *syncBuffer, level, msg string) []map[string]any {
+func logLines(t *testing.T, logs *testenv.Buffer, level, msg string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, line := range strings.Split(logs.String(), "\n") {
@@ -58,7 +38,7 @@ func logLines(t *testing.T, logs *syncBuffer, level, msg string) []map[string]an
 // tenants for the operator.
 func TestAppend_CrossTenantRunIDConflict(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	owner, other := "tenant_own_"+testenv.RandomID(3), "tenant_oth_"+testenv.RandomID(3)
 	e := newEnv(t, httpapi.Config{AuthTokens: map[string]string{"tok-a": owner, "tok-b": other},
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
@@ -98,7 +78,7 @@ func TestAppend_CrossTenantRunIDConflict(t *testing.T) {
 // a minute), and a valid one reaches tenants re-encoded.
 func TestWatch_ForeignAndMalformedNotificationsDropped(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	tenant := "tenant_n_" + testenv.RandomID(4)
 	e := newEnv(t, httpapi.Config{DefaultTenant: tenant,
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})

@@ -93,10 +93,11 @@ type subscriber struct {
 }
 
 func (b *bench) subscribe(ctx context.Context, index map[string]int, fn func(run int, seq int64, at time.Time)) (*subscriber, error) {
-	ps := b.rdb.Subscribe(ctx, snapshots.UpdatesChannel)
+	channel := snapshots.UpdatesChannelOf(b.rdb)
+	ps := b.rdb.Subscribe(ctx, channel)
 	if _, err := ps.Receive(ctx); err != nil {
 		_ = ps.Close()
-		return nil, fmt.Errorf("subscribing to %s: %w", snapshots.UpdatesChannel, err)
+		return nil, fmt.Errorf("subscribing to %s: %w", channel, err)
 	}
 	s := &subscriber{ps: ps, stopped: make(chan struct{})}
 	go func() {
@@ -108,7 +109,7 @@ func (b *bench) subscribe(ctx context.Context, index map[string]int, fn func(run
 			msg, err := ps.ReceiveMessage(ctx)
 			if err != nil {
 				if !s.closing.Load() && ctx.Err() == nil {
-					s.err = fmt.Errorf("reading %s: %w", snapshots.UpdatesChannel, err)
+					s.err = fmt.Errorf("reading %s: %w", channel, err)
 				}
 				return
 			}

@@ -520,6 +520,7 @@ func measureSSE(ctx context.Context, cfg Config, base string, rdb *redis.Client,
 		return err
 	}
 	defer win.Stop()
+	channel := snapshots.UpdatesChannelOf(rdb)
 	for k := 1; k <= cfg.Changes && ctx.Err() == nil; k++ {
 		r := (k - 1) % n
 		snap := &snaps[r]
@@ -530,7 +531,7 @@ func measureSSE(ctx context.Context, cfg Config, base string, rdb *redis.Client,
 		sent[k].Store(time.Now().UnixNano())
 		pipe := rdb.TxPipeline()
 		pipe.Set(ctx, key, b, time.Hour)
-		pipe.Publish(ctx, snapshots.UpdatesChannel, note)
+		pipe.Publish(ctx, channel, note)
 		if _, err := pipe.Exec(ctx); err != nil {
 			return fmt.Errorf("publishing change %d: %w", k, err)
 		}
