@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -479,18 +478,9 @@ func TestReadyz_ReflectsDependencies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		started := make(chan string, 1)
-		done := make(chan error, 1)
-		go func() { done <- srv.Serve(ctx, ln, started) }()
-		addr := <-started
+		addr, stop := startServing(t, srv)
 		r := do(t, "GET", "http://"+addr+"/readyz", "", nil)
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Fatalf("Serve returned %v on shutdown", err)
 		}
 		if r.status != tc.want {

@@ -1,14 +1,12 @@
 package httpapi_test
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,40 +29,10 @@ func TestSoak_Exhaustion(t *testing.T) {
 
 	t.Run("600 unfinished 1 MiB headers", func(t *testing.T) {
 		before := heapInUse()
-		// One request for every client: the measure is the server's heap.
-		huge := []byte("GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Filler: " + strings.Repeat("a", 1<<20))
-		var got431, peak atomic.Int64
-		var wg sync.WaitGroup
-		for range 600 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c, err := net.Dial("tcp", e.addr)
-				if err != nil {
-					return
-				}
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-				go func() { _, _ = c.Write(huge) }()
-				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-				if err == nil && resp.StatusCode == http.StatusRequestHeaderFieldsTooLarge {
-					got431.Add(1)
-				}
-				var m runtime.MemStats
-				runtime.ReadMemStats(&m)
-				for {
-					p := peak.Load()
-					if int64(m.HeapInuse) <= p || peak.CompareAndSwap(p, int64(m.HeapInuse)) {
-						break
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		t.Logf("600 unfinished 1 MiB headers: %d answered 431; heap in use %d MB before, peak %d MB ",
-			got431.Load(), before>>20, peak.Load()>>20)
-		if got431.Load() != 600 || uint64(peak.Load()) > before+64<<20 {
-			t.Fatalf("431 for %d of 600; heap peak %d MB", got431.Load(), peak.Load()>>20)
+		got431, peak := hugeHeaders(t, e.addr, 600)
+		t.Logf("600 unfinished 1 MiB headers: %d answered 431; heap in use %d MB before, peak %d MB", got431, before>>20, peak>>20)
+		if got431 != 600 || peak > before+64<<20 {
+			t.Fatalf("431 for %d of 600; heap peak %d MB", got431, peak>>20)
 		}
 	})
 
