@@ -91,12 +91,13 @@ func TestRoles_OperatorIsNotATenant(t *testing.T) {
 type countingStore struct {
 	*postgres.Store
 	rebuilds atomic.Int32
-	hold     chan struct{} // nil: no wait
+	holding  atomic.Bool   // rebuilds wait for hold to close
+	hold     chan struct{}
 }
 
 func (c *countingStore) ProjectSnapshot(ctx context.Context, runID string) (store.RunSnapshot, error) {
 	c.rebuilds.Add(1)
-	if c.hold != nil {
+	if c.holding.Load() {
 		<-c.hold
 	}
 	return c.Store.ProjectSnapshot(ctx, runID)
@@ -127,6 +128,7 @@ func TestConsistentReads_OwnershipFirstAndBounded(t *testing.T) {
 	if r := do(t, "GET", path, "tok-b", nil); r.status != http.StatusNotFound || cs.rebuilds.Load() != 0 {
 		t.Fatalf("tenant_b's consistent read of tenant_a's run: %d after %d rebuilds, want 404 after none", r.status, cs.rebuilds.Load())
 	}
+	cs.holding.Store(true)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
