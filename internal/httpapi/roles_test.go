@@ -91,7 +91,7 @@ func TestRoles_OperatorIsNotATenant(t *testing.T) {
 type countingStore struct {
 	*postgres.Store
 	rebuilds atomic.Int32
-	holding  atomic.Bool   // rebuilds wait for hold to close
+	holding  atomic.Bool // rebuilds wait for hold to close
 	hold     chan struct{}
 }
 
