@@ -36,8 +36,8 @@ func appendArgs(w *store.RunEventWrite) []any {
 		int32(w.LogicalAttemptID), w.EmittedAt, payload, ShardOf(w.RunID)}
 }
 
-// scanAppend reads one runstream_append row into an AppendResult.
-func (s *Store) scanAppend(row pgx.Row) (store.AppendResult, error) {
+// scanAppend reads one runstream_append row of w into an AppendResult.
+func (s *Store) scanAppend(row pgx.Row, w *store.RunEventWrite) (store.AppendResult, error) {
 	var (
 		status    int16
 		eventID   *string
@@ -69,6 +69,7 @@ func (s *Store) scanAppend(row pgx.Row) (store.AppendResult, error) {
 	switch {
 	case res.Persisted:
 		s.metrics.appends.WithLabelValues("inserted").Inc()
+		s.metrics.observeSkew(w, *persisted)
 	case differs != nil && *differs:
 		s.metrics.appends.WithLabelValues("duplicate_differs").Inc()
 	default:
@@ -103,7 +104,7 @@ func (s *Store) AppendValidated(ctx context.Context, w *store.RunEventWrite) (st
 // appendOne appends w in a transaction of its own.
 func (s *Store) appendOne(ctx context.Context, w *store.RunEventWrite) (store.AppendResult, error) {
 	start := time.Now()
-	res, err := s.scanAppend(s.pool.QueryRow(ctx, appendSQL, appendArgs(w)...))
+	res, err := s.scanAppend(s.pool.QueryRow(ctx, appendSQL, appendArgs(w)...), w)
 	s.metrics.appendTime.WithLabelValues("single").Observe(time.Since(start).Seconds())
 	if err != nil {
 		return store.AppendResult{}, classify(fmt.Errorf("appending event %s to run %q: %w", w.EventID, w.RunID, err))
@@ -176,7 +177,7 @@ func (s *Store) appendValidatedBatch(ctx context.Context, writes []store.RunEven
 		}
 		br := tx.SendBatch(ctx, b)
 		for _, i := range valid {
-			res, err := s.scanAppend(br.QueryRow())
+			res, err := s.scanAppend(br.QueryRow(), &writes[i])
 			var se *store.Error
 			if errors.As(err, &se) {
 				out[i] = BatchResult{Err: err}

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
@@ -647,4 +648,41 @@ func waitBlockedBy(ctx context.Context, t *testing.T, pool *pgxpool.Pool, holder
 		return err == nil
 	})
 	return victim
+}
+
+// TestAppend_ClockSkewObserved: each inserted event's persistedAt -
+// emittedAt lands in runstream_store_clock_skew_seconds under its type
+// ("other" outside the contract); a duplicate is not observed again.
+func TestAppend_ClockSkewObserved(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	s, _ := newStore(t, postgres.Config{Registerer: reg})
+	ctx := ctxT(t)
+	id := workload.NewIdentity("tenant_a")
+	late := workload.Event(id, store.EventRunStarted, "", 1, 1, time.Now().Add(-2*time.Hour), nil)
+	ahead := workload.Event(id, "WorkerHeartbeat", "", 1, 1, time.Now().Add(10*time.Minute), nil)
+	for _, ev := range []store.RunEventWrite{late, late, ahead} {
+		if _, err := s.AppendEvent(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]float64{} // type -> count, sum
+	for _, mf := range mfs {
+		if mf.GetName() != "runstream_store_clock_skew_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			got[m.GetLabel()[0].GetValue()] = [2]float64{float64(m.GetHistogram().GetSampleCount()), m.GetHistogram().GetSampleSum()}
+		}
+	}
+	if c := got[store.EventRunStarted]; c[0] != 1 || c[1] < 7100 || c[1] > 7300 {
+		t.Errorf("RunStarted two hours late: count %v, sum %v s; want 1 and about 7200", c[0], c[1])
+	}
+	if c := got["other"]; c[0] != 1 || c[1] > -500 || c[1] < -700 {
+		t.Errorf("an unknown type ten minutes ahead: count %v, sum %v s; want 1 under \"other\", about -600", c[0], c[1])
+	}
 }
