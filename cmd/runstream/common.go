@@ -169,14 +169,7 @@ const noAuthWarnEvery = 5 * time.Minute
 // machine only: localhost or a loopback IP (not "", 0.0.0.0 or ::).
 func loopbackAddr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return err == nil && httpapi.IsLoopbackName(host)
 }
 
 // warnNoAuth says, at start and then every interval until ctx ends, that

@@ -59,12 +59,20 @@ func hostOnly(hostport string) string {
 	return strings.Trim(hostport, "[]")
 }
 
-// loopbackHost reports whether a Host header names this machine.
+// loopbackHost reports whether a Host header names this machine (a
+// *.localhost name too: browsers resolve those to loopback).
 func loopbackHost(hostport string) bool {
 	h := strings.ToLower(hostOnly(hostport))
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+	return strings.HasSuffix(h, ".localhost") || IsLoopbackName(h)
+}
+
+// IsLoopbackName reports whether host (no port) is "localhost" or a
+// loopback IP address: reachable from this machine only. The empty host,
+// 0.0.0.0 and :: are not.
+func IsLoopbackName(host string) bool {
+	if host == "localhost" {
 		return true
 	}
-	ip := net.ParseIP(h)
+	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }

@@ -28,7 +28,7 @@ func (s *Server) readBody(r *http.Request) ([]byte, error) {
 
 // checkTenant refuses a write for another tenant than the caller's.
 func checkTenant(r *http.Request, w *store.RunEventWrite) error {
-	if p, _ := r.Context().Value(principalKey).(principal); p.operator {
+	if principalOf(r.Context()).operator {
 		return &store.Error{Code: store.CodeForbidden, Message: "an operator's token reads and repairs; appends need the tenant's own token"}
 	}
 	tenant := tenantOf(r.Context())

@@ -325,21 +325,20 @@ func requestID(ctx context.Context) string {
 	return v
 }
 
+// principalOf returns who is calling: the zero principal when auth is off.
+func principalOf(ctx context.Context) principal {
+	p, _ := ctx.Value(principalKey).(principal)
+	return p
+}
+
 // tenantOf returns the authenticated tenant, or "" for an operator and
 // when auth is off (both may read any tenant's runs).
-func tenantOf(ctx context.Context) string {
-	p, _ := ctx.Value(principalKey).(principal)
-	return p.tenant
-}
+func tenantOf(ctx context.Context) string { return principalOf(ctx).tenant }
 
 // isOperator reports whether the caller may do what operators do: an
 // operator's token, or no tokens configured at all (development).
 func (s *Server) isOperator(ctx context.Context) bool {
-	if len(s.tokens) == 0 {
-		return true
-	}
-	p, _ := ctx.Value(principalKey).(principal)
-	return p.operator
+	return len(s.tokens) == 0 || principalOf(ctx).operator
 }
 
 func (s *Server) withRequestID(next http.Handler) http.Handler {

@@ -47,7 +47,7 @@ func (s *Server) createStreamTicket(w http.ResponseWriter, r *http.Request) erro
 	if s.redis == nil {
 		return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL): tickets live there"}
 	}
-	p, _ := r.Context().Value(principalKey).(principal)
+	p := principalOf(r.Context())
 	holder := p.tenant
 	if p.operator {
 		holder = OperatorTenant
