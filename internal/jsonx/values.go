@@ -41,23 +41,15 @@ func (s *Scanner) Int64() (v int64, ok bool) {
 // to encoding/json, which matches field names case-insensitively under
 // Unicode folding.
 func (s *Scanner) ASCIIKey() (start, end int, ok bool) {
-	if !s.Eat('"') {
+	if start, end, ok = s.PlainString(); !ok {
 		return 0, 0, false
 	}
-	start = s.I
-	for s.I < len(s.B) {
-		c := s.B[s.I]
-		if c == '"' {
-			end = s.I
-			s.I++
-			return start, end, true
-		}
-		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+	for _, c := range s.B[start:end] {
+		if c >= utf8.RuneSelf {
 			return 0, 0, false
 		}
-		s.I++
 	}
-	return 0, 0, false
+	return start, end, true
 }
 
 // Unquote reads a string and unescapes it as encoding/json does. It gives
