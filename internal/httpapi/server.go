@@ -112,8 +112,11 @@ type Server struct {
 	metrics *metrics
 	tokens  map[[32]byte]string
 	handler http.Handler
-	ready   atomic.Bool
-	hub     *hub
+	// patterns are the routes' ServeMux patterns, in registration order:
+	// the OpenAPI document must describe each.
+	patterns []string
+	ready    atomic.Bool
+	hub      *hub
 	// getter batches the snapshot GETs of concurrent requests.
 	getter  *snapshots.Getter
 	closing chan struct{} // closed when shutdown starts: SSE streams end
@@ -199,6 +202,7 @@ const (
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	handle := func(pattern string, h handlerFunc, how route) {
+		s.patterns = append(s.patterns, pattern)
 		mux.Handle(pattern, s.instrument(pattern, s.adapt(h, how)))
 	}
 	handle("POST /v1/events", s.appendEvent, authed)
@@ -213,6 +217,7 @@ func (s *Server) routes() http.Handler {
 	handle("GET /v1/lag", s.lag, authed|operatorOnly)
 	handle("GET /healthz", s.healthz, public)
 	handle("GET /readyz", s.readyz, public)
+	handle("GET /openapi.json", s.openAPI, public)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
 	mux.Handle("GET /", console.Handler()) // the web console
 	// What no route above takes: 405 with Allow, or 404 (GET /v1/...
