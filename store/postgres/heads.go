@@ -26,10 +26,8 @@ const MaxHorizonHold = 10 * time.Minute
 //
 //   - now - grace;
 //   - the start of the oldest transaction still open that has written to
-//     runs or run_events (an append locks its run's counter row, then
-//     takes its event's persistedAt, then inserts it, and holds
-//     RowExclusiveLock on both tables until it ends, so nothing can still
-//     commit an event persisted before that start); pg_stat_activity
+//     runs or run_events (openWritersSQL: nothing can still commit an
+//     event persisted before that start); pg_stat_activity
 //     shows when other roles' transactions started only to members of
 //     pg_read_all_stats, and such a transaction counts as starting now,
 //     which grace covers for appends (one statement each). An open
@@ -44,10 +42,7 @@ func (s *Store) ConvergenceHorizon(ctx context.Context, grace time.Duration) (ti
 	err := s.pool.QueryRow(ctx, `SELECT least(
 			clock_timestamp() - $1 * interval '1 microsecond',
 			greatest(clock_timestamp() - $2 * interval '1 microsecond', coalesce(
-				(SELECT min(coalesce(a.xact_start, clock_timestamp()))
-				   FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
-				  WHERE l.locktype = 'relation' AND l.relation IN ('run_events'::regclass, 'runs'::regclass)
-				    AND l.mode = 'RowExclusiveLock' AND l.granted AND l.pid <> pg_backend_pid()),
+				(SELECT min(coalesce(w.xact_start, clock_timestamp())) FROM (`+openWritersSQL+`) w),
 				clock_timestamp())),
 			(SELECT created_at FROM outbox ORDER BY id LIMIT 1))`,
 		grace.Microseconds(), MaxHorizonHold.Microseconds()).Scan(&h)

@@ -44,6 +44,11 @@ type Config struct {
 	// wait and then share one (see appendGroups). Zero means the pool's
 	// MaxConns: appends beyond it would wait for a connection anyway.
 	AppendConcurrency int
+	// AuditGrace is how far behind the database's clock the audit horizon
+	// stays at least (ReadAudit): it covers appends by roles whose
+	// transactions' start this role cannot see, and small steps of the
+	// server's clock. Zero means DefaultAuditGrace (1s).
+	AuditGrace time.Duration
 }
 
 // Validate reports a configuration error.
@@ -53,6 +58,9 @@ func (c Config) Validate() error {
 	}
 	if c.AppendConcurrency < 0 {
 		return fmt.Errorf("append concurrency must be >= 0 (0: the pool's size), got %d", c.AppendConcurrency)
+	}
+	if c.AuditGrace < 0 {
+		return fmt.Errorf("audit grace must be >= 0 (0: %v), got %v", DefaultAuditGrace, c.AuditGrace)
 	}
 	return nil
 }
@@ -85,6 +93,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.AuditGrace == 0 {
+		cfg.AuditGrace = DefaultAuditGrace
 	}
 	if cfg.AppendConcurrency == 0 {
 		cfg.AppendConcurrency = max(1, int(pool.Config().MaxConns))

@@ -1,0 +1,222 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/runstream/runstream/store"
+)
+
+// Audit reads (DESIGN.md 1.16): one tenant's events by persistedAt, in the
+// order (persistedAt, runId, runSeq), never past the audit horizon. See
+// docs/ARCHITECTURE.md, "Audit reads".
+
+// DefaultAuditGrace is how far behind the database's clock the audit
+// horizon stays at least (Config.AuditGrace).
+const DefaultAuditGrace = time.Second
+
+// openWritersSQL lists the backends other than this one that hold
+// RowExclusiveLock on run_events or runs, with the start of their
+// transaction (pid, xact_start; xact_start is NULL when this role may not
+// see it: pg_stat_activity shows other roles' sessions only to members of
+// pg_read_all_stats). An append (single: runstream_append; batch or shared:
+// BEGIN, then runstream_append per event) locks its run's counter row by
+// an upsert on runs, then takes its event's persistedAt with
+// clock_timestamp(), then inserts it, and holds both locks until it ends:
+// so while a transaction is not listed here, it cannot hold an event not
+// yet committed, and every event it will still commit is persisted after
+// the moment it is first listed. ConvergenceHorizon and AuditHorizon both
+// read it.
+const openWritersSQL = `SELECT l.pid, a.xact_start
+	FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+	WHERE l.locktype = 'relation' AND l.relation IN ('run_events'::regclass, 'runs'::regclass)
+	  AND l.mode = 'RowExclusiveLock' AND l.granted AND l.pid <> pg_backend_pid()`
+
+// auditHorizonSQL is the audit horizon: the earliest of now() - grace and
+// the start of the oldest open writer (an invisible start counts as now()
+// - grace, which grace covers for appends, one short statement each).
+// now() is the statement's start, taken before pg_locks is read, so a
+// writer that locks after the read takes a later persistedAt than the
+// horizon. No cap, unlike ConvergenceHorizon's MaxHorizonHold: an export
+// must not skip an event, however long its transaction stays open. It
+// also returns that oldest writer, for the operator.
+const auditHorizonSQL = `WITH w AS (` + openWritersSQL + `),
+	oldest AS (SELECT pid, coalesce(xact_start, now() - $1 * interval '1 microsecond') AS since
+	           FROM w ORDER BY 2, 1 LIMIT 1)
+	SELECT least(now() - $1 * interval '1 microsecond', (SELECT since FROM oldest)),
+	       (SELECT pid FROM oldest), (SELECT since FROM oldest)`
+
+// HorizonHolder is the open transaction that holds an audit horizon back:
+// its backend's pid (pg_stat_activity) and the start of its transaction.
+type HorizonHolder struct {
+	PID   int32
+	Since time.Time
+}
+
+// AuditHorizon is the time before which the store's answer to an audit
+// read is final: no transaction still open can commit an event persisted
+// before it. Holder is the oldest open writing transaction when it, not
+// grace, sets the horizon, else nil.
+type AuditHorizon struct {
+	At     time.Time
+	Holder *HorizonHolder
+}
+
+// AuditHorizon reads the audit horizon (see auditHorizonSQL), on the
+// database's clock.
+func (s *Store) AuditHorizon(ctx context.Context) (AuditHorizon, error) {
+	return auditHorizon(ctx, s.pool, s.cfg.AuditGrace)
+}
+
+type queryRower interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func auditHorizon(ctx context.Context, q queryRower, grace time.Duration) (AuditHorizon, error) {
+	var (
+		h     AuditHorizon
+		pid   *int32
+		since *time.Time
+	)
+	if err := q.QueryRow(ctx, auditHorizonSQL, grace.Microseconds()).Scan(&h.At, &pid, &since); err != nil {
+		return AuditHorizon{}, classify(fmt.Errorf("reading the audit horizon: %w", err))
+	}
+	if pid != nil && since != nil && !since.After(h.At) {
+		h.Holder = &HorizonHolder{PID: *pid, Since: *since}
+	}
+	h.At = h.At.Truncate(time.Microsecond).UTC()
+	return h, nil
+}
+
+// AuditQuery is one page of an audit read.
+type AuditQuery struct {
+	store.AuditWindow
+	// After is where the page starts (exclusive); the zero position
+	// means the window's start.
+	After store.AuditPosition
+	// Limit is the most events the page returns; it must be > 0.
+	Limit int
+	// Each, when set, receives each event as it is read instead of
+	// collecting them into AuditPage.Events; rec is reused for the next
+	// event, so Each copies what it keeps. An error from Each ends the
+	// read with it.
+	Each func(rec *store.RunEventRecord) error
+}
+
+// AuditPage is one page of an audit read.
+type AuditPage struct {
+	// Events are in (persistedAt, runId, runSeq) order (nil with Each).
+	Events []store.RunEventRecord
+	// Count is how many events the page held.
+	Count int
+	// Horizon is the horizon the page was read below.
+	Horizon AuditHorizon
+	// Next is where the next page starts; nil when the window is
+	// finished (it has an end, the horizon passed it and nothing is
+	// left).
+	Next *store.AuditPosition
+}
+
+const auditSQL = `SELECT run_id, run_seq, event_id::text, event_type, idempotency_key, tenant_id,
+	project_id, environment_id, plan_id, plan_version, coalesce(step_id, ''),
+	engine_attempt_id, logical_attempt_id, emitted_at, persisted_at, payload::text
+FROM run_events
+WHERE tenant_id = $1 AND (persisted_at, run_id COLLATE "C", run_seq) > ($2, $3, $4) AND persisted_at < $5
+ORDER BY tenant_id, persisted_at, run_id COLLATE "C", run_seq LIMIT $6`
+
+// ReadAudit reads one page of q's window: the events after q.After (at
+// q.From when zero) persisted before the earlier of q.To and the audit
+// horizon, in (persistedAt, runId, runSeq) order, at most q.Limit. The
+// horizon is read first, then the page, so every event persisted before
+// it has committed when the page is read (see auditHorizonSQL).
+func (s *Store) ReadAudit(ctx context.Context, q AuditQuery) (AuditPage, error) {
+	if q.Limit <= 0 {
+		return AuditPage{}, errors.New("audit read: limit must be > 0")
+	}
+	after := q.After
+	if after.PersistedAt.Before(q.From) {
+		after = store.AuditPosition{PersistedAt: q.From}
+	}
+	h, err := s.AuditHorizon(ctx)
+	if err != nil {
+		return AuditPage{}, err
+	}
+	page := AuditPage{Horizon: h}
+	bound := h.At
+	if !q.Open() && q.To.Before(bound) {
+		bound = q.To
+	}
+	if !after.PersistedAt.Before(bound) {
+		// Nothing can be read yet (or ever, past the window's end).
+		if !q.Open() && !q.To.After(h.At) {
+			return page, nil
+		}
+		page.Next = &after
+		return page, nil
+	}
+	rows, err := s.pool.Query(ctx, auditSQL, q.TenantID, after.PersistedAt, after.RunID, after.RunSeq, bound, q.Limit)
+	if err != nil {
+		return AuditPage{}, classify(fmt.Errorf("reading tenant %q's events after %s: %w", q.TenantID, after.PersistedAt.Format(time.RFC3339Nano), err))
+	}
+	var (
+		rec  store.RunEventRecord
+		last store.AuditPosition
+		at   time.Time
+	)
+	for rows.Next() {
+		if err := scanAuditRow(rows, &rec, &at); err != nil {
+			rows.Close()
+			return AuditPage{}, classify(fmt.Errorf("reading tenant %q's events: %w", q.TenantID, err))
+		}
+		page.Count++
+		last = store.AuditPosition{PersistedAt: at, RunID: rec.RunID, RunSeq: rec.RunSeq}
+		if q.Each != nil {
+			if err := q.Each(&rec); err != nil {
+				rows.Close()
+				return AuditPage{}, err
+			}
+			continue
+		}
+		page.Events = append(page.Events, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return AuditPage{}, classify(fmt.Errorf("reading tenant %q's events: %w", q.TenantID, err))
+	}
+	switch {
+	case page.Count == q.Limit:
+		// More may follow the last event.
+		page.Next = &last
+	case !q.Open() && !q.To.After(h.At):
+		// Everything before the window's end was read.
+	default:
+		// Everything before the horizon was read: resume there.
+		next := store.AuditPosition{PersistedAt: bound}
+		page.Next = &next
+	}
+	return page, nil
+}
+
+func scanAuditRow(rows pgx.Rows, r *store.RunEventRecord, at *time.Time) error {
+	var (
+		eng, log int32
+		payload  *string
+	)
+	err := rows.Scan(&r.RunID, &r.RunSeq, &r.EventID, &r.EventType, &r.IdempotencyKey, &r.TenantID,
+		&r.ProjectID, &r.EnvironmentID, &r.PlanID, &r.PlanVersion, &r.StepID,
+		&eng, &log, &r.EmittedAt, at, &payload)
+	if err != nil {
+		return err
+	}
+	r.EngineAttemptID, r.LogicalAttemptID = int64(eng), int64(log)
+	*at = at.UTC()
+	r.PersistedAt = store.FormatPersistedAt(*at)
+	r.Payload = nil
+	if payload != nil {
+		r.Payload = []byte(*payload)
+	}
+	return nil
+}
