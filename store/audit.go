@@ -133,7 +133,7 @@ func DecodeAuditCursor(s string) (AuditCursor, error) {
 	case w.V != 1, !ValidIdentifier(w.Tenant), !inRange(w.From), !inRange(w.At), w.At < w.From,
 		w.RunID != "" && !ValidIdentifier(w.RunID), w.RunSeq < 0, w.RunID == "" && w.RunSeq != 0,
 		w.RunID != "" && w.RunSeq == 0,
-		w.To != nil && (!inRange(*w.To) || *w.To < w.From):
+		w.To != nil && (!inRange(*w.To) || *w.To <= minAuditMicros || *w.To < w.From): // a To at the zero time would read as open
 		return AuditCursor{}, ErrBadCursor
 	}
 	c := AuditCursor{
