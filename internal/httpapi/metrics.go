@@ -12,6 +12,7 @@ type metrics struct {
 
 	crossTenantConflicts prometheus.Counter
 	conflictLog          *sampledLog // its WARN lines, sampled
+	heldLog              *sampledLog // WARN lines about an audit horizon held back
 	notificationsDropped *prometheus.CounterVec
 }
 
@@ -47,6 +48,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Appends refused (403) because their runId belongs to another tenant; logged at WARN with both tenants.",
 		}),
 		conflictLog: &sampledLog{every: conflictLogEvery},
+		heldLog:     &sampledLog{every: heldLogEvery},
 		notificationsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "runstream_api_notifications_dropped_total",
 			Help: "Messages on the Redis updates channel dropped instead of reaching a watcher, by reason: malformed (not a notification's JSON), invalid (a field breaks its rule).",

@@ -91,6 +91,7 @@ type eventStore interface {
 	AppendValidated(ctx context.Context, w *store.RunEventWrite) (store.AppendResult, error)
 	AppendValidatedBatch(ctx context.Context, writes []store.RunEventWrite, errs []error) []postgres.BatchResult
 	FetchEvents(ctx context.Context, runID string, opts store.FetchOptions) ([]store.RunEventRecord, error)
+	ReadAudit(ctx context.Context, q postgres.AuditQuery) (postgres.AuditPage, error)
 	ProjectSnapshot(ctx context.Context, runID string) (store.RunSnapshot, error)
 	RunTenant(ctx context.Context, runID string) (string, error)
 	Ping(ctx context.Context) error
@@ -207,6 +208,7 @@ func (s *Server) routes() http.Handler {
 	}
 	handle("POST /v1/events", s.appendEvent, authed)
 	handle("POST /v1/events:batch", s.appendBatch, authed)
+	handle("GET /v1/events", s.readEvents, authed)
 	handle("GET /v1/runs/{runId}/events", s.fetchEvents, authed)
 	handle("GET /v1/runs/{runId}/snapshot", s.getSnapshot, authed)
 	handle("GET /v1/runs", s.listRuns, authed)
