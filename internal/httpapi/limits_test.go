@@ -455,7 +455,8 @@ func TestLimits_HeadOnWatchHasNoStream(t *testing.T) {
 func TestLimits_WrongMethodIs405(t *testing.T) {
 	e := serve(t, httpapi.Config{})
 	for _, c := range []struct{ method, path, allow string }{
-		{"DELETE", "/v1/events", "POST"},
+		{"DELETE", "/v1/events", "GET, HEAD, POST"},
+		{"PUT", "/v1/events?from=2026-01-01T00:00:00Z", "GET, HEAD, POST"},
 		{"POST", "/v1/runs", "GET, HEAD"},
 		{"PUT", "/v1/runs/r1/snapshot", "GET, HEAD"},
 		{"GET", "/v1/runs/r1/resync", "POST"},

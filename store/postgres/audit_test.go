@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/internal/testenv/testpg"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
@@ -23,25 +24,6 @@ import (
 // (stored, forward compatibility), distinct keys by logical attempt.
 func auditEvent(id workload.Identity, n int) store.RunEventWrite {
 	return workload.Event(id, "AuditProbe", "", int64(n), 1, time.Now(), map[string]any{"n": n})
-}
-
-// appendInTx appends w through runstream_append inside tx, as a batch or
-// a shared append does, and returns its persistedAt; the caller decides
-// when tx commits.
-func appendInTx(ctx context.Context, t *testing.T, tx pgx.Tx, w store.RunEventWrite) time.Time {
-	t.Helper()
-	var (
-		status int16
-		at     time.Time
-	)
-	err := tx.QueryRow(ctx, `SELECT o_status, o_persisted_at FROM runstream_append($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, $10, $11, $12, $13::json, $14)`,
-		w.RunID, w.TenantID, w.ProjectID, w.EnvironmentID, w.PlanID, w.PlanVersion, w.EventID, w.EventType,
-		w.IdempotencyKey, int32(w.EngineAttemptID), int32(w.LogicalAttemptID), w.EmittedAt, string(w.Payload),
-		postgres.ShardOf(w.RunID)).Scan(&status, &at)
-	if err != nil || status != 0 {
-		t.Fatalf("appending %s in a held transaction: status %d, %v", w.EventID, status, err)
-	}
-	return at
 }
 
 func positionOf(t *testing.T, r store.RunEventRecord) store.AuditPosition {
@@ -120,7 +102,7 @@ func TestReadAudit_HeldTransactionIsNotPassed(t *testing.T) {
 		t.Fatal(err)
 	}
 	held := auditEvent(runs[1], 1)
-	heldAt := appendInTx(ctx, t, tx, held)
+	heldAt := testpg.AppendInTx(ctx, t, tx, held)
 	for i := 4; i <= 8; i++ {
 		res, err := s.AppendEvent(ctx, auditEvent(runs[0], i))
 		if err != nil {
@@ -241,7 +223,7 @@ func TestReadAudit_PagingProperty(t *testing.T) {
 			t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 			for i := range 1 + rng.IntN(3) {
 				ev := auditEvent(id, i+1)
-				appendInTx(ctx, t, tx, ev)
+				testpg.AppendInTx(ctx, t, tx, ev)
 				written = append(written, ev)
 			}
 			held = append(held, tx)
