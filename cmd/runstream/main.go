@@ -82,6 +82,7 @@ func commands() []command {
 		{"projector", "reduce the topic into Redis snapshots, in a consumer group (run up to one per partition)", runProjector},
 		{"lag", "consumer-group lag per partition, in records and seconds (--json, --watch)", runLag},
 		{"rebuild", "rebuild Redis snapshots from the store: --run ID or --all", runRebuild},
+		{"export", "one tenant's events by persistedAt as NDJSON: --tenant T --from T0 [--to T1] [--follow] [--out FILE]", runExport},
 		{"migrate", "apply the Postgres schema (idempotent)", runMigrate},
 		{"etl", "analytics sink: the topic into Postgres tables runs and step_attempts, effectively once", runEtl},
 		{"bench", "load generators and reports: bench append", runBench},

@@ -100,11 +100,11 @@ type AuditQuery struct {
 	After store.AuditPosition
 	// Limit is the most events the page returns; it must be > 0.
 	Limit int
-	// Each, when set, receives each event as it is read instead of
-	// collecting them into AuditPage.Events; rec is reused for the next
-	// event, so Each copies what it keeps. An error from Each ends the
-	// read with it.
-	Each func(rec *store.RunEventRecord) error
+	// Each, when set, receives each event (and its persistedAt as a
+	// time) as it is read instead of collecting them into
+	// AuditPage.Events; rec is reused for the next event, so Each copies
+	// what it keeps. An error from Each ends the read with it.
+	Each func(rec *store.RunEventRecord, at time.Time) error
 }
 
 // AuditPage is one page of an audit read.
@@ -175,7 +175,7 @@ func (s *Store) ReadAudit(ctx context.Context, q AuditQuery) (AuditPage, error) 
 		page.Count++
 		last = store.AuditPosition{PersistedAt: at, RunID: rec.RunID, RunSeq: rec.RunSeq}
 		if q.Each != nil {
-			if err := q.Each(&rec); err != nil {
+			if err := q.Each(&rec, at); err != nil {
 				rows.Close()
 				return AuditPage{}, err
 			}
