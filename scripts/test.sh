@@ -70,3 +70,6 @@ go test -race -count=1 -timeout 15m ./...
 # of the main module's dependencies (it builds this checkout's binary
 # through a replace directive).
 (cd internal/httpapi/console/browsertest && go vet ./... && go test -race -count=1 -timeout 10m ./...)
+# The API against its OpenAPI document (libopenapi-validator), a nested
+# module for the same reason.
+(cd internal/httpapi/openapitest && go vet ./... && go test -race -count=1 -timeout 5m ./...)
