@@ -66,6 +66,12 @@ export interface ClientOptions {
   fetch?: typeof globalThis.fetch;
   /** How often the drainer started by start() looks at the spool. Default 1000 ms. */
   drainIntervalMs?: number;
+  /**
+   * How long the drainer gives one request of a run's spooled events, retries
+   * included. Default writeLatencyBudgetMs: the run's appends wait behind it
+   * meanwhile, so a longer time can push them past their budget.
+   */
+  drainRequestTimeoutMs?: number;
   /** First retry delay cap (doubling per attempt, full jitter). Default 50 ms. */
   retryBaseMs?: number;
   /** Largest retry delay cap. Default 1000 ms. */
@@ -110,6 +116,7 @@ export class RunstreamClient {
   private readonly spoolDir?: string;
   private readonly maxSpoolBytes: number;
   private readonly drainIntervalMs: number;
+  private readonly drainRequestTimeoutMs: number;
   private readonly retryBaseMs: number;
   private readonly retryMaxMs: number;
   private readonly warn: (m: string) => void;
@@ -137,6 +144,7 @@ export class RunstreamClient {
     this.maxSpoolBytes = opts.maxSpoolBytes ?? 256 << 20;
     this.fetchFn = opts.fetch ?? globalThis.fetch;
     this.drainIntervalMs = opts.drainIntervalMs ?? 1000;
+    this.drainRequestTimeoutMs = opts.drainRequestTimeoutMs ?? this.writeLatencyBudgetMs;
     this.retryBaseMs = opts.retryBaseMs ?? 50;
     this.retryMaxMs = opts.retryMaxMs ?? 1000;
     this.warn = opts.onWarning ?? ((m) => process.emitWarning(m, "RunstreamWarning"));
@@ -378,8 +386,8 @@ export class RunstreamClient {
   }
 
   /**
-   * Delivers spooled events now, run by run in append order, each run with
-   * one write-latency budget per request. Events the API refuses for good
+   * Delivers spooled events now, run by run in append order, each request
+   * (up to 500 events of one run) given drainRequestTimeoutMs. Events the API refuses for good
    * (400, 413) go to <spoolDir>/rejected.ndjson with a warning; a run whose
    * events cannot be delivered now stays spooled.
    */
@@ -395,7 +403,7 @@ export class RunstreamClient {
     if (!spool) return result;
     for (const run of spool.runs()) {
       if (this.closed) break;
-      const r = await this.withRuns([run], () => this.drainRun(spool, run, Date.now() + this.writeLatencyBudgetMs, true));
+      const r = await this.withRuns([run], () => this.drainRun(spool, run, 0, true));
       result.delivered += r.delivered;
       result.rejected += r.rejected;
       if (!r.ok && !r.permanent && r.cause !== undefined) break; // the API is away: try later
@@ -422,7 +430,7 @@ export class RunstreamClient {
       const r = await this.post<{ results: (AppendResult | { error: { code: string; message: string; field?: string } })[] }>(
         "/v1/events:batch",
         body,
-        renewBudget ? Date.now() + this.writeLatencyBudgetMs : deadline,
+        renewBudget ? Date.now() + this.drainRequestTimeoutMs : deadline,
       );
       if (!r.ok) {
         if (r.permanent) throw r.permanent;

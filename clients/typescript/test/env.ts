@@ -109,12 +109,21 @@ export async function tempDir(t: { after: (fn: () => Promise<void>) => void }): 
   return d;
 }
 
-/** A fetch that fails like an unreachable API while down() is true. */
+/**
+ * A fetch to the real API that, while down() is true, answers like an API
+ * whose store is away: 503 with a Retry-After of a minute, past any test's
+ * budget, so the client gives up at once.
+ */
 export function switchableFetch(down: () => boolean): { fetch: typeof fetch; calls: () => number } {
   let calls = 0;
   const f: typeof fetch = async (input, init) => {
     calls++;
-    if (down()) throw new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }) });
+    if (down()) {
+      return new Response(JSON.stringify({ error: { code: "UNAVAILABLE", message: "down for the test" } }), {
+        status: 503,
+        headers: { "content-type": "application/json", "retry-after": "60" },
+      });
+    }
     return fetch(input, init);
   };
   return { fetch: f, calls: () => calls };
