@@ -73,3 +73,8 @@ go test -race -count=1 -timeout 15m ./...
 # The API against its OpenAPI document (libopenapi-validator), a nested
 # module for the same reason.
 (cd internal/httpapi/openapitest && go vet ./... && go test -race -count=1 -timeout 5m ./...)
+# The TypeScript producer client (clients/typescript): npm ci installs its
+# dev dependencies from the lockfile, the generated API types are checked
+# against internal/httpapi/openapi.json, then its tests run with node's
+# test runner against this checkout's `runstream api` (needs node 20+ and npm).
+scripts/test-typescript.sh
