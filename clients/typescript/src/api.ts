@@ -449,7 +449,9 @@ export interface components {
         StepStatus: "PENDING" | "RUNNING" | "SUCCESS" | "FAILED" | "SKIPPED";
         /** @enum {string} */
         RunStatus: "PENDING" | "APPROVED" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
-        StepAttempt: {
+        StepAttempt: components["schemas"]["StepAttemptFields"];
+        /** @description The fields of a step attempt (StepAttempt, and the current attempt inside StepSnapshot). */
+        StepAttemptFields: {
             logicalAttemptId: number;
             engineAttemptId?: number;
             status: components["schemas"]["StepStatus"];
@@ -461,7 +463,7 @@ export interface components {
             skip?: components["schemas"]["SkipInfo"];
         };
         /** @description A step: its current logical attempt, and the earlier ones in attempts (oldest first). */
-        StepSnapshot: components["schemas"]["StepAttempt"] & {
+        StepSnapshot: components["schemas"]["StepAttemptFields"] & {
             stepId: string;
             attempts: components["schemas"]["StepAttempt"][];
         };
