@@ -29,8 +29,14 @@ if ! command -v psql >/dev/null 2>&1; then
 fi
 
 cd clients/typescript
+# npm ci from the lockfile, skipped when node_modules was installed from
+# this very lockfile (a stamp of its hash).
 if [ -f package-lock.json ]; then
-  npm ci --no-audit --no-fund --loglevel=error >&2
+  lock_sum=$(sha256sum package-lock.json | cut -d' ' -f1)
+  if [ "$(cat node_modules/.runstream-lock-sha256 2>/dev/null)" != "$lock_sum" ]; then
+    npm ci --no-audit --no-fund --loglevel=error >&2
+    echo "$lock_sum" >node_modules/.runstream-lock-sha256
+  fi
 else
   npm install --no-audit --no-fund --loglevel=error >&2
 fi
@@ -49,7 +55,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+t0=$(date +%s)
 (cd "$root" && go build -o "$work/runstream" ./cmd/runstream)
+echo "test-typescript: built runstream in $(( $(date +%s) - t0 ))s" >&2
 psql -q -v ON_ERROR_STOP=1 "$RUNSTREAM_POSTGRES_URL" -c "CREATE SCHEMA $schema" >/dev/null
 case "$RUNSTREAM_POSTGRES_URL" in
   *\?*) pg_url="$RUNSTREAM_POSTGRES_URL&search_path=$schema" ;;
