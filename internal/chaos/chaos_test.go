@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -66,7 +67,10 @@ const (
 	refuse          = "refuse"           // the broker refuses produce requests to some partitions for down
 	postgresRestart = "postgres-restart" // pg_ctl restart -m fast
 	postgresKill    = "postgres-kill"    // kill -9 the postmaster and its backends, start again (crash recovery)
-	redisEmpty      = "redis-empty"      // kill -9 Redis (no persistence) and start it again empty
+	// kill -9 the primary and promote its standby: the components follow
+	// through their multi-host URL (target_session_attrs=read-write)
+	postgresFailover = "postgres-failover"
+	redisEmpty       = "redis-empty" // kill -9 Redis (no persistence) and start it again empty
 )
 
 type faultSpec struct {
@@ -83,6 +87,11 @@ type scenario struct {
 	faults            []faultSpec
 	// converge bounds the wait for the read side after the load.
 	converge time.Duration
+	// standby is "sync" or "async": Postgres runs with a streaming
+	// standby, synchronous (synchronous_standby_names, the supported
+	// production setup, DESIGN.md 1.17) or not, and the components get a
+	// multi-host URL naming both. Empty: one server.
+	standby string
 }
 
 func shortScenario() scenario {
@@ -97,10 +106,11 @@ func shortScenario() scenario {
 		// comes back empty.
 		faults: []faultSpec{
 			{killProjector, 0}, {killETL, 0}, {killAPI, 0}, {refuse, 6 * time.Second}, {killRelay, 0},
-			{brokerKill, 3 * time.Second}, {postgresRestart, 0}, {brokerStop, 8 * time.Second}, {postgresKill, 0},
-			{redisEmpty, 0},
+			{brokerKill, 3 * time.Second}, {postgresRestart, 0}, {brokerStop, 8 * time.Second}, {postgresFailover, 0},
+			{postgresKill, 0}, {redisEmpty, 0},
 		},
 		converge: 45 * time.Second,
+		standby:  "sync",
 	}
 }
 
@@ -110,8 +120,13 @@ func fullScenario() scenario {
 		{killETL, 0}, {postgresRestart, 0}, {redisEmpty, 0}, {brokerStop, 20 * time.Second}, {postgresKill, 0},
 	}
 	var faults []faultSpec
-	for range 3 {
+	for i := range 3 {
 		faults = append(faults, round...)
+		if i == 1 {
+			// One standby, so one failover; the later Postgres faults
+			// hit the promoted server.
+			faults = append(faults, faultSpec{postgresFailover, 0})
+		}
 	}
 	return scenario{
 		name: "full",
@@ -120,18 +135,41 @@ func fullScenario() scenario {
 		warmup: 10 * time.Second, gap: 8 * time.Second, tail: 10 * time.Second,
 		faults:   faults,
 		converge: 2 * time.Minute,
+		standby:  "sync",
 	}
+}
+
+// asyncFailoverScenario is the failover with an asynchronous standby,
+// and no other fault: what DESIGN.md 1.17's trade-off costs, measured.
+// Acknowledged events may be lost; the verdict reports how many, and
+// fails only on what is not explained by them.
+func asyncFailoverScenario() scenario {
+	sc := shortScenario()
+	sc.name, sc.standby = "async-failover", "async"
+	sc.load.concurrency = 12
+	sc.load.minDelay, sc.load.maxDelay = 0, 20*time.Millisecond
+	sc.faults = []faultSpec{{postgresFailover, 0}}
+	return sc
 }
 
 // harness is the running system: servers, broker and components.
 type harness struct {
-	t       *testing.T
-	bin     string
-	logDir  string
-	pg      *testenv.PostgresProcess
-	redis   *testenv.RedisProcess
-	broker  *proc
-	brokers string
+	t      *testing.T
+	bin    string
+	logDir string
+	// pg is the Postgres primary; standby its streaming standby until a
+	// failover promotes it (then pg is the promoted server, standby nil).
+	pg, standby *testenv.PostgresProcess
+	// pgURL is what the components are given: the primary's URL, or a
+	// multi-host URL of both servers with target_session_attrs=read-write.
+	pgURL string
+	// failedOver is when the failover fault killed the primary, and
+	// failoverWindow how long appends were refused from then.
+	failedOver     time.Time
+	failoverWindow time.Duration
+	redis          *testenv.RedisProcess
+	broker         *proc
+	brokers        string
 
 	apis, relays, projectors []*proc
 	etl                      *proc
@@ -202,17 +240,41 @@ func TestChaos(t *testing.T) {
 	default:
 		t.Fatalf("RUNSTREAM_CHAOS=%q: want short or full", mode)
 	}
+	runChaos(t, sc)
+}
+
+// TestChaos_AsyncFailover measures what an asynchronous standby loses at
+// failover (`make chaos` only: its numbers go to docs/OPERATIONS.md).
+func TestChaos_AsyncFailover(t *testing.T) {
+	if os.Getenv("RUNSTREAM_CHAOS") != "full" {
+		t.Skip("the asynchronous failover measurement runs under make chaos (RUNSTREAM_CHAOS=full)")
+	}
+	runChaos(t, asyncFailoverScenario())
+}
+
+// runChaos runs scenario sc against the real binaries and prints its
+// verdict line.
+func runChaos(t *testing.T, sc scenario) {
 	began := time.Now()
 
 	// Servers first (the postgres and redis-server binaries), then the
 	// binary, so that a machine without them skips before building.
 	pg := testenv.StartPostgres(t)
+	pgURL := pg.URL()
+	var standby *testenv.PostgresProcess
+	if sc.standby != "" {
+		standby = pg.StartStandby("standby1")
+		if sc.standby == "sync" {
+			pg.SetSynchronousStandbys("standby1")
+		}
+		pgURL = fmt.Sprintf("postgres://runstream@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write", pg.Port, standby.Port)
+	}
 	rds := testenv.StartRedis(t)
 	work := t.TempDir()
 	bin := testenv.BuildRunstream(t, work)
-	t.Logf("chaos: %s scenario; built %s in %v", sc.name, bin, time.Since(began).Round(time.Millisecond))
+	t.Logf("chaos: %s scenario (standby: %q); built %s in %v", sc.name, sc.standby, bin, time.Since(began).Round(time.Millisecond))
 
-	h := &harness{t: t, bin: bin, logDir: filepath.Join(work, "logs"), pg: pg, redis: rds}
+	h := &harness{t: t, bin: bin, logDir: filepath.Join(work, "logs"), pg: pg, standby: standby, pgURL: pgURL, redis: rds}
 	if err := os.MkdirAll(h.logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -222,11 +284,6 @@ func TestChaos(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pool, err := pgxpool.New(ctx, pg.URL()+"&pool_max_conns=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: rds.Addr})
 	defer rdb.Close()
 
@@ -252,11 +309,30 @@ func TestChaos(t *testing.T) {
 		t.Logf("chaos: fault %d/%d %s (down %v) at %v, took %v", i+1, len(sc.faults), f.kind, f.down,
 			at.Round(100*time.Millisecond), (time.Since(loadStart) - at).Round(100*time.Millisecond))
 		time.Sleep(sc.gap)
+		if f.kind == postgresFailover {
+			// The appends refused from the kill until the promoted
+			// server took writes (the next fault's refusals must not
+			// count).
+			if last := ld.lastUnavailable(); last.After(h.failedOver) {
+				h.failoverWindow = last.Sub(h.failedOver)
+			}
+		}
 	}
 	time.Sleep(max(0, sc.tail-sc.gap))
 	ld.stop()
 	loadEnd := time.Now()
 	lr := ld.result()
+	// The checks read the primary of now: the promoted standby after a
+	// failover.
+	pool, err := pgxpool.New(ctx, h.pg.URL()+"&pool_max_conns=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	failover := ""
+	if !h.failedOver.IsZero() {
+		failover = fmt.Sprintf(" failover_unavailable=%.1fs", h.failoverWindow.Seconds())
+	}
 	t.Logf("chaos: load stopped after %v: %d runs (%d finished, %d idle), %d events acknowledged, %d requests (%d retries, %d unavailable answers), %d storms with %d duplicate copies",
 		loadEnd.Sub(loadStart).Round(100*time.Millisecond), len(lr.runs), lr.finished, lr.idle, lr.acked, lr.requests, lr.retries, lr.unavail, lr.storms, lr.duplicates)
 
@@ -296,7 +372,13 @@ func TestChaos(t *testing.T) {
 	for _, p := range h.all {
 		exits = append(exits, p.crashList()...)
 	}
-	pass := converged >= 0 && len(srep.problems) == 0 && len(lr.errs) == 0 && len(want) == len(lr.runs) && storeErr == nil
+	storeProblems := len(srep.problems)
+	if sc.standby == "async" {
+		// What an asynchronous standby loses is the measurement, not a
+		// failure; anything else still is.
+		storeProblems -= srep.lost
+	}
+	pass := converged >= 0 && storeProblems == 0 && len(lr.errs) == 0 && len(want) == len(lr.runs) && storeErr == nil
 	verdict := "PASS"
 	if !pass {
 		verdict = "FAIL"
@@ -308,9 +390,10 @@ func TestChaos(t *testing.T) {
 		conv = fmt.Sprintf("never(%v)", sc.converge)
 	}
 	line := fmt.Sprintf("chaos: %s runs=%d events=%d acked=%d duplicates=%d faults=%d redis_mismatch=%d etl_mismatch=%d converged_after=%s"+
-		" store_errors=%d ack_errors=%d dead_letters=%d tail_cuts=%d outbox=%d unacked=%d idle=%d exits=%d mode=%s wall=%.0fs",
+		" store_errors=%d ack_errors=%d dead_letters=%d tail_cuts=%d outbox=%d unacked=%d idle=%d exits=%d lost_acked=%d%s standby=%s mode=%s wall=%.0fs",
 		verdict, len(lr.runs), srep.events, lr.acked, lr.duplicates, len(sc.faults), rep.redisBad(), rep.etlBad(), conv,
-		len(srep.problems), len(lr.errs), srep.deadLetters, lr.tailCuts, srep.outbox, srep.unacked, lr.idle, len(exits), sc.name, time.Since(began).Seconds())
+		storeProblems, len(lr.errs), srep.deadLetters, lr.tailCuts, srep.outbox, srep.unacked, lr.idle, len(exits), srep.lost, failover,
+		cmp.Or(sc.standby, "none"), sc.name, time.Since(began).Seconds())
 	fmt.Println(line)
 	if len(exits) > 0 {
 		t.Logf("chaos: components that exited by themselves (restarted by the harness):\n  %s", strings.Join(exits, "\n  "))
@@ -428,7 +511,7 @@ func (h *harness) launch(sc scenario) {
 
 	env := childEnv()
 	common := []string{"--log-format=json", "--log-level=info"}
-	pgURL, redisURL := h.pg.URL(), h.redis.URL()
+	pgURL, redisURL := h.pgURL, h.redis.URL()
 	for i := range 2 {
 		addr := freeAddr(t)
 		h.apiURLs = append(h.apiURLs, "http://"+addr)
@@ -506,6 +589,17 @@ func (h *harness) inject(f faultSpec) {
 	case postgresKill:
 		h.pg.Kill()
 		h.pg.Start()
+	case postgresFailover:
+		if h.standby == nil {
+			h.t.Fatal("a failover fault needs a standby (scenario.standby)")
+		}
+		h.failedOver = time.Now()
+		h.pg.Kill()
+		// A second for a watchdog to notice, as pg_auto_failover or
+		// Patroni would take (more, in fact), then the promotion.
+		time.Sleep(time.Second)
+		h.standby.Promote()
+		h.pg, h.standby = h.standby, nil
 	case redisEmpty:
 		h.redis.Kill()
 		h.redis.Restart()

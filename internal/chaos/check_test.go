@@ -26,7 +26,11 @@ type storeReport struct {
 	unacked     int // rows no acknowledgement names (committed, answer lost, never retried)
 	deadLetters int // outbox_dead_letters rows
 	outbox      int // outbox rows not yet published
-	problems    []string
+	// lost counts acknowledged events the store does not hold as
+	// acknowledged (missing, or another event at their runSeq): each is
+	// also in problems.
+	lost     int
+	problems []string
 }
 
 // checkStore checks that every acknowledged event is in run_events once,
@@ -105,8 +109,10 @@ func checkStore(ctx context.Context, pool *pgxpool.Pool, lr loadResult) (storeRe
 			switch {
 			case !ok:
 				rep.problems = append(rep.problems, fmt.Sprintf("run %s: acknowledged event %s (runSeq %d) is not in run_events", rec.id, eventID, seq))
+				rep.lost++
 			case got != eventID:
 				rep.problems = append(rep.problems, fmt.Sprintf("run %s: runSeq %d was acknowledged as event %s but run_events holds %s", rec.id, seq, eventID, got))
+				rep.lost++
 			}
 		}
 		if n := len(rs) - len(rec.seqEvent); n > 0 {

@@ -78,6 +78,8 @@ type load struct {
 	duplicates atomic.Int64 // copies sent beyond the first (storms, replays)
 	storms     atomic.Int64
 	unavail    atomic.Int64 // 5xx/429 answers and transport errors
+	// lastUnavail is when the latest of them came (unix nanoseconds).
+	lastUnavail atomic.Int64
 
 	// refusing is set while the broker refuses produce requests: a run on a
 	// refused partition then stops after its next event, which the relay
@@ -143,6 +145,15 @@ func (l *load) start(ctx context.Context) {
 
 // stop lets each worker finish the event in hand (so every append sent is
 // answered) and waits for them.
+// lastUnavailable is when the latest unavailable answer (or transport
+// error) came; the zero time when none did.
+func (l *load) lastUnavailable() time.Time {
+	if n := l.lastUnavail.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
 func (l *load) stop() {
 	close(l.stopping)
 	l.wg.Wait()
@@ -344,6 +355,7 @@ func (l *load) sendOne(ctx context.Context, body []byte, api int) answer {
 			last = fmt.Sprintf("%d %s", status, b)
 		}
 		l.unavail.Add(1)
+		l.lastUnavail.Store(time.Now().UnixNano())
 		select {
 		case <-ctx.Done():
 			return answer{err: fmt.Errorf("gave up at the load's deadline after %d attempts; last: %s", attempt+1, last)}
