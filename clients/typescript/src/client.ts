@@ -73,9 +73,9 @@ export interface ClientOptions {
    */
   drainRequestTimeoutMs?: number;
   /** First retry delay cap (doubling per attempt, full jitter). Default 50 ms. */
-  retryBaseMs?: number;
+  backoffBaseMs?: number;
   /** Largest retry delay cap. Default 1000 ms. */
-  retryMaxMs?: number;
+  backoffMaxMs?: number;
   /** Where warnings go (a torn spool record cut, a spooled event the API refused). Default process.emitWarning. */
   onWarning?: (message: string) => void;
 }
@@ -117,8 +117,8 @@ export class RunstreamClient {
   private readonly maxSpoolBytes: number;
   private readonly drainIntervalMs: number;
   private readonly drainRequestTimeoutMs: number;
-  private readonly retryBaseMs: number;
-  private readonly retryMaxMs: number;
+  private readonly backoffBaseMs: number;
+  private readonly backoffMaxMs: number;
   private readonly warn: (m: string) => void;
   private readonly headers: Record<string, string>;
   private spoolPromise: Promise<Spool> | null = null;
@@ -145,8 +145,8 @@ export class RunstreamClient {
     this.fetchFn = opts.fetch ?? globalThis.fetch;
     this.drainIntervalMs = opts.drainIntervalMs ?? 1000;
     this.drainRequestTimeoutMs = opts.drainRequestTimeoutMs ?? this.writeLatencyBudgetMs;
-    this.retryBaseMs = opts.retryBaseMs ?? 50;
-    this.retryMaxMs = opts.retryMaxMs ?? 1000;
+    this.backoffBaseMs = opts.backoffBaseMs ?? 50;
+    this.backoffMaxMs = opts.backoffMaxMs ?? 1000;
     this.warn = opts.onWarning ?? ((m) => process.emitWarning(m, "RunstreamWarning"));
     this.headers = { "content-type": "application/json" };
     if (this.token) this.headers.authorization = `Bearer ${this.token}`;
@@ -337,7 +337,7 @@ export class RunstreamClient {
       } catch (e) {
         cause = e; // transport error, or the budget's timeout
       }
-      const cap = Math.min(this.retryMaxMs, this.retryBaseMs * 2 ** Math.min(attempt, 20));
+      const cap = Math.min(this.backoffMaxMs, this.backoffBaseMs * 2 ** Math.min(attempt, 20));
       const delay = retryAfter !== undefined ? retryAfter * 1000 : Math.random() * cap;
       if (Date.now() + delay >= deadline) return { ok: false, cause };
       await sleep(delay);

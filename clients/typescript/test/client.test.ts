@@ -144,7 +144,7 @@ test("retries: 429 and transport errors back off and retry; 400, 401, 403, 404, 
     if (n === 2) return fail(res, 502, "UNAVAILABLE");
     return ok(res);
   });
-  const c = new RunstreamClient({ url: s.url, writeLatencyBudgetMs: 5000, retryBaseMs: 10 });
+  const c = new RunstreamClient({ url: s.url, writeLatencyBudgetMs: 5000, backoffBaseMs: 10 });
   t.after(() => c.close());
   assert.equal((await c.append(input(newRun(), "StepCompleted"))).spooled, false);
   assert.equal(s.requests(), 4);
@@ -174,7 +174,7 @@ test("retries: 429 and transport errors back off and retry; 400, 401, 403, 404, 
 test("budget: past it StepStarted fails open to the spool, StepCompleted and StepFailed reject, all within the budget", async (t) => {
   const s = await scripted(t, (_n, _req, res) => fail(res, 503, "UNAVAILABLE", { "retry-after": "0" }));
   const dir = await tempDir(t);
-  const c = new RunstreamClient({ url: s.url, writeLatencyBudgetMs: 300, spoolDir: dir, retryBaseMs: 10 });
+  const c = new RunstreamClient({ url: s.url, writeLatencyBudgetMs: 300, spoolDir: dir, backoffBaseMs: 10 });
   t.after(() => c.close());
   const run = newRun();
   let t0 = Date.now();

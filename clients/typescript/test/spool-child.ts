@@ -7,7 +7,7 @@
 import { RunstreamClient } from "../src/index.js";
 
 const [dir, url, token, tenant, ...runs] = process.argv.slice(2);
-const c = new RunstreamClient({ url, token, spoolDir: dir, writeLatencyBudgetMs: 40, retryBaseMs: 5 });
+const c = new RunstreamClient({ url, token, spoolDir: dir, writeLatencyBudgetMs: 40, backoffBaseMs: 5 });
 await c.start();
 process.stdout.write("ready\n");
 
