@@ -1,0 +1,32 @@
+// Package client is the Go producer client of runstream: what a workflow
+// engine calls to append run events to the API (DESIGN.md 1.15,
+// ExecutionSemantics v1 section 5).
+//
+// [New] takes a [Config]: the API's URL and token, and the write-latency
+// budget. [Client.Append] and [Client.AppendBatch] compute an empty
+// idempotency key, validate the event exactly as the API does (a bad event
+// gets the API's own *store.Error and is never sent), and post it,
+// retrying 429, 503 and transport errors with exponential backoff and full
+// jitter or the API's Retry-After, all within WriteLatencyBudget (3 s).
+//
+// Past the budget an event fails open or fails: a type in FailOpen
+// (StepStarted) is written to a durable spool directory and fsynced before
+// Append returns with [Result].Spooled; a type in NeverFailOpen
+// (StepCompleted, StepFailed), or in neither list, returns an error
+// wrapping [ErrBudgetExceeded] so the engine fails the step.
+//
+// The spool is delivered later in the order of the Appends, per run: a
+// background drainer sends it as soon as the API answers again,
+// [Client.Drain] flushes it on demand, and an Append for a run that still
+// has spooled events delivers those first (or, failing that within its
+// budget, spools behind them or fails). A spool left by a process that
+// died is delivered by the next Client on the same directory; events
+// delivered twice are answered as duplicates (idempotent), never stored
+// twice. The spool's format and its failure modes (a torn last record is
+// cut with a warning; anything else damaged is [ErrSpoolCorrupt] and left
+// untouched; [ErrSpoolFull] past MaxSpoolBytes) are described in spool.go.
+//
+// Errors: the API's refusals are *store.Error, so errors.Is(err,
+// store.ErrSchemaValidation) and the like work as on the server; the
+// client's own conditions are the Err* sentinels.
+package client
