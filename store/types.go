@@ -222,3 +222,8 @@ const persistedAtLayout = "2006-01-02T15:04:05.000000Z"
 func FormatPersistedAt(t time.Time) string {
 	return t.UTC().Format(persistedAtLayout)
 }
+
+// AppendPersistedAt appends t as [FormatPersistedAt] formats it.
+func AppendPersistedAt(b []byte, t time.Time) []byte {
+	return t.UTC().AppendFormat(b, persistedAtLayout)
+}

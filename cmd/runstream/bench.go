@@ -15,6 +15,7 @@ import (
 
 	"github.com/runstream/runstream/internal/bench/appendbench"
 	"github.com/runstream/runstream/internal/bench/etlbench"
+	"github.com/runstream/runstream/internal/bench/exportbench"
 	"github.com/runstream/runstream/internal/bench/harness"
 	"github.com/runstream/runstream/internal/bench/projectbench"
 	"github.com/runstream/runstream/internal/bench/readbench"
@@ -31,6 +32,7 @@ func benchCommands() []command {
 		benchProject.command(),
 		benchETL.command(),
 		benchRead.command(),
+		benchExport.command(),
 	}
 }
 
@@ -508,6 +510,35 @@ var benchRead = benchTarget[readbench.Config, *readbench.Report]{
 	noJSONFile: true,
 	wire:       func(cfg *readbench.Config, stderr io.Writer) { cfg.Progress = stderr },
 	measure:    readbench.Run,
+}
+
+var benchExport = benchTarget[exportbench.Config, *exportbench.Report]{
+	name:    "export",
+	summary: "runstream export's events/s vs a plain COPY (SELECT ...) TO STDOUT of the same rows",
+	about: "Loads --events events across --tenants tenants into a fresh schema, then exports each tenant's\n" +
+		"window per round as runstream export does (NDJSON to a counting writer), against a plain\n" +
+		"COPY (SELECT the same columns ... ORDER BY the same keys) TO STDOUT of the same rows, the two\n" +
+		"alternating tenant by tenant which goes first (target: at least 50% of COPY's events/s, median\n" + "of --rounds).",
+	flags: func(fs *flag.FlagSet, cfg *exportbench.Config) {
+		fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "Postgres to load and read (a fresh schema, dropped after)")
+		fs.IntVar(&cfg.Events, "events", 300000, "events loaded")
+		fs.IntVar(&cfg.Tenants, "tenants", 6, "tenants the events are spread over; a round exports each tenant's window in turn")
+		fs.IntVar(&cfg.Rounds, "rounds", 3, "rounds (the median round is the figure)")
+		fs.IntVar(&cfg.PageSize, "page-size", 10000, "the export's events per query")
+		fs.BoolVar(&cfg.KeepSchema, "keep-schema", false, "leave the bench schema for inspection")
+	},
+	check: func(cfg *exportbench.Config) error {
+		if cfg.Events < 1 || cfg.Tenants < 1 || cfg.Rounds < 1 || cfg.PageSize < 1 {
+			return usageError{fmt.Errorf("--events, --tenants, --rounds and --page-size must be positive")}
+		}
+		return nil
+	},
+	profiles: []benchProfile[exportbench.Config]{
+		{flag: "cpuprofile", usage: "write a CPU profile of this process covering the first round's export to this file (go tool pprof)",
+			to: func(cfg *exportbench.Config) *io.Writer { return &cfg.CPUProfile }},
+	},
+	wire:    func(cfg *exportbench.Config, stderr io.Writer) { cfg.Progress = stderr },
+	measure: exportbench.Run,
 }
 
 // profileFlag is a profile flag: its name, the path given, and the

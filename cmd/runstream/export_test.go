@@ -49,7 +49,11 @@ func TestRun_Export(t *testing.T) {
 		for i := range k {
 			id := runs[i%len(runs)]
 			n[id.RunID]++
-			ev := workload.Event(id, "AuditProbe", "", int64(n[id.RunID]), 1, time.Now(), map[string]any{"i": i, "html": "<b>&</b>"})
+			step := ""
+			if i%5 == 1 {
+				step = "model.step_" + strings.Repeat("x", i%3) // a step-level unknown type carries stepId
+			}
+			ev := workload.Event(id, "AuditProbe", step, int64(n[id.RunID]), 1, time.Now(), map[string]any{"i": i, "html": "<b>&</b>", "u": "\u00e9\u2028"})
 			res, err := st.AppendEvent(ctx, ev)
 			if err != nil {
 				t.Fatal(err)
