@@ -64,6 +64,7 @@ export class Spool {
   private fh: FileHandle | null = null; // the last segment, open for appending
   private nextN = 1;
   private nextSegment = 1;
+  private reserved = 0; // bytes of events accepted and not yet written
   private pending = new Map<number, SpoolRecord & { seg: number }>();
   private byRun = new Map<string, number[]>(); // runId -> pending n, ascending
   private queue: Write[] = [];
@@ -137,8 +138,7 @@ export class Spool {
       lines.push(encode({ n: r.n, e }));
     }
     const line = Buffer.concat(lines);
-    const queued = this.queue.reduce((a, w) => a + (w.events ? w.line.length : 0), 0);
-    if (this.bytes + queued + line.length > this.maxBytes) {
+    if (this.bytes + this.reserved + line.length > this.maxBytes) {
       throw new SpoolFullError(
         `spool ${this.dir} is full: it holds ${this.bytes} bytes and ${this.size} undelivered events, ` +
           `${line.length} more bytes would pass maxSpoolBytes (${this.maxBytes}); nothing spooled before is lost: ` +
@@ -146,7 +146,12 @@ export class Spool {
         { dir: this.dir, maxSpoolBytes: this.maxBytes },
       );
     }
-    await this.enqueue({ line, events: recs });
+    this.reserved += line.length;
+    try {
+      await this.enqueue({ line, events: recs });
+    } finally {
+      this.reserved -= line.length;
+    }
     return recs;
   }
 
