@@ -63,16 +63,14 @@ func (c Config) withDefaults() Config {
 // copied, the two alternating which goes first tenant by tenant (and round
 // by round).
 type Round struct {
-	Tenant             string      `json:"tenant"`
-	Events             int64       `json:"events"`
-	ExportFirst        bool        `json:"exportFirst"`
-	ExportEventsPerSec float64     `json:"exportEventsPerSec"`
-	ExportBytes        int64       `json:"exportBytes"`
-	CopyEventsPerSec   float64     `json:"copyEventsPerSec"`
-	CopyBytes          int64       `json:"copyBytes"`
+	Events             int64   `json:"events"`
+	ExportEventsPerSec float64 `json:"exportEventsPerSec"`
+	ExportBytes        int64   `json:"exportBytes"`
+	CopyEventsPerSec   float64 `json:"copyEventsPerSec"`
+	CopyBytes          int64   `json:"copyBytes"`
 	// CPU covers the whole round, both sides.
-	CPU harness.CPU `json:"cpu"`
-	Ratio              float64     `json:"ratio"`
+	CPU   harness.CPU `json:"cpu"`
+	Ratio float64     `json:"ratio"`
 }
 
 // Report is the bench's outcome: the median round and every round.
