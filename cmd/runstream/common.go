@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -110,24 +109,13 @@ func openPostgres(ctx context.Context, log *slog.Logger, url string) (*pgxpool.P
 	return pool, nil
 }
 
-// openRedis connects to Redis and checks it answers. A URL with addr=
-// parameters (redis://h1:7000?addr=h2:7000&addr=h3:7000) is a Redis
-// Cluster.
+// openRedis connects to Redis and checks it answers: one server, a Redis
+// Cluster (addr= parameters) or a Sentinel-managed primary (master_name=);
+// see config.RedisClient.
 func openRedis(ctx context.Context, url string) (redis.UniversalClient, error) {
-	var c redis.UniversalClient
-	var where string
-	if strings.Contains(url, "addr=") {
-		opts, err := redis.ParseClusterURL(url)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("parsing --redis-url (RUNSTREAM_REDIS_URL) as a cluster URL: %w", err)}
-		}
-		c, where = redis.NewClusterClient(opts), strings.Join(opts.Addrs, ",")
-	} else {
-		opts, err := redis.ParseURL(url)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("parsing --redis-url (RUNSTREAM_REDIS_URL): %w", err)}
-		}
-		c, where = redis.NewClient(opts), opts.Addr
+	c, where, err := config.RedisClient(url)
+	if err != nil {
+		return nil, usageError{err}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -16,12 +16,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/runstream/runstream/internal/bench/harness"
+	"github.com/runstream/runstream/internal/config"
 	"github.com/runstream/runstream/snapshots"
 )
 
@@ -244,23 +244,12 @@ type bench struct {
 	keys   []string // Redis keys to delete before returning
 }
 
-// openRedis connects the way `runstream projector` does: a URL with
-// addr= parameters is a Redis Cluster.
+// openRedis connects the way `runstream projector` does
+// (config.RedisClient: one server, a Cluster or a Sentinel primary).
 func openRedis(ctx context.Context, url string) (redis.UniversalClient, string, error) {
-	var c redis.UniversalClient
-	var where string
-	if strings.Contains(url, "addr=") {
-		opts, err := redis.ParseClusterURL(url)
-		if err != nil {
-			return nil, "", fmt.Errorf("parsing --redis-url (RUNSTREAM_REDIS_URL) as a cluster URL: %w", err)
-		}
-		c, where = redis.NewClusterClient(opts), "cluster "+strings.Join(opts.Addrs, ",")
-	} else {
-		opts, err := redis.ParseURL(url)
-		if err != nil {
-			return nil, "", fmt.Errorf("parsing --redis-url (RUNSTREAM_REDIS_URL): %w", err)
-		}
-		c, where = redis.NewClient(opts), opts.Addr
+	c, where, err := config.RedisClient(url)
+	if err != nil {
+		return nil, "", err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
