@@ -294,3 +294,29 @@ test("the drainer started by start() delivers spooled events run by run once the
   await c.close();
   await assert.rejects(c.append(input(runs[0], "StepStarted")), { name: "ClientClosedError" });
 });
+
+test("concurrent appends of one run are stored in call order, delivered or spooled", async (t) => {
+  const dir = await tempDir(t);
+  let down = false;
+  const sw = switchableFetch(() => down);
+  const c = new RunstreamClient({ url: api.url, token: api.token, fetch: sw.fetch, spoolDir: dir });
+  t.after(() => c.close());
+  const run = newRun();
+  // 30 appends in flight at once: the first 10 delivered, the next 10
+  // spooled (one shared write and fsync), the last 10 delivered after them.
+  const first = Array.from({ length: 10 }, (_, i) => c.append(input(run, "StepStarted", `s${i}`)));
+  await Promise.all(first);
+  down = true;
+  const second = Array.from({ length: 10 }, (_, i) => c.append(input(run, "StepStarted", `s${10 + i}`)));
+  const spooled = await Promise.all(second);
+  assert.ok(spooled.every((r) => r.spooled));
+  down = false;
+  const third = Array.from({ length: 10 }, (_, i) => c.append(input(run, "StepStarted", `s${20 + i}`)));
+  const delivered = await Promise.all(third);
+  assert.ok(delivered.every((r) => !r.spooled));
+  assert.deepEqual(
+    (await events(run)).map((e) => `${e.runSeq}:${e.stepId}`),
+    Array.from({ length: 30 }, (_, i) => `${i + 1}:s${i}`),
+  );
+  assert.equal(await c.spooled(), 0);
+});
