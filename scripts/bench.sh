@@ -21,7 +21,7 @@
 #                           e.g. "--events 200000 --brokers 127.0.0.1:9092"
 #   BENCH_PROJECT_ARGS="..." extra flags of `runstream bench project`,
 #                           e.g. "--events 200000 --memory=false"
-#   BENCH_ONLY=append|relay|project|etl|read  run one of them
+#   BENCH_ONLY=append|relay|project|etl|read|export  run one of them
 #   extra arguments go to both `runstream bench append` runs, e.g.
 #   scripts/bench.sh --clients 32
 #  etl. measure the analytics ETL (`runstream bench etl`): records/s of a
@@ -31,6 +31,10 @@
 #     writes bench/results/latest-etl.json (about a minute).
 #     BENCH_ETL_ARGS="..." extra flags, e.g. "--rounds 1";
 #     BENCH_ONLY=etl runs it alone.
+#  export. measure `runstream export` (`runstream bench export`): events/s of
+#     300,000 events' NDJSON against a plain COPY (SELECT ...) TO STDOUT of
+#     the same rows, alternated, three rounds, the median reported (target:
+#     >= 50%); writes bench/results/latest-export.json. BENCH_EXPORT_ARGS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(scripts/up.sh)"
@@ -138,6 +142,21 @@ if want read; then
     sed '2,$s/^/  /' "$tmp/read.json" | sed '$s/$/,/'
     printf '  "readSpread": '
     sed '2,$s/^/  /' "$tmp/read-spread.json"
+    printf '}\n'
+  } >"$out"
+  echo "wrote $out" >&2
+fi
+
+if want export; then
+  # shellcheck disable=SC2086 # BENCH_EXPORT_ARGS is a list of flags
+  echo "== $bin bench export ${BENCH_EXPORT_ARGS:-}" >&2
+  # shellcheck disable=SC2086
+  "$bin" bench export --json-file "$tmp/export.json" ${BENCH_EXPORT_ARGS:-}
+  out=bench/results/latest-export.json
+  {
+    header
+    printf '  "export": '
+    sed '2,$s/^/  /' "$tmp/export.json"
     printf '}\n'
   } >"$out"
   echo "wrote $out" >&2
