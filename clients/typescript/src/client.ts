@@ -423,7 +423,7 @@ export class RunstreamClient {
     let delivered = 0;
     let rejected = 0;
     for (;;) {
-      const recs = spool.eventsOf(runId);
+      const recs = spool.eventsOf(runId, MAX_BATCH_EVENTS);
       if (recs.length === 0) return { ok: true, delivered, rejected };
       const chunk = chunks(recs.map((r, i) => ({ i, ev: r.event, rec: r })))[0];
       const body = `{"events":[${chunk.map((v) => v.json).join(",")}]}`;

@@ -84,7 +84,7 @@ export class Spool {
     dir: string,
     opts: { maxBytes: number; warn: (msg: string) => void; segmentBytes?: number },
   ): Promise<Spool> {
-    await mkdir(dir, { recursive: true });
+    await mkdir(dir, { recursive: true, mode: 0o700 });
     const s = new Spool(dir, opts.maxBytes, opts.warn, opts.segmentBytes ?? Math.min(DEFAULT_SEGMENT_BYTES, Math.max(4096, opts.maxBytes >> 2)));
     await s.lock();
     try {
@@ -115,9 +115,9 @@ export class Spool {
     return [...this.byRun.entries()].sort((a, b) => a[1][0] - b[1][0]).map(([r]) => r);
   }
 
-  /** The run's spooled events, in spool (append) order. */
-  eventsOf(runId: string): SpoolRecord[] {
-    return (this.byRun.get(runId) ?? []).map((n) => {
+  /** The run's first `limit` spooled events, in spool (append) order. */
+  eventsOf(runId: string, limit = Infinity): SpoolRecord[] {
+    return (this.byRun.get(runId) ?? []).slice(0, limit).map((n) => {
       const p = this.pending.get(n)!;
       return { n: p.n, event: p.event };
     });
@@ -169,7 +169,7 @@ export class Spool {
   async reject(rec: SpoolRecord, error: unknown): Promise<void> {
     this.checkOpen();
     const file = join(this.dir, "rejected.ndjson");
-    const fh = await open(file, "a");
+    const fh = await open(file, "a", 0o600);
     try {
       const err = error instanceof Error ? { name: error.name, message: error.message, ...(error as object) } : error;
       await fh.write(JSON.stringify({ rejectedAt: new Date().toISOString(), n: rec.n, error: err, event: rec.event }) + "\n");
@@ -236,7 +236,7 @@ export class Spool {
       this.fh = null;
       const index = this.nextSegment++;
       const file = join(this.dir, segmentName(index));
-      this.fh = await open(file, "a");
+      this.fh = await open(file, "a", 0o600);
       await this.fh.sync();
       await syncDir(this.dir);
       seg = { index, file, bytes: 0, pending: 0 };
@@ -369,7 +369,7 @@ export class Spool {
       // The lock appears whole or not at all: written aside, then linked
       // (link refuses to replace an existing LOCK).
       const mine = join(this.dir, `LOCK.new.${this.lockToken.split(":")[2]}`);
-      const fh = await open(mine, "w");
+      const fh = await open(mine, "w", 0o600);
       try {
         await fh.write(this.lockToken + "\n");
         await fh.sync();
