@@ -19,7 +19,7 @@ func runExport(ctx context.Context, env *environment, args []string) error {
 	pgURL := fs.String("postgres-url", defaultPostgresURL, "PostgreSQL URL of the Append Authority")
 	tenant := fs.String("tenant", "", "the tenant whose events to export (required unless --cursor gives it)")
 	fromS := fs.String("from", "", "RFC 3339 time: export events persisted at or after it (required unless --cursor gives it)")
-	toS := fs.String("to", "", "RFC 3339 time: export events persisted before it; empty: up to the horizon (with --follow: forever)")
+	toS := fs.String("to", "", "RFC 3339 time: export events persisted before it, waiting until the store's horizon passes it; empty: up to the horizon (with --follow: forever)")
 	follow := fs.Bool("follow", false, "keep exporting events as they commit, until Ctrl-C/SIGTERM (or --to)")
 	out := fs.String("out", "", "write to this file (as FILE.partial, renamed to FILE once complete) instead of stdout")
 	cursorS := fs.String("cursor", "", "resume after this cursor (printed by an interrupted export, or a nextCursor of GET /v1/events)")
