@@ -48,9 +48,10 @@ const sessionTimeout = "6s"
 var relayFlags = []string{"--relay-max-attempts=3"}
 
 const (
-	topic      = "run-events"
-	partitions = 12
-	etlSchema  = "runstream_etl"
+	sentinelName = "runstream" // the primary's name under Sentinel
+	topic        = "run-events"
+	partitions   = 12
+	etlSchema    = "runstream_etl"
 )
 
 // refusedPartitions refuse produce requests during the refusal fault.
@@ -71,6 +72,10 @@ const (
 	// through their multi-host URL (target_session_attrs=read-write)
 	postgresFailover = "postgres-failover"
 	redisEmpty       = "redis-empty" // kill -9 Redis (no persistence) and start it again empty
+	// kill -9 the Redis primary: Sentinel promotes its replica, the
+	// components follow through the Sentinel URL; the old primary comes
+	// back empty as the new one's replica
+	redisFailover = "redis-failover"
 )
 
 type faultSpec struct {
@@ -92,6 +97,9 @@ type scenario struct {
 	// production setup, DESIGN.md 1.17) or not, and the components get a
 	// multi-host URL naming both. Empty: one server.
 	standby string
+	// sentinel runs Redis as a primary with a replica under a Sentinel,
+	// and gives the components the Sentinel URL.
+	sentinel bool
 }
 
 func shortScenario() scenario {
@@ -106,11 +114,12 @@ func shortScenario() scenario {
 		// comes back empty.
 		faults: []faultSpec{
 			{killProjector, 0}, {killETL, 0}, {killAPI, 0}, {refuse, 6 * time.Second}, {killRelay, 0},
-			{brokerKill, 3 * time.Second}, {postgresRestart, 0}, {brokerStop, 8 * time.Second}, {postgresFailover, 0},
-			{postgresKill, 0}, {redisEmpty, 0},
+			{brokerKill, 3 * time.Second}, {redisFailover, 0}, {postgresRestart, 0}, {brokerStop, 8 * time.Second},
+			{postgresFailover, 0}, {postgresKill, 0}, {redisEmpty, 0},
 		},
 		converge: 45 * time.Second,
 		standby:  "sync",
+		sentinel: true,
 	}
 }
 
@@ -127,6 +136,8 @@ func fullScenario() scenario {
 			// hit the promoted server.
 			faults = append(faults, faultSpec{postgresFailover, 0})
 		}
+		// Redis fails over back and forth.
+		faults = append(faults, faultSpec{redisFailover, 0})
 	}
 	return scenario{
 		name: "full",
@@ -136,6 +147,7 @@ func fullScenario() scenario {
 		faults:   faults,
 		converge: 2 * time.Minute,
 		standby:  "sync",
+		sentinel: true,
 	}
 }
 
@@ -167,9 +179,12 @@ type harness struct {
 	// failoverWindow how long appends were refused from then.
 	failedOver     time.Time
 	failoverWindow time.Duration
-	redis          *testenv.RedisProcess
-	broker         *proc
-	brokers        string
+	// redis is the Redis primary; with Sentinel, redisReplica its replica
+	// and sentinel the Sentinel, and redisURL the Sentinel URL.
+	redis, redisReplica, sentinel *testenv.RedisProcess
+	redisURL                      string
+	broker                        *proc
+	brokers                       string
 
 	apis, relays, projectors []*proc
 	etl                      *proc
@@ -270,11 +285,19 @@ func runChaos(t *testing.T, sc scenario) {
 		pgURL = fmt.Sprintf("postgres://runstream@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write", pg.Port, standby.Port)
 	}
 	rds := testenv.StartRedis(t)
+	redisURL := rds.URL()
+	var replica, sentinel *testenv.RedisProcess
+	if sc.sentinel {
+		replica = testenv.StartRedisReplica(t, rds)
+		sentinel = testenv.StartSentinel(t, sentinelName, rds)
+		redisURL = sentinel.SentinelURL(sentinelName, 0)
+	}
 	work := t.TempDir()
 	bin := testenv.BuildRunstream(t, work)
 	t.Logf("chaos: %s scenario (standby: %q); built %s in %v", sc.name, sc.standby, bin, time.Since(began).Round(time.Millisecond))
 
-	h := &harness{t: t, bin: bin, logDir: filepath.Join(work, "logs"), pg: pg, standby: standby, pgURL: pgURL, redis: rds}
+	h := &harness{t: t, bin: bin, logDir: filepath.Join(work, "logs"), pg: pg, standby: standby, pgURL: pgURL,
+		redis: rds, redisReplica: replica, sentinel: sentinel, redisURL: redisURL}
 	if err := os.MkdirAll(h.logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -285,6 +308,9 @@ func runChaos(t *testing.T, sc scenario) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rdb := redis.NewClient(&redis.Options{Addr: rds.Addr})
+	if sentinel != nil {
+		rdb = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: sentinelName, SentinelAddrs: []string{sentinel.Addr}})
+	}
 	defer rdb.Close()
 
 	// The load, and the faults one after another while it runs. Appends
@@ -515,7 +541,7 @@ func (h *harness) launch(sc scenario) {
 
 	env := childEnv()
 	common := []string{"--log-format=json", "--log-level=info"}
-	pgURL, redisURL := h.pgURL, h.redis.URL()
+	pgURL, redisURL := h.pgURL, h.redisURL
 	for i := range 2 {
 		addr := freeAddr(t)
 		h.apiURLs = append(h.apiURLs, "http://"+addr)
@@ -607,6 +633,26 @@ func (h *harness) inject(f faultSpec) {
 	case redisEmpty:
 		h.redis.Kill()
 		h.redis.Restart()
+	case redisFailover:
+		if h.sentinel == nil {
+			h.t.Fatal("a Redis failover fault needs Sentinel (scenario.sentinel)")
+		}
+		old := h.redis
+		old.Kill()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		for {
+			addr, err := h.sentinel.SentinelPrimary(ctx, sentinelName)
+			if err == nil && addr == h.redisReplica.Addr {
+				break
+			}
+			if ctx.Err() != nil {
+				h.t.Fatalf("Sentinel did not promote the replica %s within 60s (primary: %q, %v):\n%s", h.redisReplica.Addr, addr, err, testenv.Tail(h.sentinel.LogPath(), 20))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		h.redis, h.redisReplica = h.redisReplica, old
+		old.RestartAsReplicaOf(h.redis)
 	default:
 		h.t.Fatalf("unknown fault %q", f.kind)
 	}

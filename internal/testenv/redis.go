@@ -54,6 +54,10 @@ type RedisProcess struct {
 
 	t   testing.TB
 	dir string
+	// args are added to every start (--replicaof for a replica); conf,
+	// when set, is a Sentinel's configuration file (--sentinel).
+	args []string
+	conf string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -64,6 +68,13 @@ type RedisProcess struct {
 // loopback port and waits until it answers PING. It skips t, or fails it
 // under RUNSTREAM_TEST_REQUIRE=1, when redis-server is not installed.
 func StartRedis(t testing.TB) *RedisProcess {
+	t.Helper()
+	r := newRedisProcess(t)
+	r.start()
+	return r
+}
+
+func newRedisProcess(t testing.TB) *RedisProcess {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		Missing(t, "the redis-server binary (scripts/up.sh installs it)")
@@ -76,7 +87,6 @@ func StartRedis(t testing.TB) *RedisProcess {
 	_ = l.Close()
 	r := &RedisProcess{Addr: addr, t: t, dir: t.TempDir()}
 	t.Cleanup(r.Kill)
-	r.start()
 	return r
 }
 
@@ -92,8 +102,15 @@ func (r *RedisProcess) start() {
 	}
 	_, port, _ := net.SplitHostPort(r.Addr)
 	logFile := filepath.Join(r.dir, "redis.log")
-	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", r.dir, "--logfile", logFile)
+	var args []string
+	if r.conf != "" {
+		args = append(args, r.conf, "--sentinel")
+	}
+	args = append(args, "--port", port, "--bind", "127.0.0.1", "--dir", r.dir, "--logfile", logFile)
+	if r.conf == "" {
+		args = append(args, "--save", "", "--appendonly", "no")
+	}
+	cmd := exec.Command("redis-server", append(args, r.args...)...)
 	if err := cmd.Start(); err != nil {
 		r.t.Fatalf("starting redis-server: %v", err)
 	}
@@ -171,4 +188,73 @@ func (r *RedisProcess) Kill() {
 	}
 	_ = cmd.Process.Kill()
 	<-done
+}
+
+// LogPath is the server's log file.
+func (r *RedisProcess) LogPath() string { return filepath.Join(r.dir, "redis.log") }
+
+// StartRedisReplica starts a redis-server that replicates primary
+// (--replicaof), as StartRedis does otherwise.
+func StartRedisReplica(t testing.TB, primary *RedisProcess) *RedisProcess {
+	t.Helper()
+	r := newRedisProcess(t)
+	host, port, _ := net.SplitHostPort(primary.Addr)
+	r.args = []string{"--replicaof", host, port}
+	r.start()
+	return r
+}
+
+// StartSentinel starts a Redis Sentinel (redis-server --sentinel) that
+// monitors primary under name, with quorum 1 and short timeouts (a
+// primary is down after a second without an answer; a failover may take
+// ten), so that tests fail over in seconds. Its URL for runstream is
+// SentinelURL.
+func StartSentinel(t testing.TB, name string, primary *RedisProcess) *RedisProcess {
+	t.Helper()
+	r := newRedisProcess(t)
+	host, port, _ := net.SplitHostPort(primary.Addr)
+	r.conf = filepath.Join(r.dir, "sentinel.conf")
+	conf := strings.Join([]string{
+		fmt.Sprintf("sentinel monitor %s %s %s 1", name, host, port),
+		fmt.Sprintf("sentinel down-after-milliseconds %s 1000", name),
+		fmt.Sprintf("sentinel failover-timeout %s 10000", name),
+		fmt.Sprintf("sentinel parallel-syncs %s 1", name),
+		"",
+	}, "\n")
+	// Sentinel rewrites its file: it must be writable.
+	if err := os.WriteFile(r.conf, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.start()
+	return r
+}
+
+// SentinelURL is RUNSTREAM_REDIS_URL for the primary name that this
+// Sentinel monitors, database db.
+func (r *RedisProcess) SentinelURL(name string, db int) string {
+	return fmt.Sprintf("redis://%s/%d?master_name=%s", r.Addr, db, name)
+}
+
+// SentinelPrimary asks a Sentinel which address holds the primary name.
+func (r *RedisProcess) SentinelPrimary(ctx context.Context, name string) (string, error) {
+	c := redis.NewSentinelClient(&redis.Options{Addr: r.Addr, MaxRetries: -1})
+	defer c.Close()
+	hp, err := c.GetMasterAddrByName(ctx, name).Result()
+	if err != nil {
+		return "", err
+	}
+	if len(hp) != 2 {
+		return "", fmt.Errorf("sentinel get-master-addr-by-name %s answered %v", name, hp)
+	}
+	return net.JoinHostPort(hp[0], hp[1]), nil
+}
+
+// RestartAsReplicaOf starts a server that is not running again, empty
+// and replicating primary, as an operator brings a failed primary back
+// after a Sentinel failover.
+func (r *RedisProcess) RestartAsReplicaOf(primary *RedisProcess) {
+	r.t.Helper()
+	host, port, _ := net.SplitHostPort(primary.Addr)
+	r.args = []string{"--replicaof", host, port}
+	r.start()
 }
