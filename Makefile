@@ -33,6 +33,7 @@ test-unit:
 # broker, every fault repeated under load, then one verdict line. `make
 # test` runs its short version. Failed runs keep their logs in test-artifacts/.
 chaos:
+	@scripts/netns-deps.sh
 	@eval "$$(scripts/up.sh)" && RUNSTREAM_TEST_REQUIRE=1 RUNSTREAM_CHAOS=full \
 	  RUNSTREAM_ARTIFACTS_DIR="$${RUNSTREAM_ARTIFACTS_DIR:-$$PWD/test-artifacts}" \
 	  $(GO) test -race -count=1 -run TestChaos -timeout 30m ./internal/chaos/ -v

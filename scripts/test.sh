@@ -43,6 +43,8 @@ if [ ! -x /usr/bin/chromium ]; then
   DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
 fi
+# ip netns and iptables for the partition tests (internal/testenv/netns.go).
+scripts/netns-deps.sh
 # Screenshots and other test artifacts land here (not committed).
 export RUNSTREAM_ARTIFACTS_DIR="${RUNSTREAM_ARTIFACTS_DIR:-$PWD/test-artifacts}"
 export RUNSTREAM_TEST_POSTGRES_URL="${RUNSTREAM_TEST_POSTGRES_URL:-$RUNSTREAM_POSTGRES_URL}"
