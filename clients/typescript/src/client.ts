@@ -413,7 +413,10 @@ export class RunstreamClient {
   }
 
   // drainRun sends the run's spooled events in order (the caller holds the
-  // run's lock). ok when none is left.
+  // run's lock). ok when none is left. The drainer (renewBudget) sends 500
+  // events a request; an append sends 50, so that an append meeting an API
+  // that is still away costs little, and its first request, which tells,
+  // returns fast.
   private async drainRun(
     spool: Spool,
     runId: string,
@@ -423,7 +426,7 @@ export class RunstreamClient {
     let delivered = 0;
     let rejected = 0;
     for (;;) {
-      const recs = spool.eventsOf(runId, MAX_BATCH_EVENTS);
+      const recs = spool.eventsOf(runId, renewBudget ? MAX_BATCH_EVENTS : 50);
       if (recs.length === 0) return { ok: true, delivered, rejected };
       const chunk = chunks(recs.map((r, i) => ({ i, ev: r.event, rec: r })))[0];
       const body = `{"events":[${chunk.map((v) => v.json).join(",")}]}`;
@@ -515,12 +518,12 @@ export class RunstreamClient {
   }
 }
 
-function chunks<T extends { ev: SpooledEvent }>(items: T[]): (T & { json: string })[][] {
+function chunks<T extends { ev: SpooledEvent; rec?: SpoolRecord }>(items: T[]): (T & { json: string })[][] {
   const out: (T & { json: string })[][] = [];
   let cur: (T & { json: string })[] = [];
   let bytes = 0;
   for (const it of items) {
-    const json = JSON.stringify(it.ev);
+    const json = it.rec?.json ?? JSON.stringify(it.ev);
     if (cur.length > 0 && (cur.length >= MAX_BATCH_EVENTS || bytes + json.length > MAX_BATCH_BYTES)) {
       out.push(cur);
       cur = [];

@@ -34,6 +34,8 @@ export type SpooledEvent = Record<string, unknown> & { runId: string; eventType:
 export interface SpoolRecord {
   n: number;
   event: SpooledEvent;
+  /** JSON.stringify(event), kept so a drain does not encode it again. */
+  json: string;
 }
 
 const SEGMENT_RE = /^seg-(\d{12})\.log$/;
@@ -66,7 +68,9 @@ export class Spool {
   private nextSegment = 1;
   private reserved = 0; // bytes of events accepted and not yet written
   private pending = new Map<number, SpoolRecord & { seg: number }>();
-  private byRun = new Map<string, number[]>(); // runId -> pending n, ascending
+  // runId -> its pending n, ascending, from items[head] on: deliveries
+  // come from the head, so acking is O(1).
+  private byRun = new Map<string, { items: number[]; head: number }>();
   private queue: Write[] = [];
   private flushing: Promise<void> | null = null;
   private closed = false;
@@ -107,19 +111,22 @@ export class Spool {
   }
 
   pendingFor(runId: string): number {
-    return this.byRun.get(runId)?.length ?? 0;
+    const q = this.byRun.get(runId);
+    return q ? q.items.length - q.head : 0;
   }
 
   /** The runs with spooled events, by their oldest spooled event. */
   runs(): string[] {
-    return [...this.byRun.entries()].sort((a, b) => a[1][0] - b[1][0]).map(([r]) => r);
+    return [...this.byRun.entries()].sort((a, b) => a[1].items[a[1].head] - b[1].items[b[1].head]).map(([r]) => r);
   }
 
   /** The run's first `limit` spooled events, in spool (append) order. */
   eventsOf(runId: string, limit = Infinity): SpoolRecord[] {
-    return (this.byRun.get(runId) ?? []).slice(0, limit).map((n) => {
+    const q = this.byRun.get(runId);
+    if (!q) return [];
+    return q.items.slice(q.head, q.head + limit).map((n) => {
       const p = this.pending.get(n)!;
-      return { n: p.n, event: p.event };
+      return { n: p.n, event: p.event, json: p.json };
     });
   }
 
@@ -133,9 +140,9 @@ export class Spool {
     const recs: SpoolRecord[] = [];
     const lines: Buffer[] = [];
     for (const e of events) {
-      const r = { n: this.nextN++, event: e };
+      const r = { n: this.nextN++, event: e, json: JSON.stringify(e) };
       recs.push(r);
-      lines.push(encode({ n: r.n, e }));
+      lines.push(encodeJSON(`{"n":${r.n},"e":${r.json}}`));
     }
     const line = Buffer.concat(lines);
     if (this.bytes + this.reserved + line.length > this.maxBytes) {
@@ -285,9 +292,9 @@ export class Spool {
     this.pending.set(r.n, { ...r, seg });
     const s = this.segments.find((x) => x.index === seg);
     if (s) s.pending++;
-    const list = this.byRun.get(r.event.runId);
-    if (list) list.push(r.n);
-    else this.byRun.set(r.event.runId, [r.n]);
+    const q = this.byRun.get(r.event.runId);
+    if (q) q.items.push(r.n);
+    else this.byRun.set(r.event.runId, { items: [r.n], head: 0 });
   }
 
   private removePending(n: number): void {
@@ -296,10 +303,18 @@ export class Spool {
     this.pending.delete(n);
     const s = this.segments.find((x) => x.index === p.seg);
     if (s) s.pending--;
-    const list = this.byRun.get(p.event.runId)!;
-    const i = list.indexOf(n);
-    if (i >= 0) list.splice(i, 1);
-    if (list.length === 0) this.byRun.delete(p.event.runId);
+    const q = this.byRun.get(p.event.runId)!;
+    if (q.items[q.head] === n) {
+      q.head++;
+      if (q.head > 1024 && q.head * 2 > q.items.length) {
+        q.items = q.items.slice(q.head);
+        q.head = 0;
+      }
+    } else {
+      const i = q.items.indexOf(n, q.head);
+      if (i >= 0) q.items.splice(i, 1);
+    }
+    if (q.head >= q.items.length) this.byRun.delete(p.event.runId);
   }
 
   // ---- replay --------------------------------------------------------------
@@ -343,7 +358,7 @@ export class Spool {
           );
         }
         if ("e" in rec) {
-          this.addPending({ n: rec.n, event: rec.e }, index);
+          this.addPending({ n: rec.n, event: rec.e, json: JSON.stringify(rec.e) }, index);
           this.nextN = Math.max(this.nextN, rec.n + 1);
         } else {
           for (const n of rec.a) {
@@ -436,7 +451,10 @@ function segmentName(index: number): string {
 }
 
 function encode(obj: unknown): Buffer {
-  const json = JSON.stringify(obj);
+  return encodeJSON(JSON.stringify(obj));
+}
+
+function encodeJSON(json: string): Buffer {
   return Buffer.from(`${checksum(json)} ${json}\n`, "utf8");
 }
 
