@@ -168,3 +168,12 @@ test("a bad event is refused locally: never sent, never spooled", async (t) => {
   assert.ok("error" in item && item.error instanceof RunstreamError && item.error.field === "events[0].runId");
   assert.equal(down.calls(), 0, "nothing was sent");
 });
+
+test("validation equals the API's answer for batch items that are not objects", async () => {
+  const items = [5, "x", null, [1], true];
+  const answer = await postRaw("/v1/events:batch", JSON.stringify({ events: items }));
+  assert.equal(answer.status, 200);
+  items.forEach((item, i) => {
+    assert.deepEqual(validateEvent(item, `events[${i}].`)!.toJSON(), answer.body.results[i].error, JSON.stringify(item));
+  });
+});
