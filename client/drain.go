@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/runstream/runstream/internal/retry"
 	"github.com/runstream/runstream/store"
@@ -21,6 +22,8 @@ const (
 	// waveEvents and waveBytes bound one batch of the drainer.
 	waveEvents = 100
 	waveBytes  = 512 << 10
+	// minWaveTimeout is the least time a wave's request is given.
+	minWaveTimeout = 2 * time.Second
 	// maxDrainWait bounds the drainer's backoff, in DrainIntervals.
 	maxDrainWait = 30
 )
@@ -30,8 +33,17 @@ func (c *Client) acquire(ctx context.Context) error {
 	case c.sem <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("waiting for the spool's drainer: %w", context.Cause(ctx))
+		return fmt.Errorf("waiting for the spool's drainer: %w", ctxError(ctx))
 	}
+}
+
+// ctxError is why ctx ended: ErrBudgetExceeded for the budget, else the
+// caller's cause.
+func ctxError(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, errBudget) {
+		return cause
+	}
+	return ErrBudgetExceeded
 }
 
 func (c *Client) release() { <-c.sem }
@@ -188,7 +200,9 @@ func (c *Client) drainWave(ctx context.Context) (bool, error) {
 // sendWave sends the wave's records (at most one per run) and sets each
 // one's outcome.
 func (c *Client) sendWave(ctx context.Context, items []waveItem, send []int) {
-	ctx, cancel := c.budget(ctx)
+	// Bounded, so that the sem is not held forever by a hung request, but
+	// not by a budget so short that a batch could never make it.
+	ctx, cancel := context.WithTimeoutCause(ctx, max(c.cfg.WriteLatencyBudget, minWaveTimeout), errBudget)
 	defer cancel()
 	if len(send) == 1 {
 		it := &items[send[0]]

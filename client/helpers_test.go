@@ -124,6 +124,9 @@ func newProxy(t testing.TB, upstream string, answer func(r *http.Request) int) *
 	target, _ := url.Parse(upstream)
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.requests.Add(1)
+		// Read the body first: only then does the server notice a client
+		// that hangs up (answer may wait for it).
+		body, _ := io.ReadAll(r.Body)
 		decision := answer(r)
 		if decision > 0 {
 			w.Header().Set("Retry-After", "0")
@@ -131,7 +134,6 @@ func newProxy(t testing.TB, upstream string, answer func(r *http.Request) int) *
 			fmt.Fprintf(w, `{"error":{"code":"UNAVAILABLE","message":"the test's proxy refuses"}}`)
 			return
 		}
-		body, _ := io.ReadAll(r.Body)
 		out, err := http.NewRequestWithContext(r.Context(), r.Method, target.String()+r.URL.RequestURI(), bytes.NewReader(body))
 		if err != nil {
 			t.Error(err)
