@@ -224,6 +224,10 @@ var benchAppend = benchTarget[appendbench.Config, *appendbench.Report]{
 		"(counter upsert, event insert, outbox insert; bench/append_single.sql or\n" +
 		"bench/append_batch100.sql) with the same clients and duration against a fresh schema, and\n" +
 		"reports our events/s as a fraction of pgbench's next to the target (60% single, 70% batched).\n" +
+		"With --client go it measures, against the same API with the same workload, the raw posts and\n" +
+		"the Go producer client (package client: key, validation, encoding, budget; Append or\n" +
+		"AppendBatch) in --rounds alternated rounds each, and reports the client's median events/s as\n" +
+		"a fraction of raw's (target 90%); the other lines are then raw's median round.\n" +
 		"Progress goes to stderr every second. See bench/README.md.",
 	flags: func(fs *flag.FlagSet, cfg *appendbench.Config) {
 		fs.StringVar(&cfg.URL, "url", "", "base URL of a running API; empty: start one in this process against a fresh schema bench_<random> (dropped at the end)")
@@ -238,10 +242,13 @@ var benchAppend = benchTarget[appendbench.Config, *appendbench.Report]{
 		fs.StringVar(&cfg.Tenant, "tenant", "tenant_bench", "tenantId of the generated events (the token's tenant when the API checks tokens)")
 		fs.BoolVar(&cfg.KeepSchema, "keep-schema", false, "keep the bench_<random> schemas for inspection")
 		fs.StringVar(&cfg.Pgbench, "pgbench", "", "pgbench executable; empty: /usr/bin/pgbench, else pgbench on PATH")
+		fs.StringVar(&cfg.Client, "client", appendbench.ClientRaw, "producer client: raw (pre-encoded bodies over net/http), or go to also measure the Go client (package client) against raw, alternated rounds")
+		fs.IntVar(&cfg.Rounds, "rounds", 3, "with --client go: rounds of each client (each a --warmup and a --duration window); the median counts")
 	},
 	check: func(cfg *appendbench.Config) error {
 		return benchFlagErrors(benchPositive(harness.Flag("clients", cfg.Clients), harness.Flag("batch", cfg.Batch),
-			harness.Flag("runs", cfg.Runs), harness.Flag("duration", cfg.Duration), harness.Flag("warmup", cfg.Warmup)), cfg.Validate())
+			harness.Flag("runs", cfg.Runs), harness.Flag("duration", cfg.Duration), harness.Flag("warmup", cfg.Warmup),
+			harness.Flag("rounds", cfg.Rounds)), cfg.Validate())
 	},
 	profiles: []benchProfile[appendbench.Config]{{flag: "cpuprofile",
 		usage: "write a CPU profile of this process, covering the measured window only, to this file (go tool pprof)",

@@ -15,6 +15,7 @@ package appendbench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,7 +26,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +38,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	goclient "github.com/runstream/runstream/client"
 	"github.com/runstream/runstream/internal/bench/harness"
 	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/internal/workload"
@@ -105,7 +109,26 @@ type Config struct {
 	Progress func(Progress)
 	// Logger receives the in-process API's logs; nil means discard.
 	Logger *slog.Logger
+	// Client is how events are posted: "raw" (or empty) posts
+	// pre-encoded bodies with net/http, as always; "go" also measures the
+	// Go producer client (package client: key, validation, encoding,
+	// budget) in the same run, against the same API and workload, in
+	// Rounds alternated rounds of each, and reports its median rate as a
+	// fraction of raw's (target 0.90).
+	Client string
+	// Rounds is the rounds of each client with Client "go"; 0 means 3.
+	Rounds int
 }
+
+// The producer clients a comparison can measure; ClientRaw is the
+// baseline arm, first in every round.
+const (
+	ClientRaw = "raw"
+	ClientGo  = "go"
+)
+
+// defaultRounds is the rounds of each arm of a comparison.
+const defaultRounds = 3
 
 // Progress is a running total, reported while a phase runs.
 type Progress struct {
@@ -134,6 +157,14 @@ func (c Config) Validate() error {
 	}
 	if c.Runs < 0 {
 		errs = append(errs, fmt.Errorf("runs (--runs) must be >= 1, got %d", c.Runs))
+	}
+	switch c.Client {
+	case "", ClientRaw, ClientGo:
+	default:
+		errs = append(errs, fmt.Errorf("client (--client) must be %s or %s, got %q", ClientRaw, ClientGo, c.Client))
+	}
+	if c.Rounds < 0 {
+		errs = append(errs, fmt.Errorf("rounds (--rounds) must be >= 1, got %d", c.Rounds))
 	}
 	if c.URL != "" {
 		u, err := url.Parse(c.URL)
@@ -168,6 +199,8 @@ func (c Config) withDefaults() Config {
 	harness.Default(&c.Warmup, defaultWarmup)
 	harness.Default(&c.Runs, harness.DefaultRuns)
 	harness.Default(&c.Tenant, harness.DefaultTenant)
+	harness.Default(&c.Client, ClientRaw)
+	harness.Default(&c.Rounds, defaultRounds)
 	c.Logger = harness.OrDiscard(c.Logger)
 	return c
 }
@@ -199,7 +232,11 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	g := newLoad(cfg, target)
 	defer g.hc.CloseIdleConnections()
-	rep, err = g.run(ctx)
+	if cfg.Client == ClientRaw {
+		rep, err = g.run(ctx)
+	} else {
+		rep, err = g.compare(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -304,6 +341,10 @@ type load struct {
 	hc       *http.Client
 	ids      []workload.Identity
 	clients  []*client
+	// arm is the producer client of the current round (ClientRaw or
+	// ClientGo); gc is the Go client of the ClientGo rounds.
+	arm string
+	gc  *goclient.Client
 
 	// Live totals of the current phase, for progress.
 	events, requests, failures atomic.Int64
@@ -316,6 +357,10 @@ type client struct {
 	rng    *mrand.Rand
 	steps  int64 // stepIds are step_<idx>_<steps>: never repeated, so keys never collide
 	bodies [][]byte
+	// writes are the ClientGo rounds' pre-generated requests (Batch
+	// events each), without their idempotency keys: the Go client
+	// computes them, as it does for an engine.
+	writes [][]store.RunEventWrite
 	next   int
 
 	lat                   []time.Duration
@@ -339,7 +384,7 @@ func newLoad(cfg Config, target string) *load {
 	if cfg.Batch > 1 {
 		path = "/v1/events:batch"
 	}
-	g := &load{cfg: cfg, target: target, endpoint: target + path, health: target + "/healthz",
+	g := &load{cfg: cfg, target: target, endpoint: target + path, health: target + "/healthz", arm: ClientRaw,
 		hc: &http.Client{Transport: tr, Timeout: time.Minute}}
 	g.ids = make([]workload.Identity, cfg.Runs)
 	for i := range g.ids {
@@ -371,7 +416,7 @@ func (g *load) run(ctx context.Context) (*Report, error) {
 	}
 	g.pregenerate(eventsFor(2*rate, g.cfg.Duration))
 	for _, c := range g.clients {
-		c.lat = make([]time.Duration, 0, len(c.bodies)-c.next+16)
+		c.lat = make([]time.Duration, 0, len(c.bodies)+len(c.writes)-c.next+16)
 		c.requests, c.events, c.duplicates, c.generated = 0, 0, 0, 0
 		clear(c.errs)
 	}
@@ -441,6 +486,14 @@ func (g *load) pregenerate(events int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if g.arm == ClientGo {
+				c.writes = append(c.writes[:0], c.writes[c.next:]...)
+				c.next = 0
+				for len(c.writes) < perClient {
+					c.writes = append(c.writes, g.writes(c))
+				}
+				return
+			}
 			c.bodies = append(c.bodies[:0], c.bodies[c.next:]...) // release what was sent
 			c.next = 0
 			for len(c.bodies) < perClient {
@@ -475,6 +528,17 @@ func (g *load) body(c *client) []byte {
 		panic(err) // RunEventWrite always marshals
 	}
 	return b
+}
+
+// writes returns one request's Batch events for the Go client, keys
+// left for it to compute.
+func (g *load) writes(c *client) []store.RunEventWrite {
+	evs := make([]store.RunEventWrite, g.cfg.Batch)
+	for i := range evs {
+		evs[i] = g.event(c)
+		evs[i].IdempotencyKey = ""
+	}
+	return evs
 }
 
 // event is a StepCompleted of a random run, with a stepId never used
@@ -539,6 +603,10 @@ var (
 // do sends one request. With record, it records the request in c's
 // window totals; the live totals are updated either way.
 func (g *load) do(ctx context.Context, c *client, record bool) {
+	if g.arm == ClientGo {
+		g.doGo(ctx, c, record)
+		return
+	}
 	var body []byte
 	if c.next < len(c.bodies) {
 		body = c.bodies[c.next]
@@ -600,4 +668,161 @@ func (g *load) do(ctx context.Context, c *client, record bool) {
 		c.events += ok
 		c.duplicates += int64(bytes.Count(c.buf.Bytes(), idempotentOn))
 	}
+}
+
+// doGo appends one request's events through the Go client: Append for
+// one event, AppendBatch for more.
+func (g *load) doGo(ctx context.Context, c *client, record bool) {
+	var evs []store.RunEventWrite
+	if c.next < len(c.writes) {
+		evs = c.writes[c.next]
+		c.writes[c.next] = nil
+		c.next++
+	} else {
+		evs = g.writes(c)
+		if record {
+			c.generated++
+		}
+	}
+	t0 := time.Now()
+	var (
+		results []goclient.BatchResult
+		err     error
+	)
+	if len(evs) == 1 {
+		var res goclient.Result
+		res, err = g.gc.Append(ctx, evs[0])
+		results = []goclient.BatchResult{{Result: res, Err: err}}
+	} else {
+		results, err = g.gc.AppendBatch(ctx, evs)
+	}
+	lat := time.Since(t0)
+	if ctx.Err() != nil {
+		return
+	}
+	g.requests.Add(1)
+	if record {
+		c.requests++
+		c.lat = append(c.lat, lat)
+	}
+	fail := func(key string) {
+		g.failures.Add(1)
+		if record {
+			c.errs[key]++
+		}
+	}
+	if err != nil {
+		for range evs {
+			fail(goErrorKey(err))
+		}
+		return
+	}
+	var ok int64
+	for _, r := range results {
+		switch {
+		case r.Err != nil:
+			fail(goErrorKey(r.Err))
+		case r.Spooled:
+			fail("spooled")
+		default:
+			ok++
+			if record && r.Idempotent {
+				c.duplicates++
+			}
+		}
+	}
+	g.events.Add(ok)
+	if record {
+		c.events += ok
+	}
+}
+
+// goErrorKey is the Errors key of a Go client error: the API's code, or
+// "go client" for the client's own.
+func goErrorKey(err error) string {
+	var se *store.Error
+	if errors.As(err, &se) {
+		return string(se.Code)
+	}
+	return "go client"
+}
+
+// compare measures each producer client in alternated rounds (raw, go,
+// raw, go, ...) against the same API, each round a warmup and a window,
+// and returns raw's median round as the report with the comparison.
+func (g *load) compare(ctx context.Context) (*Report, error) {
+	spool, err := os.MkdirTemp("", "runstream-bench-spool-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the Go client's spool directory: %w", err)
+	}
+	defer os.RemoveAll(spool)
+	g.gc, err = goclient.New(goclient.Config{URL: g.target, Token: g.cfg.Token, HTTPClient: g.hc, SpoolDir: spool, Logger: g.cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	defer g.gc.Close()
+	arms := []string{ClientRaw, g.cfg.Client}
+	reports := make([][]*Report, len(arms))
+	for round := 0; round < g.cfg.Rounds; round++ {
+		for i, arm := range arms {
+			g.arm = arm
+			for _, c := range g.clients {
+				// The other arm's pool: not this round's.
+				c.bodies, c.writes, c.next = nil, nil, 0
+			}
+			rep, err := g.run(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("round %d of the %s client: %w", round+1, arm, err)
+			}
+			rep.Client = arm
+			reports[i] = append(reports[i], rep)
+		}
+	}
+	comp := &Comparison{Rounds: g.cfg.Rounds, LoadAverage: loadAverage()}
+	var top *Report
+	for i, arm := range arms {
+		a := Arm{Client: arm, Errors: map[string]int64{}}
+		for _, r := range reports[i] {
+			a.RoundsEventsPerSec = append(a.RoundsEventsPerSec, harness.Round(r.EventsPerSec(), 1))
+			for k, v := range r.Errors {
+				a.Errors[k] += v
+			}
+		}
+		med := medianReport(reports[i])
+		a.MedianEventsPerSec = harness.Round(med.EventsPerSec(), 1)
+		a.Latency = med.Latency
+		a.CPU = med.CPU
+		if i == 0 {
+			top = med
+		} else {
+			a.Ratio = harness.Round(harness.Ratio(med.EventsPerSec(), top.EventsPerSec()), 4)
+			a.Target = ClientTargetRatio
+		}
+		comp.Arms = append(comp.Arms, a)
+	}
+	top.Comparison = comp
+	return top, nil
+}
+
+// ClientTargetRatio is the fraction of the raw rate a producer client
+// must reach (issue 21).
+const ClientTargetRatio = 0.90
+
+// medianReport is the round with the median rate (the lower middle of an
+// even count).
+func medianReport(rs []*Report) *Report {
+	s := slices.Clone(rs)
+	slices.SortFunc(s, func(a, b *Report) int { return cmp.Compare(a.EventsPerSec(), b.EventsPerSec()) })
+	return s[(len(s)-1)/2]
+}
+
+// loadAverage is /proc/loadavg's first three fields, empty where there is
+// none.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }

@@ -52,7 +52,49 @@ type Report struct {
 	CPU harness.CPU `json:"cpu"`
 	// Baseline is set when a pgbench baseline ran.
 	Baseline *Baseline `json:"baseline,omitempty"`
+	// Client is the producer client of the round this report describes,
+	// with a comparison (empty otherwise: raw).
+	Client string `json:"client,omitempty"`
+	// Comparison is set when producer clients were compared (--client
+	// other than raw); the report's other fields are then raw's median
+	// round.
+	Comparison *Comparison `json:"comparison,omitempty"`
 }
+
+// Comparison is producer clients measured against the same API with the
+// same workload, in alternated rounds (DESIGN.md section 5).
+type Comparison struct {
+	// Rounds is the rounds of each arm.
+	Rounds int `json:"rounds"`
+	// Arms are the clients, raw (the baseline) first.
+	Arms []Arm `json:"arms"`
+	// LoadAverage is /proc/loadavg's 1, 5 and 15 minute averages at the end.
+	LoadAverage string `json:"loadAverage,omitempty"`
+}
+
+// Arm is one producer client's rounds.
+type Arm struct {
+	// Client is "raw" (pre-encoded bodies over net/http) or "go" (package
+	// client).
+	Client string `json:"client"`
+	// RoundsEventsPerSec is each round's rate, in the order run.
+	RoundsEventsPerSec []float64 `json:"roundsEventsPerSec"`
+	// MedianEventsPerSec is the median round's rate.
+	MedianEventsPerSec float64 `json:"medianEventsPerSec"`
+	// Latency and CPU are the median round's.
+	Latency harness.Latency `json:"latencyMs"`
+	CPU     harness.CPU     `json:"cpu"`
+	// Errors sums the rounds' failures (for a client: the API's codes,
+	// "spooled" for a fail-open event, "go client" for its own errors).
+	Errors map[string]int64 `json:"errors"`
+	// Ratio is the median rate over raw's median rate (not for raw).
+	Ratio float64 `json:"ratioToRaw,omitempty"`
+	// Target is the ratio asked for (not for raw).
+	Target float64 `json:"target,omitempty"`
+}
+
+// Met reports whether the arm reaches its target (raw always does).
+func (a Arm) Met() bool { return a.Target == 0 || a.Ratio >= a.Target }
 
 // EventsPerSec is the appended events per second of the window.
 func (r *Report) EventsPerSec() float64 { return harness.PerSec(r.Events, r.Window) }
@@ -166,6 +208,21 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		b.WriteString(")\n")
 		fmt.Fprintf(&b, "  ratio      %.1f%% of pgbench (target %.0f%%): %s\n", 100*bl.Ratio, 100*bl.Target, harness.Verdict(bl.Met()))
+	}
+	if c := r.Comparison; c != nil {
+		fmt.Fprintf(&b, "  clients    %d alternated rounds each, same API and workload (the lines above: raw's median round); load average %s\n", c.Rounds, c.LoadAverage)
+		for _, a := range c.Arms {
+			rounds := make([]string, len(a.RoundsEventsPerSec))
+			for i, v := range a.RoundsEventsPerSec {
+				rounds[i] = fmt.Sprintf("%.0f", v)
+			}
+			fmt.Fprintf(&b, "    %-4s %8.0f events/s median (rounds %s), p50 %s p99 %s, errors %s",
+				a.Client, a.MedianEventsPerSec, strings.Join(rounds, ", "), harness.FormatMs(a.Latency.P50), harness.FormatMs(a.Latency.P99), fmtErrors(a.Errors))
+			if a.Target > 0 {
+				fmt.Fprintf(&b, "; %.1f%% of raw (target %.0f%%): %s", 100*a.Ratio, 100*a.Target, harness.Verdict(a.Met()))
+			}
+			b.WriteString("\n")
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
