@@ -21,8 +21,7 @@ function generate(out) {
   const bin = join(root, "node_modules", ".bin", "openapi-typescript");
   const r = spawnSync(bin, [doc, "--output", out], { encoding: "utf8" });
   if (r.error || r.status !== 0) {
-    console.error(`gen: openapi-typescript failed on ${doc}:\n${r.error ?? ""}${r.stdout}${r.stderr}`);
-    process.exit(1);
+    throw new Error(`gen: openapi-typescript failed on ${doc} (run npm ci first?):\n${r.error ?? ""}${r.stdout}${r.stderr}`);
   }
   writeFileSync(out, header + readFileSync(out, "utf8"));
 }
@@ -48,9 +47,10 @@ if (!check) {
       );
       const d = spawnSync("diff", ["-u", target, fresh], { encoding: "utf8" });
       if (d.stdout) console.error(d.stdout.split("\n").slice(0, 60).join("\n"));
-      process.exit(1);
+      process.exitCode = 1; // not exit(): the finally below removes the temporary directory
+    } else {
+      console.log("check-gen: src/api.ts matches internal/httpapi/openapi.json");
     }
-    console.log("check-gen: src/api.ts matches internal/httpapi/openapi.json");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
