@@ -620,7 +620,7 @@ function goQuote(s: string): string {
   for (const ch of s) {
     const r = ch.codePointAt(0)!;
     if (ch === '"' || ch === "\\") out += "\\" + ch;
-    else if (r >= 0xd800 && r <= 0xdfff) out += "\\ufffd";
+    else if (r >= 0xd800 && r <= 0xdfff) out += "\ufffd"; // Go decodes a lone surrogate to U+FFFD, printable
     else if (PRINTABLE.test(ch)) out += ch;
     else if (r === 7) out += "\\a";
     else if (r === 8) out += "\\b";
