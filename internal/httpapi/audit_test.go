@@ -212,6 +212,13 @@ func TestAuditRead_BadWindowsAndCursors(t *testing.T) {
 			t.Errorf("%s: %s field %q, want SCHEMA_VALIDATION_FAILED field %q", c.name, code, field, c.field)
 		}
 	}
+	// HEAD answers as GET does, without the body.
+	if r := do(t, "HEAD", e.url+"/v1/events?tenantId=tenant_a&from="+from, "", nil); r.status != http.StatusOK || len(r.body) != 0 {
+		t.Errorf("HEAD: %d with %d bytes, want 200 without a body", r.status, len(r.body))
+	}
+	if r := do(t, "HEAD", e.url+"/v1/events?tenantId=tenant_a&from="+to+"&to="+from, "", nil); r.status != http.StatusBadRequest {
+		t.Errorf("HEAD of a reversed window: %d, want 400", r.status)
+	}
 	// The same window, spelled with another offset, is the same window.
 	same := do(t, "GET", e.url+"/v1/events?tenantId=tenant_a&from=2026-02-16T12:00:00%2B02:00&cursor="+cursor, "", nil)
 	if same.status != http.StatusOK {

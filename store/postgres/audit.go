@@ -241,7 +241,7 @@ func scanAuditRow(rows pgx.Rows, r *store.RunEventRecord, at *time.Time) error {
 type rawRows struct {
 	checked, ok bool
 	buf         []byte
-	ends        [12]int
+	ends        [len(textCols)]int
 }
 
 // Columns of auditSQL by position.
