@@ -113,7 +113,18 @@ func runRelay(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	log.Info("starting runstream relay", "brokers", *brokers, "topic", rf.topic, "postgresUrl", config.RedactURL(*pgURL))
-	return runWithOpsServer(ctx, log, reg, *metricsAddr, pool.Ping, r.Run)
+	// Ready when it can read the outbox and reach a broker: a relay cut
+	// off from the brokers publishes nothing, and says so.
+	ready := func(ctx context.Context) error {
+		if err := pool.Ping(ctx); err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		if err := client.Ping(ctx); err != nil {
+			return fmt.Errorf("kafka: %w", err)
+		}
+		return nil
+	}
+	return runWithOpsServer(ctx, log, reg, *metricsAddr, ready, r.Run)
 }
 
 func runDLQ(ctx context.Context, env *environment, args []string) error {

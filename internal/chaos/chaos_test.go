@@ -100,6 +100,10 @@ type scenario struct {
 	// sentinel runs Redis as a primary with a replica under a Sentinel,
 	// and gives the components the Sentinel URL.
 	sentinel bool
+	// partitions runs api-0, relay-0 and projector-0 each in a network
+	// namespace of its own, so that the cut-* faults can partition them
+	// (partition_test.go); the servers listen on testenv.ServiceIP.
+	partitions bool
 }
 
 func shortScenario() scenario {
@@ -183,8 +187,17 @@ type harness struct {
 	// and sentinel the Sentinel, and redisURL the Sentinel URL.
 	redis, redisReplica, sentinel *testenv.RedisProcess
 	redisURL                      string
-	broker                        *proc
-	brokers                       string
+	// serverHost is where the components reach the servers: loopback,
+	// or testenv.ServiceIP when some run in network namespaces (netns,
+	// by process name).
+	serverHost string
+	netns      map[string]*testenv.Netns
+	// readyURL is each component's /readyz.
+	readyURL map[string]string
+	// cuts are the partition faults' results (partition_test.go).
+	cuts    []cutResult
+	broker  *proc
+	brokers string
 
 	apis, relays, projectors []*proc
 	etl                      *proc
@@ -274,8 +287,22 @@ func runChaos(t *testing.T, sc scenario) {
 
 	// Servers first (the postgres and redis-server binaries), then the
 	// binary, so that a machine without them skips before building.
-	pg := testenv.StartPostgres(t)
+	host := "127.0.0.1" // where the components reach the servers
+	var pgSettings []string
+	if sc.partitions {
+		if err := testenv.NetnsUsable(); err != nil {
+			testenv.Missing(t, "network namespaces for the partition cases: "+err.Error())
+		}
+		testenv.StartServiceIP(t)
+		host = testenv.ServiceIP
+		pgSettings = append(pgSettings, "listen_addresses = '127.0.0.1,"+host+"'")
+	}
+	pg := testenv.StartPostgres(t, pgSettings...)
 	pgURL := pg.URL()
+	if sc.partitions {
+		pg.AllowHosts(testenv.NetnsCIDR)
+		pgURL = fmt.Sprintf("postgres://runstream@%s:%d/postgres?sslmode=disable", host, pg.Port)
+	}
 	var standby *testenv.PostgresProcess
 	if sc.standby != "" {
 		standby = pg.StartStandby("standby1")
@@ -284,8 +311,13 @@ func runChaos(t *testing.T, sc scenario) {
 		}
 		pgURL = fmt.Sprintf("postgres://runstream@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write", pg.Port, standby.Port)
 	}
-	rds := testenv.StartRedis(t)
-	redisURL := rds.URL()
+	var rds *testenv.RedisProcess
+	if sc.partitions {
+		rds = testenv.StartRedisBound(t, host)
+	} else {
+		rds = testenv.StartRedis(t)
+	}
+	redisURL := strings.Replace(rds.URL(), "127.0.0.1", host, 1)
 	var replica, sentinel *testenv.RedisProcess
 	if sc.sentinel {
 		replica = testenv.StartRedisReplica(t, rds)
@@ -297,7 +329,13 @@ func runChaos(t *testing.T, sc scenario) {
 	t.Logf("chaos: %s scenario (standby: %q); built %s in %v", sc.name, sc.standby, bin, time.Since(began).Round(time.Millisecond))
 
 	h := &harness{t: t, bin: bin, logDir: filepath.Join(work, "logs"), pg: pg, standby: standby, pgURL: pgURL,
-		redis: rds, redisReplica: replica, sentinel: sentinel, redisURL: redisURL}
+		redis: rds, redisReplica: replica, sentinel: sentinel, redisURL: redisURL, serverHost: host}
+	if sc.partitions {
+		h.netns = map[string]*testenv.Netns{}
+		for _, name := range partitioned {
+			h.netns[name] = testenv.NewNetns(t)
+		}
+	}
 	if err := os.MkdirAll(h.logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -419,10 +457,14 @@ func runChaos(t *testing.T, sc scenario) {
 	} else {
 		conv = fmt.Sprintf("never(%v)", sc.converge)
 	}
+	cuts, cutsOK := h.cutSummary()
+	if !cutsOK {
+		pass, verdict = false, "FAIL"
+	}
 	line := fmt.Sprintf("chaos: %s runs=%d events=%d acked=%d duplicates=%d faults=%d redis_mismatch=%d etl_mismatch=%d converged_after=%s"+
-		" store_errors=%d ack_errors=%d dead_letters=%d tail_cuts=%d outbox=%d unacked=%d idle=%d exits=%d lost_acked=%d%s standby=%s mode=%s wall=%.0fs",
+		" store_errors=%d ack_errors=%d dead_letters=%d tail_cuts=%d outbox=%d unacked=%d idle=%d exits=%d lost_acked=%d%s%s standby=%s mode=%s wall=%.0fs",
 		verdict, len(lr.runs), srep.events, lr.acked, lr.duplicates, len(sc.faults), rep.redisBad(), rep.etlBad(), conv,
-		storeProblems, len(lr.errs), srep.deadLetters, lr.tailCuts, srep.outbox, srep.unacked, lr.idle, len(exits), srep.lost, failover,
+		storeProblems, len(lr.errs), srep.deadLetters, lr.tailCuts, srep.outbox, srep.unacked, lr.idle, len(exits), srep.lost, failover, cuts,
 		cmp.Or(sc.standby, "none"), sc.name, time.Since(began).Seconds())
 	fmt.Println(line)
 	if len(exits) > 0 {
@@ -492,7 +534,7 @@ func first(s []string, n int) []string {
 // topic), projectors and the ETL.
 func (h *harness) launch(sc scenario) {
 	t := h.t
-	brokerAddr := freeAddr(t)
+	brokerAddr := freeAddrOn(t, h.serverHost)
 	h.brokers = brokerAddr
 	var refuse []string
 	for _, p := range refusedPartitions {
@@ -543,33 +585,32 @@ func (h *harness) launch(sc scenario) {
 	common := []string{"--log-format=json", "--log-level=info"}
 	pgURL, redisURL := h.pgURL, h.redisURL
 	for i := range 2 {
-		addr := freeAddr(t)
+		name := fmt.Sprintf("api-%d", i)
+		addr := h.listenAddr(name)
 		h.apiURLs = append(h.apiURLs, "http://"+addr)
-		h.apis = append(h.apis, h.newProc(fmt.Sprintf("api-%d", i), h.bin,
-			append([]string{"api", "--postgres-url=" + pgURL, "--redis-url=" + redisURL, "--http-addr=" + addr}, common...),
-			env, httpOK("http://"+addr+"/healthz")))
+		h.apis = append(h.apis, h.newComponent(name, addr,
+			append([]string{"api", "--postgres-url=" + pgURL, "--redis-url=" + redisURL, "--http-addr=" + addr, "--insecure-no-auth", "--allowed-hosts=*"}, common...), env))
 	}
 	h.startAll(h.apis...)
 	for i := range 2 {
-		addr := freeAddr(t)
-		h.relays = append(h.relays, h.newProc(fmt.Sprintf("relay-%d", i), h.bin,
+		name := fmt.Sprintf("relay-%d", i)
+		addr := h.listenAddr(name)
+		h.relays = append(h.relays, h.newComponent(name, addr,
 			append(append([]string{"relay", "--postgres-url=" + pgURL, "--kafka-brokers=" + h.brokers, "--http-addr=" + addr,
-				"--topic=" + topic, fmt.Sprintf("--partitions=%d", partitions)}, rflags...), common...),
-			env, httpOK("http://"+addr+"/healthz")))
+				"--topic=" + topic, fmt.Sprintf("--partitions=%d", partitions)}, rflags...), common...), env))
 	}
 	h.startAll(h.relays...)
 	for i := range 2 {
-		addr := freeAddr(t)
-		h.projectors = append(h.projectors, h.newProc(fmt.Sprintf("projector-%d", i), h.bin,
+		name := fmt.Sprintf("projector-%d", i)
+		addr := h.listenAddr(name)
+		h.projectors = append(h.projectors, h.newComponent(name, addr,
 			append(append([]string{"projector", "--postgres-url=" + pgURL, "--redis-url=" + redisURL, "--kafka-brokers=" + h.brokers,
-				"--http-addr=" + addr, "--topic=" + topic}, consumerExtra(projFlags, fmt.Sprintf("chaos-projector-%d", i))...), common...),
-			env, httpOK("http://"+addr+"/healthz")))
+				"--http-addr=" + addr, "--topic=" + topic}, consumerExtra(projFlags, fmt.Sprintf("chaos-projector-%d", i))...), common...), env))
 	}
-	addr := freeAddr(t)
-	h.etl = h.newProc("etl", h.bin,
+	addr := h.listenAddr("etl")
+	h.etl = h.newComponent("etl", addr,
 		append(append([]string{"etl", "--kafka-brokers=" + h.brokers, "--etl-database-url=" + pgURL, "--etl-schema=" + etlSchema,
-			"--postgres-url=" + pgURL, "--http-addr=" + addr, "--topic=" + topic}, consumerExtra(etlFlags, "chaos-etl-0")...), common...),
-		env, httpOK("http://"+addr+"/healthz"))
+			"--postgres-url=" + pgURL, "--http-addr=" + addr, "--topic=" + topic}, consumerExtra(etlFlags, "chaos-etl-0")...), common...), env)
 	h.startAll(append(h.projectors, h.etl)...)
 }
 
@@ -633,6 +674,8 @@ func (h *harness) inject(f faultSpec) {
 	case redisEmpty:
 		h.redis.Kill()
 		h.redis.Restart()
+	case cutAPIPostgres, cutRelayBroker, cutProjectorRedis:
+		h.cut(f)
 	case redisFailover:
 		if h.sentinel == nil {
 			h.t.Fatal("a Redis failover fault needs Sentinel (scenario.sentinel)")

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -28,7 +29,32 @@ const netnsSubnet = "10.213"
 // ServiceIP is the address the servers of a partition test listen on.
 const ServiceIP = netnsSubnet + ".255.1"
 
-var netnsSeq atomic.Int32
+var (
+	netnsSeq   atomic.Int32
+	staleNetns sync.Once
+)
+
+// removeStaleNetns deletes the namespaces (and so their veth pairs) that
+// a test process killed before its cleanup left behind: they would hold
+// the addresses this process is about to give out.
+func removeStaleNetns() {
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+		rest, ok := strings.CutPrefix(name, "rs-")
+		if !ok {
+			continue
+		}
+		pid, _, _ := strings.Cut(rest, "-")
+		if _, err := os.Stat("/proc/" + pid); err == nil && pid != "" {
+			continue // its process still runs
+		}
+		_ = exec.Command("ip", "netns", "del", name).Run()
+	}
+}
 
 // NetnsUsable says why network namespaces cannot be used here, or nil.
 func NetnsUsable() error {
@@ -53,7 +79,7 @@ func NetnsUsable() error {
 func StartServiceIP(t testing.TB) {
 	t.Helper()
 	out, err := exec.Command("ip", "addr", "add", ServiceIP+"/32", "dev", "lo").CombinedOutput()
-	if err != nil && !strings.Contains(string(out), "File exists") {
+	if err != nil && !strings.Contains(string(out), "File exists") && !strings.Contains(string(out), "already assigned") {
 		t.Fatalf("ip addr add %s/32 dev lo: %v\n%s", ServiceIP, err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "addr", "del", ServiceIP+"/32", "dev", "lo").Run() })
@@ -78,11 +104,12 @@ type Netns struct {
 // ends.
 func NewNetns(t testing.TB) *Netns {
 	t.Helper()
+	staleNetns.Do(removeStaleNetns)
 	i := netnsSeq.Add(1)
 	if i > 60 {
 		t.Fatal("testenv: more than 60 network namespaces in one test process")
 	}
-	id := fmt.Sprintf("%d-%d", os.Getpid()%100000, i)
+	id := fmt.Sprintf("%d-%d", os.Getpid(), i)
 	n := &Netns{Name: "rs-" + id, t: t, hostDev: "rsh" + id, nsDev: "rsn" + id,
 		hostIP: fmt.Sprintf("%s.%d.1", netnsSubnet, i*4), IP: fmt.Sprintf("%s.%d.2", netnsSubnet, i*4)}
 	run(t, "ip", "netns", "add", n.Name)
@@ -134,3 +161,7 @@ func run(t testing.TB, name string, args ...string) {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 }
+
+// NetnsCIDR covers every namespace's address: servers let it in
+// (PostgresProcess.AllowHosts).
+const NetnsCIDR = netnsSubnet + ".0.0/16"

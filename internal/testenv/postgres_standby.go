@@ -139,3 +139,22 @@ func (p *PostgresProcess) queryRow(sql string, dst ...any) {
 		p.t.Fatalf("%s on port %d: %v", sql, p.Port, err)
 	}
 }
+
+// AllowHosts lets clients from cidr in (trust, like loopback) and
+// reloads the server: for components in network namespaces, which reach
+// it at ServiceIP (listen_addresses must include it).
+func (p *PostgresProcess) AllowHosts(cidr string) {
+	p.t.Helper()
+	f, err := os.OpenFile(filepath.Join(p.data, "pg_hba.conf"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	_, err = fmt.Fprintf(f, "\n# runstream testenv.AllowHosts\nhost all all %s trust\nhost replication all %s trust\n", cidr, cidr)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.exec("SELECT pg_reload_conf()")
+}

@@ -74,6 +74,17 @@ func StartRedis(t testing.TB) *RedisProcess {
 	return r
 }
 
+// StartRedisBound is StartRedis listening on addr (an IP address, such
+// as ServiceIP) besides loopback; Addr stays the loopback address.
+func StartRedisBound(t testing.TB, addr string) *RedisProcess {
+	t.Helper()
+	r := newRedisProcess(t)
+	// Without a password, protected mode refuses non-loopback clients.
+	r.args = []string{"--bind", "127.0.0.1", addr, "--protected-mode", "no"}
+	r.start()
+	return r
+}
+
 func newRedisProcess(t testing.TB) *RedisProcess {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
