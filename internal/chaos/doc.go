@@ -1,13 +1,26 @@
 // Package chaos is runstream's end-to-end fault suite (`make chaos`). It has
 // no code of its own outside its tests: TestChaos builds bin/runstream and
 // runs the real binaries as separate processes (two APIs, two relays, two
-// projectors, the ETL) against a private Postgres, a private Redis and a
+// projectors, the ETL) against a private Postgres primary with a
+// synchronous streaming standby (the components get a multi-host URL with
+// target_session_attrs=read-write), a private Redis primary with a replica
+// under a Sentinel (the components get the Sentinel URL) and a
 // Kafka-protocol broker (franz-go's kfake in a process of its own, with a
 // data directory, on a fixed port), drives realistic runs over HTTP with
 // duplicate storms, and injects faults one after another while the load
 // runs: kill -9 of each component (restarted at once), the broker killed,
 // stopped, or refusing produce requests for some partitions, Postgres
-// restarted or killed, Redis restarted empty while runs are idle.
+// restarted or killed, the Postgres primary killed and its standby
+// promoted (failover), the Redis primary killed and its replica promoted
+// by Sentinel, Redis restarted empty while runs are idle.
+//
+// TestChaos_Partitions (partition_test.go) runs api-0, relay-0 and
+// projector-0 each in a network namespace of its own and cuts it from
+// Postgres, the broker and Redis by dropping packets (sockets stay open):
+// each must report unreadiness on /readyz, recover when the link heals,
+// and lose nothing. TestChaos_AsyncFailover (make chaos only) runs the
+// failover with an asynchronous standby and reports what it loses, with
+// the verdict MEASURED.
 //
 // After the last fault it waits for the read side to converge and checks
 // what every consumer holds against the Append Authority: every
@@ -16,11 +29,12 @@
 // /v1/runs/{runId}/snapshot?consistent=true) and is in its tenant's run
 // index; the ETL's runs rows agree. It prints one verdict line on stdout:
 //
-//	chaos: PASS runs=412 events=3810 acked=3810 duplicates=600 faults=9 redis_mismatch=0 etl_mismatch=0 converged_after=7.4s
+//	chaos: PASS runs=310 events=4061 acked=4061 duplicates=2218 faults=12 redis_mismatch=0 etl_mismatch=0 converged_after=0.4s ... lost_acked=0 failover_unavailable=1.7s standby=sync mode=short wall=126s
 //
 // `make test` (RUNSTREAM_TEST_REQUIRE=1) runs the short version, every
 // fault once in about a minute and a half; RUNSTREAM_CHAOS=full (`make
-// chaos`) runs the long one, with more load and every fault three times.
+// chaos`) runs the long one, with more load and every fault three times
+// (the Postgres failover once: there is one standby).
 // Without either (make test-unit) it skips. Other settings:
 //
 //   - RUNSTREAM_CHAOS_CONVERGE replaces the convergence flags given to the
