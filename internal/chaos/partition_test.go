@@ -199,4 +199,3 @@ func portOf(t *testing.T, addr string) int {
 	}
 	return n
 }
-
