@@ -102,7 +102,8 @@ type Config struct {
 	// pgbench on PATH.
 	Pgbench string
 	// CPUProfile, when set, receives a CPU profile of this process that
-	// covers the measured window only.
+	// covers the measured window only (with Client "go": the first window
+	// of the Go client).
 	CPUProfile io.Writer
 	// Progress, when set, is called about once a second with running totals,
 	// from one goroutine at a time.
@@ -747,8 +748,8 @@ func goErrorKey(err error) string {
 	return "go client"
 }
 
-// compare measures each producer client in alternated rounds (raw, go,
-// raw, go, ...) against the same API, each round a warmup and a window,
+// compare measures each producer client in alternated rounds (raw, go;
+// go, raw; raw, go) against the same API, each round a warmup and a window,
 // and returns raw's median round as the report with the comparison.
 func (g *load) compare(ctx context.Context) (*Report, error) {
 	spool, err := os.MkdirTemp("", "runstream-bench-spool-")
@@ -763,9 +764,21 @@ func (g *load) compare(ctx context.Context) (*Report, error) {
 	defer g.gc.Close()
 	arms := []string{ClientRaw, g.cfg.Client}
 	reports := make([][]*Report, len(arms))
+	// One window can be profiled: the first round of the client measured.
+	profile := g.cfg.CPUProfile
+	defer func() { g.cfg.CPUProfile = profile }()
 	for round := 0; round < g.cfg.Rounds; round++ {
-		for i, arm := range arms {
+		// The arms take turns going first (raw, go; go, raw; ...), so a
+		// machine that slows down or speeds up over the run favours
+		// neither.
+		for k := range arms {
+			i := (k + round) % len(arms)
+			arm := arms[i]
 			g.arm = arm
+			g.cfg.CPUProfile = nil
+			if round == 0 && i == 1 {
+				g.cfg.CPUProfile = profile
+			}
 			for _, c := range g.clients {
 				// The other arm's pool: not this round's.
 				c.bodies, c.writes, c.next = nil, nil, 0

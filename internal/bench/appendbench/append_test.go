@@ -3,6 +3,8 @@ package appendbench
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,5 +104,45 @@ func TestBenchAppend_UnreachableAPI(t *testing.T) {
 	_, err := Run(ctx, Config{URL: "http://127.0.0.1:1", Duration: time.Second})
 	if err == nil {
 		t.Fatal("Run against a closed port: got no error")
+	}
+}
+
+// TestBenchAppend_GoClient: --client go measures raw and the Go client in
+// alternated rounds against the same API, and the report's top lines are
+// raw's median round.
+func TestBenchAppend_GoClient(t *testing.T) {
+	pgURL := testenv.PostgresURL(t)
+	for _, batch := range []int{1, 5} {
+		t.Run("batch "+strconv.Itoa(batch), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			rep, err := Run(ctx, Config{PostgresURL: pgURL, Clients: 2, Batch: batch, Duration: 500 * time.Millisecond,
+				Warmup: 100 * time.Millisecond, Runs: 50, Client: ClientGo, Rounds: 2})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			c := rep.Comparison
+			if c == nil || c.Rounds != 2 || len(c.Arms) != 2 || c.Arms[0].Client != ClientRaw || c.Arms[1].Client != ClientGo {
+				t.Fatalf("comparison = %+v; want raw and go, 2 rounds", c)
+			}
+			for _, a := range c.Arms {
+				if len(a.RoundsEventsPerSec) != 2 || a.MedianEventsPerSec <= 0 || len(a.Errors) != 0 {
+					t.Errorf("arm %s = %+v; want 2 rounds, a rate, no errors", a.Client, a)
+				}
+			}
+			if want := harness.Round(c.Arms[1].MedianEventsPerSec/c.Arms[0].MedianEventsPerSec, 2); harness.Round(c.Arms[1].Ratio, 2) != want || c.Arms[1].Target != 0.90 {
+				t.Errorf("go's ratio %v target %v; want about %v, 0.90", c.Arms[1].Ratio, c.Arms[1].Target, want)
+			}
+			if rep.Client != ClientRaw || rep.Duplicates != 0 || rep.ErrorCount() != 0 {
+				t.Errorf("top report: client %q, %d duplicates, errors %v; want raw's clean round", rep.Client, rep.Duplicates, rep.Errors)
+			}
+			var text strings.Builder
+			if err := rep.WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(text.String(), "of raw (target 90%)") {
+				t.Errorf("the text report does not give the ratio:\n%s", text.String())
+			}
+		})
 	}
 }

@@ -77,7 +77,8 @@ type Arm struct {
 	// Client is "raw" (pre-encoded bodies over net/http) or "go" (package
 	// client).
 	Client string `json:"client"`
-	// RoundsEventsPerSec is each round's rate, in the order run.
+	// RoundsEventsPerSec is each round's rate, in the order run (the arms
+	// take turns going first in a round).
 	RoundsEventsPerSec []float64 `json:"roundsEventsPerSec"`
 	// MedianEventsPerSec is the median round's rate.
 	MedianEventsPerSec float64 `json:"medianEventsPerSec"`
