@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -130,9 +134,21 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connecting to Postgres at %s:%d: %w (is it running? scripts/up.sh starts one)", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+		return nil, fmt.Errorf("connecting to Postgres at %s: %w (is it running? scripts/up.sh starts one)", hostsOf(cfg), err)
 	}
 	return pool, nil
+}
+
+// hostsOf lists the servers a (multi-host) URL names, for messages:
+// "a:5432,b:5432".
+func hostsOf(cfg *pgxpool.Config) string {
+	hosts := []string{net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))}
+	for _, f := range cfg.ConnConfig.Fallbacks {
+		if h := net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port))); !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return strings.Join(hosts, ",")
 }
 
 // errTenant is returned by append for a run owned by another tenant.
