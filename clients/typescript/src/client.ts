@@ -259,8 +259,17 @@ export class RunstreamClient {
         if (b) late.push({ ...v, reason: `run ${v.ev.runId} has spooled events the API did not take within the budget`, cause: b.cause });
       }
     }
+    // A run with an event not delivered sends none of its later ones: they
+    // would overtake it.
+    const lateRuns = new Map<string, { reason: string; cause?: unknown }>();
     for (const chunk of chunks(send)) {
-      const body = `{"events":[${chunk.map((v) => v.json).join(",")}]}`;
+      const live = chunk.filter((v) => {
+        const l = lateRuns.get(v.ev.runId);
+        if (l) late.push({ ...v, ...l });
+        return !l;
+      });
+      if (live.length === 0) continue;
+      const body = `{"events":[${live.map((v) => v.json).join(",")}]}`;
       const r = await this.post<{ results: (AppendResult | { error: { code: string; message: string; field?: string } })[] }>(
         "/v1/events:batch",
         body,
@@ -268,11 +277,15 @@ export class RunstreamClient {
       );
       if (!r.ok) {
         if (r.permanent) throw r.permanent;
-        late.push(...chunk.map((v) => ({ ...v, reason: describeCause(r.cause), cause: r.cause })));
+        const why = { reason: describeCause(r.cause), cause: r.cause };
+        for (const v of live) {
+          late.push({ ...v, ...why });
+          lateRuns.set(v.ev.runId, why);
+        }
         continue;
       }
       r.value.results.forEach((res, k) => {
-        const { i } = chunk[k];
+        const { i } = live[k];
         if ("error" in res) {
           const e = res.error;
           out[i] = { error: new RunstreamError(e.code, statusOf(e.code), e.message, { field: e.field }) };

@@ -320,3 +320,40 @@ test("concurrent appends of one run are stored in call order, delivered or spool
   );
   assert.equal(await c.spooled(), 0);
 });
+
+test("appendBatch: once a run's event is not delivered, none of its later events in the batch overtakes it", async (t) => {
+  const s = await scripted(t, (n, req, res) => {
+    if (n === 0) return fail(res, 503, "UNAVAILABLE", { "retry-after": "60" }); // beyond the budget: give up at once
+    const count = Number(req.headers["x-count"] ?? 0); // set by the fetch below
+    res.writeHead(200, { "content-type": "application/json" }).end(
+      JSON.stringify({
+        results: Array.from({ length: count }, (_, k) => ({
+          eventId: randomUUID(),
+          runSeq: k + 1,
+          persistedAt: "2026-02-16T10:30:00.123456Z",
+          idempotent: false,
+          persisted: true,
+        })),
+      }),
+    );
+  });
+  // Tell the scripted server how many events each request holds.
+  const counting: typeof fetch = (i, init) => {
+    const n = (String(init?.body).match(/"eventType"/g) ?? []).length;
+    return fetch(i, { ...init, headers: { ...(init?.headers as Record<string, string>), "x-count": String(n) } });
+  };
+  const dir = await tempDir(t);
+  const c = new RunstreamClient({ url: s.url, spoolDir: dir, fetch: counting });
+  t.after(() => c.close());
+  const a = newRun();
+  const b = newRun();
+  const evs = [
+    ...Array.from({ length: 550 }, (_, i) => input(a, "StepStarted", `s${i}`)),
+    ...Array.from({ length: 50 }, (_, i) => input(b, "StepStarted", `s${i}`)),
+  ];
+  const out = await c.appendBatch(evs);
+  assert.equal(s.requests(), 2, "the second request holds only run b's events");
+  assert.ok(out.slice(0, 550).every((o) => o.spooled === true), "run a: all spooled, in order");
+  assert.ok(out.slice(550).every((o) => o.spooled === false), "run b: delivered");
+  assert.equal(await c.spooled(), 550);
+});
