@@ -30,8 +30,9 @@ func runExport(ctx context.Context, env *environment, args []string) error {
 	if err := parseFlags(fs, env, args, "runstream export --tenant T --from T0 [--to T1] [--follow] [--out FILE] [--cursor C] [flags]",
 		"Exports one tenant's events persisted in [--from, --to) as NDJSON, one RunEventRecord a line\n"+
 			"(the JSON GET /v1/events answers), in (persistedAt, runId, runSeq) order, reading Postgres\n"+
-			"directly. It never reads past the store's horizon: an event whose transaction is still open\n"+
-			"is waited for, never skipped (progress names the pid holding it). Progress goes to stderr.\n"+
+			"directly (it does not migrate). It never reads past the store's horizon: an event whose\n"+
+			"transaction is still open is waited for, never skipped (progress names the pid holding it).\n"+
+			"Progress goes to stderr.\n"+
 			"When interrupted it prints the cursor to resume with (--cursor). With --out the file exists\n"+
 			"under its own name only once complete (fsynced); until then it is FILE.partial, which a\n"+
 			"resumed export with the same --out appends to."); err != nil {
@@ -52,7 +53,12 @@ func runExport(ctx context.Context, env *environment, args []string) error {
 		return usageError{fmt.Errorf("--grace must be > 0, got %v", *grace)}
 	}
 	log := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	pool, err := openPostgres(ctx, log, *pgURL)
+	// A reader: no migration, so an auditor's read-only role will do
+	// (it needs SELECT on run_events, and to see the appenders' sessions
+	// in pg_stat_activity: the same role, or pg_read_all_stats).
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	pool, err := postgres.Connect(cctx, *pgURL)
+	cancel()
 	if err != nil {
 		return err
 	}
