@@ -1,7 +1,6 @@
 package client
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -25,20 +24,4 @@ func BenchmarkPrepare(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// BenchmarkEncode compares the encoder with json.Marshal.
-func BenchmarkEncode(b *testing.B) {
-	id := workload.NewIdentity("tenant_bench")
-	w := workload.Event(id, store.EventStepCompleted, "step_1", 1, 1, time.Now(), map[string]any{"durationMs": 1234})
-	b.Run("encodeWrite", func(b *testing.B) {
-		for b.Loop() {
-			_, _ = encodeWrite(nil, &w)
-		}
-	})
-	b.Run("json.Marshal", func(b *testing.B) {
-		for b.Loop() {
-			_, _ = json.Marshal(&w)
-		}
-	})
 }
