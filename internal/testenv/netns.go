@@ -96,7 +96,6 @@ type Netns struct {
 	t              testing.TB
 	hostIP         string
 	hostDev, nsDev string
-	cutHost, cutNS bool
 }
 
 // NewNetns creates a namespace with loopback up, a veth pair to this
