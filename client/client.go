@@ -55,6 +55,7 @@ type BatchResult struct {
 type Client struct {
 	cfg       Config
 	hc        *http.Client
+	ownsHC    bool // hc was made by New: Close closes its idle connections
 	eventsURL string
 	batchURL  string
 	auth      string
@@ -83,9 +84,10 @@ func New(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	ownsHC := cfg.HTTPClient == nil
 	cfg = cfg.withDefaults()
 	base := strings.TrimRight(cfg.URL, "/")
-	c := &Client{cfg: cfg, hc: cfg.HTTPClient, eventsURL: base + "/v1/events", batchURL: base + "/v1/events:batch",
+	c := &Client{cfg: cfg, hc: cfg.HTTPClient, ownsHC: ownsHC, eventsURL: base + "/v1/events", batchURL: base + "/v1/events:batch",
 		failOpen: map[string]bool{}, log: cfg.Logger.With("component", "client"),
 		sem: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
 	if cfg.Token != "" {
@@ -118,6 +120,9 @@ func New(cfg Config) (*Client, error) {
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
+		if c.ownsHC {
+			defer c.hc.CloseIdleConnections()
+		}
 		if c.sp == nil {
 			return
 		}
