@@ -438,8 +438,9 @@ export class RunstreamClient {
   ): Promise<NotSent & { delivered: number; rejected: number } | { ok: true; delivered: number; rejected: number }> {
     let delivered = 0;
     let rejected = 0;
+    let limit = renewBudget ? MAX_BATCH_EVENTS : 50;
     for (;;) {
-      const recs = spool.eventsOf(runId, renewBudget ? MAX_BATCH_EVENTS : 50);
+      const recs = spool.eventsOf(runId, limit);
       if (recs.length === 0) return { ok: true, delivered, rejected };
       const chunk = chunks(recs.map((r, i) => ({ i, ev: r.event, rec: r })))[0];
       const body = `{"events":[${chunk.map((v) => v.json).join(",")}]}`;
@@ -449,7 +450,21 @@ export class RunstreamClient {
         renewBudget ? Date.now() + this.drainRequestTimeoutMs : deadline,
       );
       if (!r.ok) {
-        if (r.permanent) throw r.permanent;
+        const p = r.permanent;
+        if (p && (p.status === 400 || p.status === 413)) {
+          // The request, not an event, was refused (too large, too many
+          // events for this API): one event a request, and an event too
+          // large on its own is refused for good.
+          if (chunk.length > 1) {
+            limit = 1;
+            continue;
+          }
+          await spool.reject(chunk[0].rec, p);
+          rejected++;
+          this.warn(`runstream: the API refused spooled event ${String(chunk[0].ev.eventId)} (run ${runId}): ${p.code}: ${p.message}; kept in ${spool.dir}/rejected.ndjson`);
+          continue;
+        }
+        if (p) throw p;
         return { ok: false, cause: r.cause, delivered, rejected };
       }
       const acks: number[] = [];

@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { randomUUID } from "node:crypto";
 
 import { BudgetExceededError, RunstreamClient, RunstreamError } from "../src/index.js";
-import { api, events, input, newRun, switchableFetch, tempDir, unreachable } from "./env.js";
+import { api, SLOW_OK, events, input, newRun, switchableFetch, tempDir, unreachable } from "./env.js";
 
 function recording(): { fetch: typeof fetch; statuses: number[] } {
   const statuses: number[] = [];
@@ -24,7 +24,7 @@ function recording(): { fetch: typeof fetch; statuses: number[] } {
 
 test("append: 201 inserted, then 200 for the duplicate with the first write's metadata", async (t) => {
   const rec = recording();
-  const c = new RunstreamClient({ url: api.url, token: api.token, fetch: rec.fetch });
+  const c = new RunstreamClient({ url: api.url, writeLatencyBudgetMs: SLOW_OK, token: api.token, fetch: rec.fetch });
   t.after(() => c.close());
   const run = newRun();
   const first = await c.append(input(run, "RunStarted"));
@@ -47,7 +47,7 @@ test("append: 201 inserted, then 200 for the duplicate with the first write's me
 });
 
 test("appendBatch: results in order, one per event; local and API refusals per item", async (t) => {
-  const c = new RunstreamClient({ url: api.url, token: api.token });
+  const c = new RunstreamClient({ url: api.url, writeLatencyBudgetMs: SLOW_OK, token: api.token });
   t.after(() => c.close());
   const run = newRun();
   const out = await c.appendBatch([
@@ -78,7 +78,7 @@ test("tenants: another tenant's event is 403 FORBIDDEN and an unknown token 401,
     calls++;
     return fetch(i, init);
   };
-  const other = new RunstreamClient({ url: api.url, token: api.otherToken, fetch: counting, spoolDir: dir });
+  const other = new RunstreamClient({ url: api.url, writeLatencyBudgetMs: SLOW_OK, token: api.otherToken, fetch: counting, spoolDir: dir });
   t.after(() => other.close());
   await assert.rejects(other.append(input(newRun(), "StepStarted")), (e: unknown) => {
     assert.ok(e instanceof RunstreamError);
@@ -88,7 +88,7 @@ test("tenants: another tenant's event is 403 FORBIDDEN and an unknown token 401,
     return true;
   });
   assert.equal(calls, 1);
-  const stranger = new RunstreamClient({ url: api.url, token: "no-such-token", fetch: counting });
+  const stranger = new RunstreamClient({ url: api.url, writeLatencyBudgetMs: SLOW_OK, token: "no-such-token", fetch: counting });
   t.after(() => stranger.close());
   await assert.rejects(stranger.append(input(newRun(), "StepStarted")), { name: "RunstreamError", code: "UNAUTHENTICATED", status: 401 });
   assert.equal(calls, 2);
@@ -226,7 +226,7 @@ test("per-run order: a run's spooled events go before its next append; a never-f
   const dir = await tempDir(t);
   let down = true;
   const sw = switchableFetch(() => down);
-  const c = new RunstreamClient({ url: api.url, token: api.token, fetch: sw.fetch, spoolDir: dir, writeLatencyBudgetMs: 3000 });
+  const c = new RunstreamClient({ url: api.url, token: api.token, fetch: sw.fetch, spoolDir: dir, writeLatencyBudgetMs: SLOW_OK });
   t.after(() => c.close());
   const run = newRun();
   const other = newRun();
@@ -272,7 +272,7 @@ test("the drainer started by start() delivers spooled events run by run once the
     token: api.token,
     fetch: sw.fetch,
     spoolDir: dir,
-    writeLatencyBudgetMs: 3000,
+    writeLatencyBudgetMs: SLOW_OK,
     drainIntervalMs: 50,
   });
   t.after(() => c.close());
@@ -299,7 +299,7 @@ test("concurrent appends of one run are stored in call order, delivered or spool
   const dir = await tempDir(t);
   let down = false;
   const sw = switchableFetch(() => down);
-  const c = new RunstreamClient({ url: api.url, token: api.token, fetch: sw.fetch, spoolDir: dir });
+  const c = new RunstreamClient({ url: api.url, writeLatencyBudgetMs: SLOW_OK, token: api.token, fetch: sw.fetch, spoolDir: dir });
   t.after(() => c.close());
   const run = newRun();
   // 30 appends in flight at once: the first 10 delivered, the next 10

@@ -128,3 +128,10 @@ export function switchableFetch(down: () => boolean): { fetch: typeof fetch; cal
   };
   return { fetch: f, calls: () => calls };
 }
+
+/**
+ * The budget of clients that talk to the real API in tests not about the
+ * budget: generous, so a loaded machine (make test runs beside everything
+ * else) cannot turn a slow answer into a spooled or refused event.
+ */
+export const SLOW_OK = 30_000;

@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 
 import { RunstreamClient, SpoolCorruptError, SpoolFullError, SpoolLockedError } from "../src/index.js";
 import { Spool } from "../src/spool.js";
-import { api, events, full, input, newRun, switchableFetch, tempDir, unreachable } from "./env.js";
+import { api, SLOW_OK, events, full, input, newRun, switchableFetch, tempDir, unreachable } from "./env.js";
 
 const child = fileURLToPath(new URL("./spool-child.js", import.meta.url));
 
@@ -46,7 +46,7 @@ test("a spool survives SIGKILL of the producer; a new client drains it to the AP
   await until(() => out.includes("ready\n"), "the child to start");
 
   // While the producer lives, nobody else may open its spool.
-  const intruder = new RunstreamClient({ url: api.url, token: api.token, spoolDir: dir });
+  const intruder = new RunstreamClient({ url: api.url, writeLatencyBudgetMs: SLOW_OK, token: api.token, spoolDir: dir });
   await assert.rejects(intruder.start(), SpoolLockedError);
   await intruder.close();
 
@@ -65,7 +65,7 @@ test("a spool survives SIGKILL of the producer; a new client drains it to the AP
   await cp(dir, copy, { recursive: true });
 
   const warnings: string[] = [];
-  const c = new RunstreamClient({ url: api.url, token: api.token, spoolDir: dir, onWarning: (m) => warnings.push(m) });
+  const c = new RunstreamClient({ url: api.url, writeLatencyBudgetMs: SLOW_OK, token: api.token, spoolDir: dir, onWarning: (m) => warnings.push(m) });
   t.after(() => c.close());
   const before = await c.spooled();
   const total = [...acked.values()].reduce((a, l) => a + l.length, 0);
@@ -90,7 +90,7 @@ test("a spool survives SIGKILL of the producer; a new client drains it to the AP
   }
 
   // The crash-time copy again: every event is a duplicate, answered 200, no second row.
-  const again = new RunstreamClient({ url: api.url, token: api.token, spoolDir: copy, onWarning: () => {} });
+  const again = new RunstreamClient({ url: api.url, writeLatencyBudgetMs: SLOW_OK, token: api.token, spoolDir: copy, onWarning: () => {} });
   t.after(() => again.close());
   const d2 = await again.drain();
   assert.deepEqual(d2, { delivered: before, rejected: 0, remaining: 0 });
@@ -112,7 +112,7 @@ test("a corrupt record before the end is SpoolCorruptError naming the file and o
   await writeFile(seg, data);
   const before = await snapshot(dir);
 
-  const c2 = new RunstreamClient({ url: api.url, token: api.token, spoolDir: dir });
+  const c2 = new RunstreamClient({ url: api.url, writeLatencyBudgetMs: SLOW_OK, token: api.token, spoolDir: dir });
   t.after(() => c2.close());
   await assert.rejects(c2.start(), (e: unknown) => {
     assert.ok(e instanceof SpoolCorruptError, String(e));
@@ -137,7 +137,7 @@ test("a torn last record is cut with a warning and the records before it are kep
   const size = (await readFile(seg)).length;
   await appendFile(seg, '0badc0de {"n":4,"e":{"runId":"'); // a write the crash cut short
   const warnings: string[] = [];
-  const c2 = new RunstreamClient({ url: api.url, token: api.token, spoolDir: dir, onWarning: (m) => warnings.push(m) });
+  const c2 = new RunstreamClient({ url: api.url, writeLatencyBudgetMs: SLOW_OK, token: api.token, spoolDir: dir, onWarning: (m) => warnings.push(m) });
   t.after(() => c2.close());
   assert.equal(await c2.spooled(), 3);
   assert.ok(warnings.some((w) => w.includes("torn last record") && w.includes(`byte offset ${size}`)), warnings.join("\n"));
@@ -167,7 +167,7 @@ test("a full spool refuses new events with SpoolFullError and loses none it hold
   assert.equal(await c.spooled(), spooled);
   await c.close();
 
-  const c2 = new RunstreamClient({ url: api.url, token: api.token, spoolDir: dir, maxSpoolBytes: 4000 });
+  const c2 = new RunstreamClient({ url: api.url, writeLatencyBudgetMs: SLOW_OK, token: api.token, spoolDir: dir, maxSpoolBytes: 4000 });
   t.after(() => c2.close());
   assert.deepEqual(await c2.drain(), { delivered: spooled, rejected: 0, remaining: 0 });
   assert.deepEqual(
@@ -176,7 +176,7 @@ test("a full spool refuses new events with SpoolFullError and loses none it hold
   );
   // Drained, it takes events again.
   const sw = switchableFetch(() => true);
-  const c3 = new RunstreamClient({ url: api.url, spoolDir: await tempDir(t), fetch: sw.fetch, maxSpoolBytes: 4000 });
+  const c3 = new RunstreamClient({ url: api.url, writeLatencyBudgetMs: SLOW_OK, spoolDir: await tempDir(t), fetch: sw.fetch, maxSpoolBytes: 4000 });
   t.after(() => c3.close());
   assert.ok((await c3.append(input(run, "StepStarted", "later"))).spooled);
 });
@@ -193,7 +193,7 @@ test("a spooled event the API refuses for good goes to rejected.ndjson with a wa
   await s.close();
 
   const warnings: string[] = [];
-  const c = new RunstreamClient({ url: api.url, token: api.token, spoolDir: dir, onWarning: (m) => warnings.push(m) });
+  const c = new RunstreamClient({ url: api.url, writeLatencyBudgetMs: SLOW_OK, token: api.token, spoolDir: dir, onWarning: (m) => warnings.push(m) });
   t.after(() => c.close());
   assert.deepEqual(await c.drain(), { delivered: 2, rejected: 1, remaining: 0 });
   assert.deepEqual((await events(run)).map((e) => e.stepId), ["a", "c"]);
@@ -215,11 +215,33 @@ test("segments are removed once delivered, and the spool keeps working across ma
   for (const e of evs) await s.append([e] as any);
   assert.ok((await segments(dir)).length > 3, "several segments");
   await s.close();
-  const c = new RunstreamClient({ url: api.url, token: api.token, spoolDir: dir, fetch: sw.fetch, writeLatencyBudgetMs: 3000 });
+  const c = new RunstreamClient({ url: api.url, token: api.token, spoolDir: dir, fetch: sw.fetch, writeLatencyBudgetMs: SLOW_OK });
   t.after(() => c.close());
   assert.equal(await c.spooled(), 40);
   down = false;
   assert.deepEqual(await c.drain(), { delivered: 40, rejected: 0, remaining: 0 });
   assert.deepEqual(await segments(dir), [], "a drained spool keeps no segment");
   assert.deepEqual((await events(run)).map((e) => e.stepId), evs.map((e) => e.stepId));
+});
+
+test("a spooled event too large for the API goes to rejected.ndjson; the others of its run are delivered around it in order", async (t) => {
+  const dir = await tempDir(t);
+  const run = newRun();
+  const a = full(run, "StepStarted", "a");
+  const huge = full(run, "StepStarted", "b");
+  huge.payload = { blob: "x".repeat(1_200_000) }; // over the API's 1 MiB body limit
+  const c3 = full(run, "StepStarted", "c");
+  const s = await Spool.open(dir, { maxBytes: 8 << 20, warn: () => {} });
+  await s.append([a, huge, c3] as any);
+  await s.close();
+  const warnings: string[] = [];
+  const c = new RunstreamClient({ url: api.url, writeLatencyBudgetMs: SLOW_OK, token: api.token, spoolDir: dir, onWarning: (m) => warnings.push(m) });
+  t.after(() => c.close());
+  assert.deepEqual(await c.drain(), { delivered: 2, rejected: 1, remaining: 0 });
+  assert.deepEqual((await events(run)).map((e) => e.stepId), ["a", "c"]);
+  const rejected = (await readFile(join(dir, "rejected.ndjson"), "utf8")).trim().split("\n").map((l) => JSON.parse(l));
+  assert.equal(rejected.length, 1);
+  assert.equal(rejected[0].event.eventId, huge.eventId);
+  assert.equal(rejected[0].error.code, "PAYLOAD_TOO_LARGE");
+  assert.ok(warnings.some((w) => w.includes(String(huge.eventId))));
 });

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { RunstreamClient, RunstreamError, validateEvent } from "../src/index.js";
-import { api, full, newRun, postRaw, switchableFetch } from "./env.js";
+import { api, SLOW_OK, full, newRun, postRaw, switchableFetch } from "./env.js";
 
 type Ev = Record<string, unknown>;
 const cases: [string, (run: string) => Ev][] = [];
@@ -153,7 +153,7 @@ test("validation equals the API's answer inside a batch (events[i].field)", asyn
 
 test("a bad event is refused locally: never sent, never spooled", async (t) => {
   const down = switchableFetch(() => false);
-  const c = new RunstreamClient({ url: api.url, token: api.token, fetch: down.fetch });
+  const c = new RunstreamClient({ url: api.url, writeLatencyBudgetMs: SLOW_OK, token: api.token, fetch: down.fetch });
   t.after(() => c.close());
   const ev = full(newRun(), "StepStarted");
   ev.runId = "a|b";
