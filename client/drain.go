@@ -22,6 +22,8 @@ const (
 	// waveEvents and waveBytes bound one batch of the drainer.
 	waveEvents = 100
 	waveBytes  = 512 << 10
+	// maxWaveItems bounds what one wave reads, skipped records included.
+	maxWaveItems = 10 * waveEvents
 	// minWaveTimeout is the least time a wave's request is given.
 	minWaveTimeout = 2 * time.Second
 	// maxDrainWait bounds the drainer's backoff, in DrainIntervals.
@@ -135,7 +137,7 @@ func (c *Client) drainWave(ctx context.Context) (bool, error) {
 	var items []waveItem
 	var send []int
 	size := 0
-	for len(send) < waveEvents && size < waveBytes {
+	for len(send) < waveEvents && size < waveBytes && len(items) < maxWaveItems {
 		rec, ok, err := r.read()
 		if err != nil {
 			return false, c.spoolBroken(err)
@@ -149,6 +151,7 @@ func (c *Client) drainWave(ctx context.Context) (bool, error) {
 		}
 		if left > 0 {
 			skipLeft[rec.runID] = left - 1
+			rec.body = nil // delivered already: only its place counts
 			items = append(items, waveItem{rec: rec, skip: true})
 			continue
 		}

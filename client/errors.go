@@ -12,7 +12,9 @@ var (
 	// fail open (NeverFailOpen, or in neither list). The engine should fail
 	// the step (ExecutionSemantics v1 section 5). The error also wraps the
 	// last answer, so errors.Is(err, store.ErrUnavailable) tells a refusing
-	// API from an unreachable one.
+	// API from an unreachable one. It means "not known to be stored": a
+	// request given up at the budget may still commit in the API, even
+	// after a later event of the run.
 	ErrBudgetExceeded = errors.New("write-latency budget exceeded")
 	// ErrNotDelivered: the API could not be reached or refused for now
 	// (503, 429, a transport error) and the event's type may not fail open,

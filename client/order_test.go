@@ -33,10 +33,11 @@ func testSeed(t *testing.T) uint64 {
 // never-fail-open types mixed) through a front that at random refuses,
 // forwards, forwards and loses the answer, or holds a request past the
 // budget; meanwhile the background drainer delivers the spool. After the
-// front heals and Drain returns, every run's stored events are its
-// appended events in append order (a subsequence: events that failed may
-// be missing, or stored when their answer was lost), each stored once,
-// and none acknowledged is missing.
+// front heals and Drain returns, every run's acknowledged events (stored,
+// or spooled) are stored once each, in append order. An event whose
+// Append failed may be missing, or stored (its answer was lost); it is
+// held to no order: a request the client gave up on may still commit in
+// the API after a later event (see checkRunOrder).
 func TestOrder_RandomFailures(t *testing.T) {
 	t.Parallel()
 	api := realAPI(t)
