@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -330,5 +332,49 @@ func TestAppend_TransportErrorsRetried(t *testing.T) {
 	res, err := c.Append(context.Background(), testEvent(store.EventStepStarted))
 	if err != nil || !res.Spooled {
 		t.Fatalf("res %+v, err %v; want spooled", res, err)
+	}
+}
+
+// TestDrain_RefusedForGood: a spooled event the API later refuses for
+// good (here 403, a token that lost its tenant) is not retried forever and
+// not dropped silently: it goes to the spool's rejected.ndjson, with the
+// API's answer, and an error is logged.
+func TestDrain_RefusedForGood(t *testing.T) {
+	var refuse atomic.Bool
+	f := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if refuse.Load() {
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"error":{"code":"FORBIDDEN","message":"your token is for another tenant","field":"tenantId"}}`))
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer f.Close()
+	dir := t.TempDir()
+	var logs testenv.Buffer
+	c := newClient(t, client.Config{URL: f.URL, SpoolDir: dir, WriteLatencyBudget: 50 * time.Millisecond,
+		BackoffBase: 30 * time.Millisecond, DrainInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	w := testEvent(store.EventStepStarted)
+	res, err := c.Append(context.Background(), w)
+	if err != nil || !res.Spooled {
+		t.Fatalf("res %+v, err %v; want spooled", res, err)
+	}
+	refuse.Store(true)
+	if err := c.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c.Spooled() != 0 {
+		t.Errorf("%d still spooled", c.Spooled())
+	}
+	rejected, err := os.ReadFile(filepath.Join(dir, "rejected.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rejected), w.EventID) || !strings.Contains(string(rejected), "FORBIDDEN") {
+		t.Errorf("rejected.ndjson = %s; want the event and the API's answer", rejected)
+	}
+	if !strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("no error logged: %s", logs.String())
 	}
 }
