@@ -378,3 +378,64 @@ func TestDrain_RefusedForGood(t *testing.T) {
 		t.Errorf("no error logged: %s", logs.String())
 	}
 }
+
+// TestDrain_BatchRefusedWhole: a drain batch the API refuses as a whole
+// (413: over its body limit) is not blamed on its events: each is sent
+// alone, and only the one too large alone is rejected. A 401 (a token
+// rotated) rejects nothing: the events wait for a good token.
+func TestDrain_BatchRefusedWhole(t *testing.T) {
+	var mode atomic.Int32 // 0: 503 to all; 1: batches 413, singles by size; 2: 401
+	var delivered atomic.Int64
+	f := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch {
+		case mode.Load() == 0:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case mode.Load() == 2:
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":{"code":"UNAUTHENTICATED","message":"unknown token"}}`))
+		case strings.HasSuffix(r.URL.Path, ":batch") || strings.Contains(string(body), "huge"):
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			_, _ = w.Write([]byte(`{"error":{"code":"PAYLOAD_TOO_LARGE","message":"too large"}}`))
+		default:
+			delivered.Add(1)
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(`{"eventId":"e","runSeq":1,"persistedAt":"2026-01-01T00:00:00.000000Z","idempotent":false,"persisted":true}`))
+		}
+	}))
+	defer f.Close()
+	dir := t.TempDir()
+	c := newClient(t, client.Config{URL: f.URL, SpoolDir: dir, WriteLatencyBudget: 30 * time.Millisecond, DrainInterval: time.Hour})
+	for i := range 5 {
+		w := testEvent(store.EventStepStarted)
+		if i == 2 {
+			w.Payload = []byte(`{"note":"huge"}`)
+		}
+		if res, err := c.Append(context.Background(), w); err != nil || !res.Spooled {
+			t.Fatalf("event %d: %+v, %v; want spooled", i, res, err)
+		}
+	}
+	mode.Store(2)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := c.Drain(ctx); !errors.Is(err, &store.Error{Code: store.CodeUnauthenticated}) {
+		t.Errorf("Drain with a bad token = %v, want UNAUTHENTICATED", err)
+	}
+	if c.Spooled() != 5 {
+		t.Fatalf("%d spooled after the 401s, want all 5 kept", c.Spooled())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rejected.ndjson")); err == nil {
+		t.Fatal("a 401 rejected events")
+	}
+	mode.Store(1)
+	if err := c.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if delivered.Load() != 4 || c.Spooled() != 0 {
+		t.Errorf("%d delivered, %d spooled; want 4 and 0", delivered.Load(), c.Spooled())
+	}
+	rejected, _ := os.ReadFile(filepath.Join(dir, "rejected.ndjson"))
+	if n := strings.Count(string(rejected), "\n"); n != 1 || !strings.Contains(string(rejected), "huge") {
+		t.Errorf("rejected.ndjson = %s; want the one huge event", rejected)
+	}
+}

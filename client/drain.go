@@ -78,7 +78,7 @@ func (c *Client) drainRun(ctx context.Context, runID string) error {
 			continue
 		}
 		_, out, err := c.send(ctx, c.eventsURL, rec.body)
-		switch out {
+		switch drainOutcome(out, err) {
 		case undelivered:
 			return err
 		case refused:
@@ -207,9 +207,12 @@ func (c *Client) sendWave(ctx context.Context, items []waveItem, send []int) {
 	// not by a budget so short that a batch could never make it.
 	ctx, cancel := context.WithTimeoutCause(ctx, max(c.cfg.WriteLatencyBudget, minWaveTimeout), errBudget)
 	defer cancel()
+	single := func(it *waveItem) {
+		_, out, err := c.send(ctx, c.eventsURL, it.rec.body)
+		it.out, it.err = drainOutcome(out, err), err
+	}
 	if len(send) == 1 {
-		it := &items[send[0]]
-		_, it.out, it.err = c.send(ctx, c.eventsURL, it.rec.body)
+		single(&items[send[0]])
 		return
 	}
 	parts := make([][]byte, len(send))
@@ -217,6 +220,15 @@ func (c *Client) sendWave(ctx context.Context, items []waveItem, send []int) {
 		parts[k] = items[i].rec.body
 	}
 	answer, out, err := c.send(ctx, c.batchURL, batchBody(parts))
+	if drainOutcome(out, err) == refused {
+		// The request as a whole was refused (a body over the API's
+		// limit, a proxy's 400): each event alone decides, so one event
+		// too large never takes the others with it.
+		for _, i := range send {
+			single(&items[i])
+		}
+		return
+	}
 	if out == delivered {
 		results, derr := decodeBatchAnswer(answer, len(send))
 		if derr == nil {
@@ -234,8 +246,18 @@ func (c *Client) sendWave(ctx context.Context, items []waveItem, send []int) {
 		out, err = undelivered, derr
 	}
 	for _, i := range send {
-		items[i].out, items[i].err = out, err
+		items[i].out, items[i].err = drainOutcome(out, err), err
 	}
+}
+
+// drainOutcome is how delivering a spooled event ended: as send says,
+// except that 401 is not the event's fault (a token rotated or expired)
+// and is retried later instead of rejecting the event.
+func drainOutcome(out outcome, err error) outcome {
+	if out == refused && errors.Is(err, &store.Error{Code: store.CodeUnauthenticated}) {
+		return undelivered
+	}
+	return out
 }
 
 // drainLoop is the background drainer: while the spool holds undelivered
