@@ -399,7 +399,7 @@ export interface components {
             persisted: boolean;
         };
         BatchRequest: {
-            /** @description At most --max-batch-events (default 500) events; each is validated and appended on its own. */
+            /** @description At most 1000 events (the API's limit); each is validated and appended on its own. */
             events: components["schemas"]["RunEventWrite"][];
         };
         /** @description An AppendResult, or the error of that one event. */
