@@ -227,7 +227,9 @@ var benchAppend = benchTarget[appendbench.Config, *appendbench.Report]{
 		"With --client go it measures, against the same API with the same workload, the raw posts and\n" +
 		"the Go producer client (package client: key, validation, encoding, budget; Append or\n" +
 		"AppendBatch) in --rounds alternated rounds each, and reports the client's median events/s as\n" +
-		"a fraction of raw's (target 90%); the other lines are then raw's median round.\n" +
+		"a fraction of raw's (target 90%); the other lines are then raw's median round. --client ts\n" +
+		"does the same with the TypeScript client (Node.js runs clients/typescript/bench/append.mjs,\n" +
+		"reported beside raw, no target), --client all with raw, go and ts.\n" +
 		"Progress goes to stderr every second. See bench/README.md.",
 	flags: func(fs *flag.FlagSet, cfg *appendbench.Config) {
 		fs.StringVar(&cfg.URL, "url", "", "base URL of a running API; empty: start one in this process against a fresh schema bench_<random> (dropped at the end)")
@@ -242,7 +244,8 @@ var benchAppend = benchTarget[appendbench.Config, *appendbench.Report]{
 		fs.StringVar(&cfg.Tenant, "tenant", "tenant_bench", "tenantId of the generated events (the token's tenant when the API checks tokens)")
 		fs.BoolVar(&cfg.KeepSchema, "keep-schema", false, "keep the bench_<random> schemas for inspection")
 		fs.StringVar(&cfg.Pgbench, "pgbench", "", "pgbench executable; empty: /usr/bin/pgbench, else pgbench on PATH")
-		fs.StringVar(&cfg.Client, "client", appendbench.ClientRaw, "producer client: raw (pre-encoded bodies over net/http), or go to also measure the Go client (package client) against raw, alternated rounds")
+		fs.StringVar(&cfg.Client, "client", appendbench.ClientRaw, "producer client: raw (pre-encoded bodies over net/http); go to also measure the Go client (package client) against raw, alternated rounds; ts the TypeScript client (Node.js, clients/typescript); all for raw, go and ts")
+		fs.StringVar(&cfg.TSDir, "ts-dir", "clients/typescript", "with --client ts or all: the TypeScript client's directory, built (npm ci && npm run build)")
 		fs.IntVar(&cfg.Rounds, "rounds", 3, "with --client go: rounds of each client (each a --warmup and a --duration window); the median counts")
 	},
 	check: func(cfg *appendbench.Config) error {

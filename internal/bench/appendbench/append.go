@@ -119,6 +119,9 @@ type Config struct {
 	Client string
 	// Rounds is the rounds of each client with Client "go"; 0 means 3.
 	Rounds int
+	// TSDir is the TypeScript client's directory (clients/typescript,
+	// built with npm ci && npm run build) for Client "ts" and "all".
+	TSDir string
 }
 
 // The producer clients a comparison can measure; ClientRaw is the
@@ -126,6 +129,11 @@ type Config struct {
 const (
 	ClientRaw = "raw"
 	ClientGo  = "go"
+	// ClientTS is the TypeScript client (clients/typescript, run by
+	// Node.js through its bench/append.mjs); ClientAll measures raw, go
+	// and ts in the same run.
+	ClientTS  = "ts"
+	ClientAll = "all"
 )
 
 // defaultRounds is the rounds of each arm of a comparison.
@@ -160,9 +168,12 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("runs (--runs) must be >= 1, got %d", c.Runs))
 	}
 	switch c.Client {
-	case "", ClientRaw, ClientGo:
+	case "", ClientRaw, ClientGo, ClientTS, ClientAll:
 	default:
-		errs = append(errs, fmt.Errorf("client (--client) must be %s or %s, got %q", ClientRaw, ClientGo, c.Client))
+		errs = append(errs, fmt.Errorf("client (--client) must be %s, %s, %s or %s, got %q", ClientRaw, ClientGo, ClientTS, ClientAll, c.Client))
+	}
+	if (c.Client == ClientTS || c.Client == ClientAll) && c.Batch > 1 {
+		errs = append(errs, fmt.Errorf("client (--client) %s appends one event per request (its bench script): use --batch 1", c.Client))
 	}
 	if c.Rounds < 0 {
 		errs = append(errs, fmt.Errorf("rounds (--rounds) must be >= 1, got %d", c.Rounds))
@@ -346,6 +357,9 @@ type load struct {
 	// ClientGo); gc is the Go client of the ClientGo rounds.
 	arm string
 	gc  *goclient.Client
+	// tsRate is the latest raw round's events/s: it sizes a TypeScript
+	// round (runTS).
+	tsRate float64
 
 	// Live totals of the current phase, for progress.
 	events, requests, failures atomic.Int64
@@ -763,6 +777,9 @@ func (g *load) compare(ctx context.Context) (*Report, error) {
 	}
 	defer g.gc.Close()
 	arms := []string{ClientRaw, g.cfg.Client}
+	if g.cfg.Client == ClientAll {
+		arms = []string{ClientRaw, ClientGo, ClientTS}
+	}
 	reports := make([][]*Report, len(arms))
 	// One window can be profiled: the first round of the client measured.
 	profile := g.cfg.CPUProfile
@@ -783,12 +800,20 @@ func (g *load) compare(ctx context.Context) (*Report, error) {
 				// The other arm's pool: not this round's.
 				c.bodies, c.writes, c.next = nil, nil, 0
 			}
-			rep, err := g.run(ctx)
+			run := g.run
+			if arm == ClientTS {
+				run = g.runTS
+			}
+			rep, err := run(ctx)
 			if err != nil {
 				return nil, fmt.Errorf("round %d of the %s client: %w", round+1, arm, err)
 			}
 			rep.Client = arm
 			reports[i] = append(reports[i], rep)
+			if arm == ClientRaw {
+				// The TypeScript rounds append about a window's worth.
+				g.tsRate = rep.EventsPerSec()
+			}
 		}
 	}
 	comp := &Comparison{Rounds: g.cfg.Rounds, LoadAverage: loadAverage()}
@@ -809,7 +834,9 @@ func (g *load) compare(ctx context.Context) (*Report, error) {
 			top = med
 		} else {
 			a.Ratio = harness.Round(harness.Ratio(med.EventsPerSec(), top.EventsPerSec()), 4)
-			a.Target = ClientTargetRatio
+			if arm == ClientGo {
+				a.Target = ClientTargetRatio // the TypeScript client's rate is reported beside it
+			}
 		}
 		comp.Arms = append(comp.Arms, a)
 	}

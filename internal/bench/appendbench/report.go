@@ -74,8 +74,8 @@ type Comparison struct {
 
 // Arm is one producer client's rounds.
 type Arm struct {
-	// Client is "raw" (pre-encoded bodies over net/http) or "go" (package
-	// client).
+	// Client is "raw" (pre-encoded bodies over net/http), "go" (package
+	// client) or "ts" (the TypeScript client under Node.js).
 	Client string `json:"client"`
 	// RoundsEventsPerSec is each round's rate, in the order run (the arms
 	// take turns going first in a round).
@@ -221,6 +221,8 @@ func (r *Report) WriteText(w io.Writer) error {
 				a.Client, a.MedianEventsPerSec, strings.Join(rounds, ", "), harness.FormatMs(a.Latency.P50), harness.FormatMs(a.Latency.P99), fmtErrors(a.Errors))
 			if a.Target > 0 {
 				fmt.Fprintf(&b, "; %.1f%% of raw (target %.0f%%): %s", 100*a.Ratio, 100*a.Target, harness.Verdict(a.Met()))
+			} else if a.Ratio > 0 {
+				fmt.Fprintf(&b, "; %.1f%% of raw (reported, no target; Node.js in its own process)", 100*a.Ratio)
 			}
 			b.WriteString("\n")
 		}
