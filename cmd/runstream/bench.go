@@ -21,6 +21,7 @@ import (
 	"github.com/runstream/runstream/internal/bench/readbench"
 	"github.com/runstream/runstream/internal/bench/relaybench"
 	"github.com/runstream/runstream/internal/config"
+	"github.com/runstream/runstream/internal/relay"
 )
 
 // benchCommands are the subcommands of `runstream bench`: one entry of
@@ -296,6 +297,7 @@ var benchRelay = benchTarget[relayCLI, *relaybench.Report]{
 		fs.IntVar(&cli.partitions, "partitions", 12, "partitions of the fresh topic bench-relay-<random>")
 		fs.IntVar(&cli.RelayBatch, "relay-batch", 5000, "the relay's outbox rows per round")
 		fs.IntVar(&cli.Relays, "relays", 1, "relays to run, each with its own pool and Kafka client as separate processes; they split the outbox's shards")
+		fs.StringVar(&cli.Compression, "compression", relay.DefaultCompression, "the relays' produce codec: "+strings.Join(relay.Compressions, ", ")+" (the drain reports bytes per event produced)")
 		fs.BoolVar(&cli.drain, "drain", true, "run the drain phase (--drain=false skips it)")
 		fs.IntVar(&cli.Events, "events", 1_000_000, "events pre-filled into the outbox for the drain (with --drain=false: the event log, without outbox rows, the latency phase runs over)")
 		fs.IntVar(&cli.Runs, "runs", 10000, "distinct runIds the events are spread over")

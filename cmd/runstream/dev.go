@@ -76,7 +76,7 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 		brokerList = b.Addrs()
 		brokerDesc = fmt.Sprintf("embedded (kfake) %s, data in %s", strings.Join(brokerList, ","), filepath.Join(*dataDir, "kafka"))
 	}
-	client, err := newKafkaClient(brokerList, log)
+	client, err := newKafkaClient(brokerList, rf.compression, log)
 	if err != nil {
 		return err
 	}

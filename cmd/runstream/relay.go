@@ -28,6 +28,7 @@ type relayFlags struct {
 	batch             int
 	maxAttempts       int
 	retryWindow       time.Duration
+	compression       string
 }
 
 func (f *relayFlags) register(fs *flag.FlagSet) {
@@ -36,6 +37,7 @@ func (f *relayFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.replicationFactor, "replication-factor", 0, "replication factor when the relay creates the topic (0: the broker's default)")
 	fs.IntVar(&f.batch, "relay-batch", 5000, "most outbox rows published per round")
 	fs.IntVar(&f.maxAttempts, "relay-max-attempts", 8, "fewest broker refusals of one event before it is dead-lettered (EVENT_BUS_DELIVERY_FAILED), which also waits for --retry-window")
+	fs.StringVar(&f.compression, "compression", relay.DefaultCompression, "codec of the produce batches: "+strings.Join(relay.Compressions, ", ")+"; the default is one every consumer reads without extra codecs (KafkaJS ships only gzip), see docs/CONSUMERS.md")
 	fs.DurationVar(&f.retryWindow, "retry-window", relay.DefaultRetryWindow, "how long an event the broker refuses is retried from its first refusal (backoff up to 30s) before it is dead-lettered, once it also reached --relay-max-attempts; outlast a broker rolling restart (the run's later events wait meanwhile, other runs flow). A Go duration such as 5m; 1ms retries by count only")
 }
 
@@ -55,17 +57,25 @@ func (f *relayFlags) config(log *slog.Logger, reg prometheus.Registerer) (relay.
 	if strings.TrimSpace(f.topic) == "" {
 		return relay.Config{}, usageError{fmt.Errorf("--topic (RUNSTREAM_TOPIC) must not be empty")}
 	}
+	if _, err := relay.CompressionOption(f.compression); err != nil {
+		return relay.Config{}, usageError{fmt.Errorf("--compression (RUNSTREAM_COMPRESSION): %w", err)}
+	}
 	cfg := relay.Config{Topic: f.topic, Partitions: int32(f.partitions), ReplicationFactor: int16(f.replicationFactor),
 		BatchSize: f.batch, MaxAttempts: f.maxAttempts, RetryWindow: f.retryWindow, Registerer: reg, Logger: log}
 	return cfg, cfg.Validate()
 }
 
-// newKafkaClient builds the producer client the relay expects.
-func newKafkaClient(brokers []string, log *slog.Logger) (*kgo.Client, error) {
+// newKafkaClient builds the producer client the relay expects, compressing
+// with the named codec (relay.Compressions).
+func newKafkaClient(brokers []string, compression string, log *slog.Logger) (*kgo.Client, error) {
 	if len(brokers) == 0 {
 		return nil, usageError{fmt.Errorf("no Kafka brokers: set --kafka-brokers (RUNSTREAM_KAFKA_BROKERS), e.g. 127.0.0.1:9092")}
 	}
-	opts := append(relay.ClientOptions(brokers), kafkaLogOpt(log))
+	compress, err := relay.CompressionOption(compression)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--compression (RUNSTREAM_COMPRESSION): %w", err)}
+	}
+	opts := append(relay.ClientOptions(brokers), compress, kafkaLogOpt(log))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kafka client for %v: %w", brokers, err)
@@ -98,7 +108,7 @@ func runRelay(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	client, err := newKafkaClient(config.Brokers(*brokers), log)
+	client, err := newKafkaClient(config.Brokers(*brokers), rf.compression, log)
 	if err != nil {
 		return err
 	}
@@ -112,7 +122,7 @@ func runRelay(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	log.Info("starting runstream relay", "brokers", *brokers, "topic", rf.topic, "postgresUrl", config.RedactURL(*pgURL))
+	log.Info("starting runstream relay", "brokers", *brokers, "topic", rf.topic, "compression", rf.compression, "postgresUrl", config.RedactURL(*pgURL))
 	// Ready when it can read the outbox and reach a broker: a relay cut
 	// off from the brokers publishes nothing, and says so.
 	ready := func(ctx context.Context) error {

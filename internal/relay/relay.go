@@ -43,9 +43,15 @@ type Relay struct {
 // language agree on a run's partition), the idempotent producer with one
 // in-flight request per broker's ordering guarantees, and a delivery
 // timeout so an unreachable broker surfaces as an error the relay backs off
-// on rather than a publish that hangs.
+// on rather than a publish that hangs, and [DefaultCompression] (append
+// [CompressionOption] to choose another codec).
 func ClientOptions(brokers []string) []kgo.Opt {
+	compress, err := CompressionOption(DefaultCompression)
+	if err != nil {
+		panic(err)
+	}
 	return []kgo.Opt{
+		compress,
 		kgo.SeedBrokers(brokers...),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 		kgo.ProducerLinger(0),

@@ -181,6 +181,7 @@ func (b *bench) drain(ctx context.Context) (*DrainReport, error) {
 	}
 	rep.Window = time.Since(start)
 	rep.CPU = w.Stop()
+	rep.ProducedRecords, rep.WireBytes, rep.RecordBytes = b.produced.records.Load(), b.produced.compressed.Load(), b.produced.uncompressed.Load()
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -74,6 +75,9 @@ type Config struct {
 	// registry as separate `runstream relay` processes would have; they
 	// split the outbox's shards. 0 means 1.
 	Relays int
+	// Compression is the relays' produce codec, one of relay.Compressions;
+	// "" means relay.DefaultCompression.
+	Compression string
 	// DisableDrain skips the drain phase.
 	DisableDrain bool
 	// Events pre-filled into the outbox for the drain; 0 means 1,000,000.
@@ -139,6 +143,11 @@ func (c Config) Validate() error {
 	errs = append(errs, harness.Negative(harness.Flag("events", c.Events), harness.Flag("runs", c.Runs), harness.Flag("rate", c.Rate),
 		harness.Flag("duration", c.Duration), harness.Flag("appenders", c.Appenders), harness.Flag("partitions", c.Partitions),
 		harness.Flag("relay-batch", c.RelayBatch), harness.Flag("relays", c.Relays))...)
+	if c.Compression != "" {
+		if _, err := relay.CompressionOption(c.Compression); err != nil {
+			errs = append(errs, fmt.Errorf("--compression: %w", err))
+		}
+	}
 	for _, b := range c.Brokers {
 		if strings.TrimSpace(b) == "" {
 			errs = append(errs, errors.New("--brokers has an empty address; give host:port,host:port"))
@@ -150,6 +159,7 @@ func (c Config) Validate() error {
 
 func (c Config) withDefaults() Config {
 	harness.Default(&c.Partitions, defaultPartitions)
+	harness.Default(&c.Compression, relay.DefaultCompression)
 	harness.Default(&c.Relays, 1)
 	harness.Default(&c.Events, defaultEvents)
 	harness.Default(&c.Runs, harness.DefaultRuns)
@@ -199,7 +209,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	defer func() { err = errors.Join(err, b.close(ctx)) }()
 	rep = &Report{Broker: b.kafka.Name, Topic: b.kafka.Topic, Partitions: cfg.Partitions,
-		RelayBatch: cfg.RelayBatch, Relays: cfg.Relays, Schema: b.schema.Name}
+		RelayBatch: cfg.RelayBatch, Relays: cfg.Relays, Compression: cfg.Compression, Schema: b.schema.Name}
 	if rep.RelayBatch == 0 {
 		rep.RelayBatch = defaultRelayBatch
 	}
@@ -269,6 +279,22 @@ type bench struct {
 	pool   *pgxpool.Pool // the bench's own: fill, checks
 	kafka  *harness.Broker
 	relays []*runningRelay
+	// produced counts the relays' produce batches as franz-go wrote them
+	// (a hook on each relay's client): bytes on the wire per event.
+	produced produceBytes
+}
+
+// produceBytes is a franz-go HookProduceBatchWritten summing the records
+// and the bytes of every batch written, before and after compression
+// (records only, without the record batch's 61-byte header).
+type produceBytes struct {
+	records, uncompressed, compressed atomic.Int64
+}
+
+func (p *produceBytes) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, _ int32, m kgo.ProduceBatchMetrics) {
+	p.records.Add(int64(m.NumRecords))
+	p.uncompressed.Add(int64(m.UncompressedBytes))
+	p.compressed.Add(int64(m.CompressedBytes))
 }
 
 // runningRelay is one relay with what a `runstream relay` process would
@@ -330,7 +356,12 @@ func (b *bench) startRelay(ctx context.Context) error {
 		if rr.pool, err = postgres.Connect(ctx, b.schema.URL); err != nil {
 			return err
 		}
-		if rr.client, err = kgo.NewClient(relay.ClientOptions(b.kafka.Addrs)...); err != nil {
+		compress, err := relay.CompressionOption(b.cfg.Compression)
+		if err != nil {
+			rr.pool.Close()
+			return err
+		}
+		if rr.client, err = kgo.NewClient(append(relay.ClientOptions(b.kafka.Addrs), compress, kgo.WithHooks(&b.produced))...); err != nil {
 			rr.pool.Close()
 			return fmt.Errorf("creating the relay's Kafka client for %v: %w", b.kafka.Addrs, err)
 		}

@@ -24,6 +24,8 @@ type Report struct {
 	RelayBatch int `json:"relayBatch"`
 	// Relays is the relays that ran (splitting the shards).
 	Relays int `json:"relays"`
+	// Compression is the relays' produce codec.
+	Compression string `json:"compression"`
 	// Schema is the bench_<random> schema (dropped unless kept).
 	Schema string `json:"schema"`
 	// Drain is set when the drain phase ran.
@@ -69,6 +71,18 @@ type DrainReport struct {
 	CPU harness.CPU `json:"cpu"`
 	// Target is the events/s the issue asks for.
 	Target float64 `json:"target"`
+	// ProducedRecords, WireBytes and RecordBytes are the records the
+	// relays' produce batches held during the window and their bytes
+	// after and before compression (records only, without the batches'
+	// headers), as franz-go's produce hook reports them.
+	ProducedRecords int64 `json:"producedRecords"`
+	WireBytes       int64 `json:"wireBytes"`
+	RecordBytes     int64 `json:"recordBytes"`
+}
+
+// WireBytesPerEvent is the compressed bytes per produced record.
+func (d *DrainReport) WireBytesPerEvent() float64 {
+	return harness.Div(float64(d.WireBytes), float64(d.ProducedRecords))
 }
 
 // EventsPerSec is the drain rate.
@@ -234,8 +248,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Relays > 1 {
 		relays = fmt.Sprintf("%d relays splitting the shards", r.Relays)
 	}
-	fmt.Fprintf(&b, "runstream bench relay: %s broker, topic %s (%d partitions), %s, relay batch %d\n",
-		r.Broker, r.Topic, r.Partitions, relays, r.RelayBatch)
+	fmt.Fprintf(&b, "runstream bench relay: %s broker, topic %s (%d partitions), %s, relay batch %d, compression %s\n",
+		r.Broker, r.Topic, r.Partitions, relays, r.RelayBatch, r.Compression)
 	if d := r.Drain; d != nil {
 		fmt.Fprintf(&b, "drain: %d events over %d runs (payload %.0f bytes), filled by SQL in %s (not timed)\n",
 			d.Events, d.Runs, d.PayloadBytes, d.Fill.Round(time.Millisecond))
@@ -243,6 +257,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  rate       %10.0f events/s  (target >= %.0f): %s\n", d.EventsPerSec(), d.Target, harness.Verdict(d.Met()))
 		fmt.Fprintf(&b, "  topic      %d records: %d duplicates, %d missing, %d out of order, %d foreign; %d dead letters\n",
 			d.Records, d.Duplicates, d.Missing, d.OutOfOrder, d.Foreign, d.DeadLetters)
+		if d.ProducedRecords > 0 {
+			fmt.Fprintf(&b, "  bytes      %.0f bytes/event produced (%s), %.0f uncompressed: ratio %.2f\n", d.WireBytesPerEvent(), r.Compression,
+				harness.Div(float64(d.RecordBytes), float64(d.ProducedRecords)), harness.Div(float64(d.RecordBytes), float64(d.WireBytes)))
+		}
 		if d.Rounds > 0 {
 			summed := ""
 			if r.Relays > 1 {
