@@ -5,9 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -66,13 +68,22 @@ func (f *serverFlags) register(fs *flag.FlagSet, logFormat, defaultTenant string
 }
 
 // parseFlags parses args with env fallbacks; --help prints usage and
-// returns flag.ErrHelp.
+// returns flag.ErrHelp. A parse error is returned, not printed: the flag
+// package would print it (and the whole usage) before runProcess prints
+// it again, so the error says where to look instead.
 func parseFlags(fs *flag.FlagSet, env *environment, args []string, synopsis, description string) error {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := config.Parse(fs, args, env.getenv)
 	fs.SetOutput(env.stderr)
 	fs.Usage = config.Usage(fs, synopsis, description)
-	if err := config.Parse(fs, args, env.getenv); err != nil {
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
 			return err
+		}
+		if !strings.HasPrefix(err.Error(), "invalid RUNSTREAM_") {
+			err = fmt.Errorf("%w (see 'runstream help %s')", err, fs.Name())
 		}
 		return usageError{err}
 	}
@@ -83,10 +94,11 @@ func parseFlags(fs *flag.FlagSet, env *environment, args []string, synopsis, des
 }
 
 // newRegistry returns the process's metrics registry with Go and process
-// collectors.
+// collectors and runstream_build_info.
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfoCollector(readBuildInfo()))
 	return reg
 }
 

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -85,27 +86,47 @@ func commands() []command {
 		{"export", "one tenant's events by persistedAt as NDJSON: --tenant T --from T0 [--to T1] [--follow] [--out FILE]", runExport},
 		{"migrate", "apply the Postgres schema (idempotent)", runMigrate},
 		{"etl", "analytics sink: the topic into Postgres tables runs and step_attempts, effectively once", runEtl},
-		{"bench", "load generators and reports: bench append", runBench},
+		{"bench", "load generators and reports, each with its baseline: bench " + benchNames(), runBench},
+		{"version", "version, commit and Go version of this binary (also --version)", runVersion},
+		{"help", "help for a command: help <command> [subcommand]", nil},
 	}
+}
+
+// benchNames lists the benchmarks for the top-level help: "append|relay|...".
+func benchNames() string {
+	var names []string
+	for _, c := range benchCommands() {
+		names = append(names, c.name)
+	}
+	return strings.Join(names, "|")
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	env := &environment{getenv: getenv, stdout: stdout, stderr: stderr}
 	cmds := commands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" ||
+		(args[0] == "help" && (len(args) == 1 || args[1] == "-h" || args[1] == "--help")) {
 		usage(stderr, cmds)
 		if len(args) == 0 {
 			return usageError{errors.New("no command given")}
 		}
 		return nil
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		return runVersion(ctx, env, args[1:])
+	}
+	// help <command> [subcommand...] is <command> [subcommand...] --help.
+	name, rest := args[0], args[1:]
+	if name == "help" {
+		name, rest = args[1], append(slices.Clone(args[2:]), "--help")
+	}
 	for _, c := range cmds {
-		if c.name == args[0] {
-			return c.run(ctx, env, args[1:])
+		if c.name == name && c.run != nil {
+			return c.run(ctx, env, rest)
 		}
 	}
 	usage(stderr, cmds)
-	return usageError{fmt.Errorf("unknown command %q", args[0])}
+	return usageError{fmt.Errorf("unknown command %q", name)}
 }
 
 func usage(w io.Writer, cmds []command) {
@@ -113,8 +134,14 @@ func usage(w io.Writer, cmds []command) {
 	b.WriteString("runstream: the read side of a workflow platform's run-event log.\n\nUsage: runstream <command> [flags]\n\nCommands:\n")
 	for _, c := range cmds {
 		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
+		if c.name == "bench" {
+			for _, s := range benchCommands() {
+				fmt.Fprintf(&b, "    %-9s %s\n", s.name, s.summary)
+			}
+		}
 	}
-	b.WriteString("\nEvery flag can also be set as an environment variable RUNSTREAM_<FLAG_NAME>.\nRun 'runstream <command> --help' for its flags.\n")
+	b.WriteString("\nEvery flag can also be set as an environment variable RUNSTREAM_<FLAG_NAME>.\n" +
+		"Run 'runstream help <command>' (or 'runstream <command> --help') for its flags; 'runstream --version' for the build.\n")
 	fmt.Fprint(w, b.String())
 }
 

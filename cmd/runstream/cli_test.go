@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/runstream/runstream/internal/testenv"
+)
+
+func runCaptured(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut testenv.Buffer
+	err = run(context.Background(), args, func(string) string { return "" }, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+// help <command> prints that command's help, the same as <command> --help,
+// for nested commands too; help of an unknown command is a usage error.
+func TestRun_HelpCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"help", "api"}, "Usage: runstream api [flags]"},
+		{[]string{"help", "lag"}, "Usage: runstream lag [flags]"},
+		{[]string{"help", "relay", "dlq", "list"}, "Usage: runstream relay dlq list"},
+		{[]string{"help", "bench"}, "Usage: runstream bench <benchmark>"},
+		{[]string{"help", "bench", "relay"}, "Usage: runstream bench relay [flags]"},
+		{[]string{"help", "version"}, "Usage: runstream version"},
+	} {
+		_, stderr, err := runCaptured(t, tc.args...)
+		if err != nil && !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("%v: err = %v, want exit 0", tc.args, err)
+		}
+		if !strings.HasPrefix(stderr, tc.want) {
+			t.Errorf("%v printed:\n%s\nwant it to start with %q", tc.args, stderr, tc.want)
+		}
+	}
+	_, stderr, err := runCaptured(t, "help", "frob")
+	if err == nil || !strings.Contains(err.Error(), `unknown command "frob"`) || exitCode(err) != 2 {
+		t.Errorf("help frob: err = %v, want an unknown-command usage error", err)
+	}
+	if !strings.Contains(stderr, "Commands:") {
+		t.Errorf("help frob printed no command list:\n%s", stderr)
+	}
+}
+
+// The top-level help lists every command and every bench subcommand.
+func TestRun_TopLevelHelpListsEverything(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"help", "--help"}} {
+		_, stderr, err := runCaptured(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		for _, c := range commands() {
+			if !strings.Contains(stderr, "\n  "+c.name+" ") {
+				t.Errorf("%v does not list %s:\n%s", args, c.name, stderr)
+			}
+		}
+		for _, c := range benchCommands() {
+			if !strings.Contains(stderr, "\n    "+c.name+" ") || !strings.Contains(stderr, c.summary) {
+				t.Errorf("%v does not list bench %s:\n%s", args, c.name, stderr)
+			}
+		}
+	}
+}
+
+// An unknown flag's error is returned once (runProcess prints it) and
+// nothing else is printed: no second copy, no usage dump.
+func TestRun_UnknownFlagPrintedOnce(t *testing.T) {
+	for _, args := range [][]string{{"api", "--frob"}, {"lag", "--frob"}, {"bench", "relay", "--frob"}, {"relay", "dlq", "list", "--frob"}} {
+		stdout, stderr, err := runCaptured(t, args...)
+		if err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), "flag provided but not defined: -frob") ||
+			!strings.Contains(err.Error(), "runstream help") {
+			t.Errorf("%v: err = %v, want a usage error naming -frob and pointing at help", args, err)
+		}
+		if stdout != "" || stderr != "" {
+			t.Errorf("%v printed besides the returned error:\nstdout %q\nstderr %q", args, stdout, stderr)
+		}
+	}
+}
+
+// --version and version print the version, the commit and the Go version.
+func TestRun_Version(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		stdout, _, err := runCaptured(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		b := readBuildInfo()
+		for _, want := range []string{"runstream " + b.Version, "commit ", b.GoVersion} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("%v printed %q, want it to contain %q", args, stdout, want)
+			}
+		}
+	}
+	if _, _, err := runCaptured(t, "version", "extra"); exitCode(err) != 2 {
+		t.Errorf("version extra: err = %v, want a usage error", err)
+	}
+}
+
+// Every component's registry carries runstream_build_info.
+func TestNewRegistry_BuildInfo(t *testing.T) {
+	b := readBuildInfo()
+	mfs, err := newRegistry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "runstream_build_info" {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		want := map[string]string{"version": b.Version, "revision": b.revisionLabel(), "goversion": b.GoVersion}
+		if m.GetGauge().GetValue() != 1 || len(labels) != 3 || labels["version"] != want["version"] ||
+			labels["revision"] != want["revision"] || labels["goversion"] != want["goversion"] {
+			t.Fatalf("runstream_build_info %v = %v, want %v = 1", labels, m.GetGauge().GetValue(), want)
+		}
+		return
+	}
+	t.Fatal("no runstream_build_info in newRegistry")
+}
