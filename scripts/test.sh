@@ -80,3 +80,8 @@ go test -race -count=1 -timeout 15m ./...
 # against internal/httpapi/openapi.json, then its tests run with node's
 # test runner against this checkout's `runstream api` (needs node 20+ and npm).
 scripts/test-typescript.sh
+# A stock KafkaJS consumer group (internal/interop/kafkajs, npm ci from its
+# lockfile, no codec plugins) reads what `runstream dev` relays with the
+# default compression and checks key, headers, value and partition
+# against docs/CONSUMERS.md (needs node 18+ and npm).
+scripts/test-kafkajs.sh

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# A stock KafkaJS consumer group against `runstream dev` (docs/CONSUMERS.md):
+# installs kafkajs with npm (npm ci from internal/interop/kafkajs's
+# lockfile), builds this checkout's binary, starts `runstream dev` with its
+# embedded broker on free loopback ports, in a Postgres schema of its own
+# (dropped afterwards) and with the relay's default compression, then runs
+# internal/interop/kafkajs/check.mjs: it appends runs through the API and
+# checks every record's key, headers, value and partition. No codec plugin
+# is registered, so the default compression must be one KafkaJS reads.
+# make test runs it (scripts/test.sh); alone it needs Postgres and Redis
+# (RUNSTREAM_POSTGRES_URL / RUNSTREAM_REDIS_URL, or scripts/up.sh starts them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "test-kafkajs: node and npm are required for the KafkaJS consumer test (Node.js 18 or later); install them (Debian: apt-get install nodejs npm)" >&2
+  exit 1
+fi
+major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$major" -lt 18 ]; then
+  echo "test-kafkajs: the KafkaJS consumer test needs Node.js 18 or later (fetch), found $(node --version)" >&2
+  exit 1
+fi
+if [ -z "${RUNSTREAM_POSTGRES_URL:-}" ] || [ -z "${RUNSTREAM_REDIS_URL:-}" ]; then
+  eval "$(scripts/up.sh)"
+fi
+if ! command -v psql >/dev/null 2>&1; then
+  echo "test-kafkajs: psql is required (it creates the test's Postgres schema)" >&2
+  exit 1
+fi
+
+cd internal/interop/kafkajs
+# npm ci from the lockfile, skipped when node_modules was installed from
+# this very lockfile (a stamp of its hash).
+lock_sum=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ "$(cat node_modules/.runstream-lock-sha256 2>/dev/null)" != "$lock_sum" ]; then
+  npm ci --no-audit --no-fund --loglevel=error >&2
+  echo "$lock_sum" >node_modules/.runstream-lock-sha256
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/runstream-kafkajs-test.XXXXXX")
+schema="kjs_$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+dev_pid=""
+cleanup() {
+  if [ -n "$dev_pid" ]; then
+    kill "$dev_pid" 2>/dev/null || true
+    wait "$dev_pid" 2>/dev/null || true
+  fi
+  psql -q "$RUNSTREAM_POSTGRES_URL" -c "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+t0=$(date +%s)
+(cd "$root" && go build -o "$work/runstream" ./cmd/runstream)
+echo "test-kafkajs: built runstream in $(( $(date +%s) - t0 ))s" >&2
+psql -q -v ON_ERROR_STOP=1 "$RUNSTREAM_POSTGRES_URL" -c "CREATE SCHEMA $schema" >/dev/null
+case "$RUNSTREAM_POSTGRES_URL" in
+  *\?*) pg_url="$RUNSTREAM_POSTGRES_URL&search_path=$schema" ;;
+  *) pg_url="$RUNSTREAM_POSTGRES_URL?search_path=$schema" ;;
+esac
+
+# A tenant of its own, so the runs it appends stay out of other tenants'
+# run lists in the shared Redis.
+tenant="tenant_$schema"
+token="kjs-token-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+partitions=12
+topic="run-events-$schema"
+env -u RUNSTREAM_COMPRESSION RUNSTREAM_POSTGRES_URL="$pg_url" RUNSTREAM_AUTH_TOKENS="$token:$tenant" \
+  RUNSTREAM_LOG_FORMAT=json RUNSTREAM_LOG_LEVEL=info \
+  "$work/runstream" dev --http-addr 127.0.0.1:0 --broker-addr 127.0.0.1:0 --data-dir "$work/data" \
+  --topic "$topic" --partitions "$partitions" --group "runstream-projector-$schema" \
+  >"$work/dev.out" 2>"$work/dev.log" &
+dev_pid=$!
+api="" brokers=""
+for _ in $(seq 1 300); do
+  api=$(sed -n 's/^ *HTTP API *\(http:[^ ]*\).*/\1/p' "$work/dev.out" | head -1)
+  brokers=$(sed -n 's/^ *Kafka .*(kfake) \([0-9.:,]*[0-9]\).*/\1/p' "$work/dev.out" | head -1)
+  [ -n "$api" ] && [ -n "$brokers" ] && break
+  if ! kill -0 "$dev_pid" 2>/dev/null; then
+    echo "test-kafkajs: runstream dev exited:" >&2; cat "$work/dev.out" "$work/dev.log" >&2; exit 1
+  fi
+  sleep 0.1
+done
+if [ -z "$api" ] || [ -z "$brokers" ]; then
+  echo "test-kafkajs: runstream dev did not print its API and broker addresses within 30s:" >&2
+  cat "$work/dev.out" >&2; tail -30 "$work/dev.log" >&2; exit 1
+fi
+
+export RUNSTREAM_KJS_API_URL="$api" RUNSTREAM_KJS_TOKEN="$token" RUNSTREAM_KJS_TENANT="$tenant" \
+  RUNSTREAM_KJS_BROKERS="$brokers" RUNSTREAM_KJS_TOPIC="$topic" RUNSTREAM_KJS_PARTITIONS="$partitions"
+if ! node check.mjs; then
+  echo "test-kafkajs: the KafkaJS consumer's checks failed; runstream dev's log:" >&2
+  tail -50 "$work/dev.log" >&2
+  exit 1
+fi
