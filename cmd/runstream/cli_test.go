@@ -127,3 +127,34 @@ func TestNewRegistry_BuildInfo(t *testing.T) {
 	}
 	t.Fatal("no runstream_build_info in newRegistry")
 }
+
+// A connection failure's hint matches its cause, and the command prints
+// nothing of its own besides the error it returns (runProcess prints it
+// once): a wrong Redis user or password says to check the credentials,
+// a Redis or Postgres that does not answer asks whether it runs.
+func TestRun_ConnectionHints(t *testing.T) {
+	_, schema := testenv.Postgres(t, 2)
+	pgURL := testenv.PostgresURLWithSchema(t, schema)
+	rURL := redisURL(t)
+	for _, tc := range []struct {
+		name      string
+		env       map[string]string
+		want, not string
+	}{
+		{"redis wrong user", map[string]string{"RUNSTREAM_POSTGRES_URL": pgURL, "RUNSTREAM_REDIS_URL": strings.Replace(rURL, "redis://", "redis://runstream-no-such-user:x@", 1)},
+			"check the user and password in RUNSTREAM_REDIS_URL", "is it running"},
+		{"redis unreachable", map[string]string{"RUNSTREAM_POSTGRES_URL": pgURL, "RUNSTREAM_REDIS_URL": "redis://127.0.0.1:1/0"},
+			"is it running?", "credentials"},
+		{"postgres unreachable", map[string]string{"RUNSTREAM_POSTGRES_URL": "postgres://u:p@127.0.0.1:1/db?sslmode=disable&connect_timeout=2"},
+			"is it running?", "credentials"},
+	} {
+		var out, errOut testenv.Buffer
+		err := run(context.Background(), []string{"rebuild", "--all"}, func(k string) string { return tc.env[k] }, &out, &errOut)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), tc.not) {
+			t.Errorf("%s: err = %v, want %q and not %q", tc.name, err, tc.want, tc.not)
+		}
+		if out.String() != "" || errOut.String() != "" {
+			t.Errorf("%s printed besides its error: %q %q", tc.name, out.String(), errOut.String())
+		}
+	}
+}

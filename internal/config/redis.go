@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -53,4 +54,22 @@ func RedisClient(rawURL string) (redis.UniversalClient, string, error) {
 		}
 		return redis.NewClient(opts), opts.Addr, nil
 	}
+}
+
+// RedisConnectHint says what to check after a failed PING, from the
+// cause: the server refused the credentials (NOAUTH: it wants a password
+// the URL lacks; WRONGPASS: wrong user or password; an AUTH to a server
+// without a password), another refusal by the server, or no answer at all,
+// the one case where "is it running?" fits.
+func RedisConnectHint(err error) string {
+	msg := err.Error()
+	var rerr redis.Error
+	switch {
+	case strings.HasPrefix(msg, "NOAUTH"), strings.HasPrefix(msg, "WRONGPASS"),
+		strings.HasPrefix(msg, "ERR AUTH"), strings.Contains(msg, "without any password configured"):
+		return "authentication failed: check the user and password in RUNSTREAM_REDIS_URL"
+	case errors.As(err, &rerr):
+		return "the server answered and refused: see its message"
+	}
+	return "is it running? scripts/up.sh starts one"
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -55,6 +56,23 @@ func TestRedisClient_Errors(t *testing.T) {
 		_, _, err := RedisClient(url)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "RUNSTREAM_REDIS_URL") {
 			t.Errorf("%s: error %v, want one containing %q and naming RUNSTREAM_REDIS_URL", url, err, want)
+		}
+	}
+}
+
+func TestRedisConnectHint(t *testing.T) {
+	for msg, want := range map[string]string{
+		"NOAUTH Authentication required.":                                                 "credentials",
+		"WRONGPASS invalid username-password pair or user is disabled.":                   "credentials",
+		"ERR AUTH <password> called without any password configured for the default user": "credentials",
+		"dial tcp 127.0.0.1:6379: connect: connection refused":                            "is it running?",
+	} {
+		got := RedisConnectHint(errors.New(msg))
+		if want == "credentials" {
+			want = "check the user and password in RUNSTREAM_REDIS_URL"
+		}
+		if !strings.Contains(got, want) {
+			t.Errorf("%q: hint %q, want %q", msg, got, want)
 		}
 	}
 }

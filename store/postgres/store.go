@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -134,9 +135,30 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connecting to Postgres at %s: %w (is it running? scripts/up.sh starts one)", hostsOf(cfg), err)
+		return nil, fmt.Errorf("connecting to Postgres at %s: %w (%s)", hostsOf(cfg), err, ConnectHint(err, cfg.ConnConfig.User, "RUNSTREAM_POSTGRES_URL"))
 	}
 	return pool, nil
+}
+
+// ConnectHint says what to check after a failed connection to Postgres,
+// from the cause: the server refused the user or password (SQLSTATE 28P01
+// invalid_password, 28000 invalid_authorization_specification: no such
+// role, or pg_hba.conf refuses it), the database does not exist (3D000),
+// another refusal by the server, or no answer at all (refused, timed out,
+// unknown host), the one case where "is it running?" fits. urlVar names
+// the variable the URL came from.
+func ConnectHint(err error, user, urlVar string) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "28P01", "28000":
+			return fmt.Sprintf("authentication failed for user %q: check the credentials in %s", user, urlVar)
+		case "3D000":
+			return fmt.Sprintf("the database does not exist: create it, or fix the database name in %s", urlVar)
+		}
+		return "the server answered and refused: see its message"
+	}
+	return "is it running? scripts/up.sh starts one"
 }
 
 // hostsOf lists the servers a (multi-host) URL names, for messages:

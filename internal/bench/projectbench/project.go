@@ -255,7 +255,7 @@ func openRedis(ctx context.Context, url string) (redis.UniversalClient, string, 
 	defer cancel()
 	if err := c.Ping(cctx).Err(); err != nil {
 		_ = c.Close()
-		return nil, "", fmt.Errorf("connecting to Redis at %s: %w (is it running? scripts/up.sh starts one)", where, err)
+		return nil, "", fmt.Errorf("connecting to Redis at %s: %w (%s)", where, err, config.RedisConnectHint(err))
 	}
 	return c, where, nil
 }
