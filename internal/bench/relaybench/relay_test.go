@@ -58,6 +58,12 @@ func TestBenchRelay_BothPhases(t *testing.T) {
 	if d.PayloadBytes < 250 || d.PayloadBytes > 350 {
 		t.Errorf("payload = %v bytes, want about 300", d.PayloadBytes)
 	}
+	// gzip by default: the produce hook saw every record, fewer bytes out
+	// than in.
+	if rep.Compression != "gzip" || d.ProducedRecords < d.Events || d.WireBytes <= 0 || d.WireBytes >= d.RecordBytes {
+		t.Errorf("compression %q: %d records produced, %d bytes after and %d before compression; want gzip, >= %d records, fewer bytes after",
+			rep.Compression, d.ProducedRecords, d.WireBytes, d.RecordBytes, d.Events)
+	}
 	if rep.Relays != 2 || !strings.HasPrefix(rep.Schema, "bench_") {
 		t.Errorf("report says %d relays, schema %q; want 2, bench_<random>", rep.Relays, rep.Schema)
 	}
@@ -179,6 +185,7 @@ func TestBenchRelay_Validate(t *testing.T) {
 		{"no phase", Config{PostgresURL: "postgres://x", DisableDrain: true, DisableLatency: true}, "nothing to measure"},
 		{"negative rate", Config{PostgresURL: "postgres://x", Rate: -1}, "--rate"},
 		{"empty broker", Config{PostgresURL: "postgres://x", Brokers: []string{" "}}, "--brokers"},
+		{"unknown codec", Config{PostgresURL: "postgres://x", Compression: "brotli"}, "--compression: unknown compression"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
