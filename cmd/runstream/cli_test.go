@@ -2,11 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runstream/runstream/internal/lag"
 	"github.com/runstream/runstream/internal/testenv"
 )
 
@@ -155,6 +162,81 @@ func TestRun_ConnectionHints(t *testing.T) {
 		}
 		if out.String() != "" || errOut.String() != "" {
 			t.Errorf("%s printed besides its error: %q %q", tc.name, out.String(), errOut.String())
+		}
+	}
+}
+
+// runstream lag names each member by client id, instance id and host, in
+// text and JSON (the first format's fields kept), and a group that does
+// not exist exits 1 with a message naming the groups that do.
+func TestRun_LagMembersAndUnknownGroup(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "run-events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	broker := c.ListenAddrs()[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumerGroup("g1"), kgo.ConsumeTopics("run-events"),
+		kgo.ClientID("projector-a"), kgo.InstanceID("pod-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	// Poll until the group is stable with this member owning both partitions.
+	var rep lag.Report
+	testenv.WaitUntil(t, 20*time.Second, func() error {
+		pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		consumer.PollFetches(pctx)
+		pcancel()
+		stdout, _, err := runCaptured(t, "lag", "--kafka-brokers", broker, "--group", "g1", "--json")
+		if err != nil {
+			return err
+		}
+		rep = lag.Report{}
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			return err
+		}
+		if rep.State != "Stable" || len(rep.Partitions) != 2 || rep.Partitions[0].Owner == nil {
+			return fmt.Errorf("group not settled: %s", stdout)
+		}
+		return nil
+	})
+	m := rep.MemberDetails
+	if !rep.Exists || len(m) != 1 || m[0].ClientID != "projector-a" || m[0].InstanceID != "pod-a" || m[0].Host == "" || m[0].MemberID == "" {
+		t.Fatalf("members %+v, want projector-a / pod-a with a host", m)
+	}
+	for _, p := range rep.Partitions {
+		if p.Member != "projector-a" || *p.Owner != m[0] {
+			t.Fatalf("partition %+v: want owner %+v and member (the first format's field) projector-a", p, m[0])
+		}
+	}
+	stdout, _, err := runCaptured(t, "lag", "--kafka-brokers", broker, "--group", "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"CLIENT ID", "projector-a", "pod-a", m[0].Host, m[0].MemberID, "#1 projector-a (pod-a)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("text report lacks %q:\n%s", want, stdout)
+		}
+	}
+
+	for _, args := range [][]string{{"--group", "g2"}, {"--group", "g2", "--json"}} {
+		stdout, stderr, err := runCaptured(t, append([]string{"lag", "--kafka-brokers", broker}, args...)...)
+		if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), `consumer group "g2" does not exist`) ||
+			!strings.Contains(err.Error(), "groups on these brokers: g1") {
+			t.Errorf("lag %v: err = %v, want exit 1 saying g2 does not exist and g1 does", args, err)
+		}
+		if stderr != "" {
+			t.Errorf("lag %v printed on stderr besides its error: %q", args, stderr)
+		}
+		asJSON := len(args) == 3
+		if asJSON && !strings.Contains(stdout, `"exists": false`) {
+			t.Errorf("lag %v: JSON report %q lacks \"exists\": false", args, stdout)
+		}
+		if !asJSON && stdout != "" {
+			t.Errorf("lag %v: text printed besides the error: %q", args, stdout)
 		}
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runstream/runstream/internal/config"
@@ -17,7 +19,7 @@ import (
 func runLag(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("lag", flag.ContinueOnError)
 	brokers := fs.String("kafka-brokers", "127.0.0.1:9092", "Kafka bootstrap brokers, comma-separated")
-	group := fs.String("group", store.DefaultProjectorGroup, "consumer group (the projector's by default; any group, e.g. an ETL's)")
+	group := fs.String("group", store.DefaultProjectorGroup, "consumer group (the projector's by default; any group, e.g. an ETL's); one that does not exist exits 1")
 	asJSON := fs.Bool("json", false, "print JSON")
 	watch := fs.Bool("watch", false, "refresh like top until Ctrl-C")
 	interval := fs.Duration("interval", 2*time.Second, "refresh interval with --watch")
@@ -47,6 +49,19 @@ func runLag(ctx context.Context, env *environment, args []string) error {
 			}
 			return fmt.Errorf("%w (are the brokers %v reachable?)", err, list)
 		}
+		if !rep.Exists && !*watch {
+			// A mistyped --group must not look like a healthy idle group
+			// (exit 0 and zeros): say so and exit 1; --json still prints
+			// the report ("exists": false) for scripts.
+			if *asJSON {
+				enc := json.NewEncoder(env.stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			}
+			return unknownGroupError(ctx, cl, *group)
+		}
 		if *watch && !*asJSON {
 			fmt.Fprint(env.stdout, "\033[H\033[2J") // clear the screen, like top
 		}
@@ -72,4 +87,20 @@ func runLag(ctx context.Context, env *environment, args []string) error {
 		case <-t.C:
 		}
 	}
+}
+
+// unknownGroupError says that a group does not exist, and which groups
+// the brokers do know, so a typo shows.
+func unknownGroupError(ctx context.Context, cl *kgo.Client, group string) error {
+	known := "(could not list the groups there)"
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if gs, err := kadm.NewClient(cl).ListGroups(lctx); err == nil {
+		if names := gs.Groups(); len(names) > 0 {
+			known = strings.Join(names, ", ")
+		} else {
+			known = "(none)"
+		}
+	}
+	return fmt.Errorf("consumer group %q does not exist: no consumer is a member and none ever committed under this name (--group, RUNSTREAM_GROUP); groups on these brokers: %s", group, known)
 }

@@ -42,19 +42,44 @@ type Partition struct {
 	// (zero when caught up or unknown): how far the group has read in the
 	// store's time.
 	OldestPersistedAt time.Time `json:"-"`
-	// Member is the client id of the owner, empty when unassigned.
+	// Member is the client id of the owner, empty when unassigned (kept
+	// for readers of the first format; Owner says which member it is).
 	Member string `json:"member,omitempty"`
+	// Owner is the member the partition is assigned to, nil when
+	// unassigned.
+	Owner *Member `json:"owner,omitempty"`
 	// Err says why this partition's numbers are missing.
 	Err string `json:"error,omitempty"`
+}
+
+// Member is one consumer of a group as its coordinator knows it: the ids
+// that tell two consumers apart even when they share a client id (every
+// franz-go client is "kgo" unless told otherwise).
+type Member struct {
+	// MemberID is the id the coordinator gave the member (unique).
+	MemberID string `json:"memberId"`
+	// ClientID is the client id the consumer sent.
+	ClientID string `json:"clientId"`
+	// InstanceID is the static membership id (KIP-345), when set.
+	InstanceID string `json:"instanceId,omitempty"`
+	// Host is the address the coordinator saw the member connect from.
+	Host string `json:"host"`
 }
 
 // Report is a group's lag.
 type Report struct {
 	Group string `json:"group"`
+	// Exists is false when the coordinator knows no such group: no
+	// consumer is a member and none ever committed an offset under this
+	// name (a mistyped --group, or a consumer that never started).
+	Exists bool `json:"exists"`
 	// State is the group state from the coordinator: Stable, Empty,
 	// PreparingRebalance, CompletingRebalance, Dead.
 	State   string `json:"state"`
 	Members int    `json:"members"`
+	// MemberDetails lists the members, in the coordinator's order (by
+	// instance id, else member id).
+	MemberDetails []Member `json:"memberDetails,omitempty"`
 	// Note explains a state in which the numbers need care.
 	Note          string      `json:"note,omitempty"`
 	Partitions    []Partition `json:"partitions"`
@@ -111,9 +136,16 @@ func Measure(ctx context.Context, cl *kgo.Client, group string) (Report, error) 
 		}
 		return Report{}, fmt.Errorf("describing group %q: %w", group, err)
 	}
-	rep := Report{Group: group, State: dl.State, Members: len(dl.Members), At: time.Now(), Partitions: []Partition{}}
+	rep := Report{Group: group, Exists: true, State: dl.State, Members: len(dl.Members), At: time.Now(), Partitions: []Partition{}}
+	owners := map[string]*Member{}
+	for _, m := range dl.Members {
+		mm := memberOf(m)
+		rep.MemberDetails = append(rep.MemberDetails, mm)
+		owners[m.MemberID] = &mm
+	}
 	switch {
 	case dl.State == "Dead" || (dl.State == "Empty" && len(dl.Lag) == 0):
+		rep.Exists = false
 		rep.Note = "the group has no members and no committed offsets: it does not exist or never committed"
 	case dl.State == "Empty":
 		rep.Note = "the group has no members: the numbers are from its last committed offsets"
@@ -126,6 +158,11 @@ func Measure(ctx context.Context, cl *kgo.Client, group string) (Report, error) 
 		p := Partition{Topic: l.Topic, Partition: l.Partition, Committed: l.Commit.At, End: l.End.Offset, Lag: l.Lag}
 		if l.Member != nil {
 			p.Member = l.Member.ClientID
+			p.Owner = owners[l.Member.MemberID]
+			if p.Owner == nil {
+				m := memberOf(*l.Member)
+				p.Owner = &m
+			}
 		}
 		if l.Err != nil {
 			p.Err = l.Err.Error()
@@ -171,6 +208,14 @@ func Measure(ctx context.Context, cl *kgo.Client, group string) (Report, error) 
 		rep.UnreadKnown = true
 	}
 	return rep, nil
+}
+
+func memberOf(m kadm.DescribedGroupMember) Member {
+	mm := Member{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost}
+	if m.InstanceID != nil {
+		mm.InstanceID = *m.InstanceID
+	}
+	return mm
 }
 
 // oldest is what lag needs of a partition's oldest unconsumed record.
@@ -249,6 +294,17 @@ func (r *Report) Text() string {
 	if r.Note != "" {
 		fmt.Fprintf(&b, "note: %s\n", r.Note)
 	}
+	// Members are numbered; a partition's MEMBER column names its owner's
+	// number, since client ids alone often repeat.
+	num := map[string]int{}
+	if len(r.MemberDetails) > 0 {
+		fmt.Fprintf(&b, "%-4s %-24s %-24s %-16s %s\n", "#", "CLIENT ID", "INSTANCE ID", "HOST", "MEMBER ID")
+		for i, m := range r.MemberDetails {
+			num[m.MemberID] = i + 1
+			fmt.Fprintf(&b, "%-4s %-24s %-24s %-16s %s\n", fmt.Sprintf("#%d", i+1), orDash(m.ClientID), orDash(m.InstanceID), orDash(m.Host), m.MemberID)
+		}
+		b.WriteString("\n")
+	}
 	if len(r.Partitions) == 0 {
 		b.WriteString("no partitions: nothing committed or assigned yet\n")
 		return b.String()
@@ -267,6 +323,17 @@ func (r *Report) Text() string {
 			committed = "-"
 		}
 		member := p.Member
+		if p.Owner != nil {
+			member = p.Owner.ClientID
+			if p.Owner.InstanceID != "" {
+				member += " (" + p.Owner.InstanceID + ")"
+			}
+			if n := num[p.Owner.MemberID]; n > 0 {
+				member = fmt.Sprintf("#%d %s", n, member)
+			} else {
+				member += " " + p.Owner.Host
+			}
+		}
 		if p.Err != "" {
 			member = "error: " + p.Err
 		}
@@ -274,4 +341,11 @@ func (r *Report) Text() string {
 	}
 	fmt.Fprintf(&b, "total lag %d records, max %.1f s\n", r.TotalLag, r.MaxLagSeconds)
 	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -85,6 +85,9 @@ func TestMeasure_KnownCommitsAndOldTimestamps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !rep.Exists || none.Exists {
+		t.Fatalf("exists: a group with commits %v, a group never seen %v; want true, false", rep.Exists, none.Exists)
+	}
 	if none.Note == "" || len(none.Partitions) != 0 {
 		t.Fatalf("unknown group: %+v; want a note instead of zeros", none)
 	}

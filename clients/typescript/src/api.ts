@@ -541,13 +541,27 @@ export interface components {
             lag: number;
             /** @description How old the oldest unread record is. */
             lagSeconds: number;
+            /** @description The owner's client id; absent when unassigned (owner says which member it is). */
             member?: string;
+            owner?: components["schemas"]["LagMember"];
             error?: string;
+        };
+        LagMember: {
+            /** @description The id the group coordinator gave the member (unique in the group). */
+            memberId: string;
+            clientId: string;
+            /** @description The static membership id (KIP-345), when the consumer set one. */
+            instanceId?: string;
+            /** @description The address the coordinator saw the member connect from. */
+            host: string;
         };
         LagReport: {
             group: string;
+            /** @description False when the coordinator knows no such group: no member and no committed offset. */
+            exists?: boolean;
             state: string;
             members: number;
+            memberDetails?: components["schemas"]["LagMember"][];
             note?: string;
             partitions: components["schemas"]["LagPartition"][];
             totalLag: number;

@@ -237,8 +237,10 @@ func TestContract(t *testing.T) {
 	apiURL := server(t, httpapi.Config{AuthTokens: tokens, MaxBodyBytes: 64 << 10,
 		Lag: func(ctx context.Context, group string) (lag.Report, error) {
 			lagCalls++
-			return lag.Report{Group: group, State: "Stable", Members: 1, At: time.Now(),
-				Partitions: []lag.Partition{{Topic: "run-events", Partition: 0, Committed: 10, End: 12, Lag: 2, LagSeconds: 0.5}}}, nil
+			m := lag.Member{MemberID: "kgo-1b2c", ClientID: "projector-a", InstanceID: "pod-a", Host: "/10.0.0.7"}
+			return lag.Report{Group: group, Exists: true, State: "Stable", Members: 1, MemberDetails: []lag.Member{m}, At: time.Now(),
+				Partitions: []lag.Partition{{Topic: "run-events", Partition: 0, Committed: 10, End: 12, Lag: 2, LagSeconds: 0.5,
+					Member: m.ClientID, Owner: &m}}}, nil
 		}})
 	raw := mustGet(t, apiURL+"/openapi.json")
 	if !bytes.Equal(raw, httpapi.OpenAPI) {
