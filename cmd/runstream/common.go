@@ -131,7 +131,10 @@ func openRedis(ctx context.Context, url string) (redis.UniversalClient, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := c.Ping(cctx).Err(); err != nil {
+	redisQuiet.Add(1)
+	err = c.Ping(cctx).Err()
+	redisQuiet.Add(-1)
+	if err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("connecting to Redis at %s: %w (%s)", where, err, config.RedisConnectHint(err))
 	}

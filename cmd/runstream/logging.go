@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync/atomic"
 
@@ -37,12 +38,28 @@ func useProcessLogger(log *slog.Logger) {
 	redis.SetLogger(redisLogger{log.With("component", "redis")})
 }
 
+// Until a command builds its logger (and for commands that build none,
+// like rebuild), go-redis's lines go to stderr as slog text, through
+// redisLogger so that redisQuiet holds them back too.
+func init() {
+	redis.SetLogger(redisLogger{slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "redis")})
+}
+
+// redisQuiet, while above zero, drops go-redis's lines: openRedis sets it
+// around its first PING, whose failure is the error the command stops with
+// (printed once); go-redis would print the same failed dial once per retry
+// before it.
+var redisQuiet atomic.Int32
+
 // redisLogger is go-redis's Logging interface on slog. go-redis only
 // reports trouble through it (failed dials, broken connections, sentinel
 // and cluster changes) and has no levels of its own there: WARN.
 type redisLogger struct{ log *slog.Logger }
 
 func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	if redisQuiet.Load() > 0 {
+		return
+	}
 	msg := strings.TrimSpace(fmt.Sprintf(format, v...))
 	l.log.Log(ctx, slog.LevelWarn, strings.TrimPrefix(msg, "redis: "))
 }

@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/runstream/runstream/internal/testenv"
 )
@@ -17,10 +21,12 @@ import (
 // TestRun_EveryLogLineInTheFormat runs `runstream projector` as a process
 // of its own (this test binary, re-executed: go-redis writes to the
 // process's stderr, not to the writer a command is given) against a Redis
-// address that refuses connections. go-redis reports the failed dials
-// itself, and the command exits with an error: with --log-format json
-// every line on stderr is a JSON object, go-redis's lines included
-// (component=redis, WARN), and so is the error it stops with.
+// address that refuses connections. The command exits with an error: with
+// --log-format json every line on stderr is a JSON object, and so is the
+// error it stops with, printed once: go-redis's own reports of the same
+// failed dials (one per retry) are held back during the first PING
+// (redisQuiet). TestUseProcessLogger_RoutesGoRedis checks that go-redis's
+// lines otherwise go through the logger.
 func TestRun_EveryLogLineInTheFormat(t *testing.T) {
 	_, schema := testenv.Postgres(t, 2)
 	pgURL := testenv.PostgresURLWithSchema(t, schema)
@@ -69,8 +75,8 @@ func TestRun_EveryLogLineInTheFormat(t *testing.T) {
 				stopped++
 			}
 		}
-		if redisLines == 0 || stopped != 1 {
-			t.Errorf("--log-format %s: %d lines from go-redis and %d of the command stopping, want some and 1; stderr:\n%s",
+		if redisLines != 0 || stopped != 1 || strings.Count(stderr, "connection refused") != 1 {
+			t.Errorf("--log-format %s: %d lines from go-redis and %d of the command stopping, want the failed dial once (0 and 1); stderr:\n%s",
 				format, redisLines, stopped, stderr)
 		}
 	}
@@ -113,4 +119,36 @@ func TestHelperRunstreamProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Exit(runProcess(context.Background(), args))
+}
+
+// go-redis's lines go through the process's logger, in its format, at
+// WARN with component=redis.
+func TestUseProcessLogger_RoutesGoRedis(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String()
+	ln.Close()
+	var out testenv.Buffer
+	if _, err := newLogger(&out, "info", "json"); err != nil {
+		t.Fatal(err)
+	}
+	defer processLog.Store(nil)
+	c := redis.NewClient(&redis.Options{Addr: refused, MaxRetries: -1})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for range 3 {
+		_ = c.Ping(ctx).Err()
+	}
+	testenv.WaitUntil(t, 5*time.Second, func() error {
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["component"] == "redis" && rec["level"] == "WARN" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no go-redis line through the logger: %q", out.String())
+	})
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kslog"
 
@@ -154,9 +153,6 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 		return usageError{fmt.Errorf("--batch must be >= 1")}
 	}
 	log := slogDiscard()
-	// A one-shot command: a failed connection is the error it exits with,
-	// printed once; go-redis's own lines about the same dials would repeat it.
-	redis.SetLogger(redisLogger{log})
 	pool, err := openPostgres(ctx, log, *pgURL)
 	if err != nil {
 		return err
