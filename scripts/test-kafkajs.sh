@@ -48,6 +48,15 @@ cleanup() {
     wait "$dev_pid" 2>/dev/null || true
   fi
   psql -q "$RUNSTREAM_POSTGRES_URL" -c "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1 || true
+  # The projector's snapshots of the test's runs and its tenant's run
+  # index (snapshots/keys.go), from the shared Redis; best effort.
+  if command -v redis-cli >/dev/null 2>&1 && [ -n "${tenant:-}" ]; then
+    index="runstream:runs:{$tenant}"
+    for run in $(redis-cli -u "$RUNSTREAM_REDIS_URL" ZRANGE "$index" 0 -1 2>/dev/null); do
+      redis-cli -u "$RUNSTREAM_REDIS_URL" DEL "runstream:run:{$run}" >/dev/null 2>&1 || true
+    done
+    redis-cli -u "$RUNSTREAM_REDIS_URL" DEL "$index" >/dev/null 2>&1 || true
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
