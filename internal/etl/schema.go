@@ -3,11 +3,13 @@ package etl
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/runstream/runstream/store/postgres"
@@ -56,8 +58,12 @@ func Connect(ctx context.Context, url, schema string) (*pgxpool.Pool, error) {
 	}
 	if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("creating schema %s in the ETL database at %s:%d: %w (is it running, may this user create schemas?)",
-			schema, cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+		hint := postgres.ConnectHint(err, cfg.ConnConfig.User, "RUNSTREAM_ETL_DATABASE_URL")
+		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "42501" {
+			hint = "may this user create schemas?"
+		}
+		return nil, fmt.Errorf("creating schema %s in the ETL database at %s:%d: %w (%s)",
+			schema, cfg.ConnConfig.Host, cfg.ConnConfig.Port, err, hint)
 	}
 	return pool, nil
 }
