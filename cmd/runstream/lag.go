@@ -63,7 +63,11 @@ func runLag(ctx context.Context, env *environment, args []string) error {
 			return unknownGroupError(ctx, cl, *group)
 		}
 		if *watch && !*asJSON {
-			fmt.Fprint(env.stdout, "\033[H\033[2J") // clear the screen, like top
+			if isTerminal(env.stdout) {
+				fmt.Fprint(env.stdout, "\033[H\033[2J") // clear the screen, like top
+			} else {
+				fmt.Fprintln(env.stdout) // a log of reports, one after another
+			}
 		}
 		if *asJSON {
 			enc := json.NewEncoder(env.stdout)
