@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +40,9 @@ func benchCommands() []command {
 
 func runBench(ctx context.Context, env *environment, args []string) error {
 	subs := benchCommands()
+	if len(args) > 1 && args[0] == "help" { // bench help <benchmark>
+		args = append(slices.Clone(args[1:]), "--help")
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		benchUsage(env.stderr, subs)
 		if len(args) == 0 {

@@ -36,6 +36,7 @@ func TestRun_HelpCommand(t *testing.T) {
 		{[]string{"help", "relay", "dlq", "list"}, "Usage: runstream relay dlq list"},
 		{[]string{"help", "bench"}, "Usage: runstream bench <benchmark>"},
 		{[]string{"help", "bench", "relay"}, "Usage: runstream bench relay [flags]"},
+		{[]string{"bench", "help", "read"}, "Usage: runstream bench read [flags]"},
 		{[]string{"help", "version"}, "Usage: runstream version"},
 	} {
 		_, stderr, err := runCaptured(t, tc.args...)
