@@ -68,6 +68,9 @@ func TestRun_TopLevelHelpListsEverything(t *testing.T) {
 				t.Errorf("%v does not list %s:\n%s", args, c.name, stderr)
 			}
 		}
+		if !strings.Contains(stderr, "web console is served at the API's /") {
+			t.Errorf("%v does not mention the console:\n%s", args, stderr)
+		}
 		for _, c := range benchCommands() {
 			if !strings.Contains(stderr, "\n    "+c.name+" ") || !strings.Contains(stderr, c.summary) {
 				t.Errorf("%v does not list bench %s:\n%s", args, c.name, stderr)

@@ -140,6 +140,7 @@ func usage(w io.Writer, cmds []command) {
 			}
 		}
 	}
+	b.WriteString("\nThe web console is served at the API's / (http://127.0.0.1:8080/ under 'runstream dev').\n")
 	b.WriteString("\nEvery flag can also be set as an environment variable RUNSTREAM_<FLAG_NAME>.\n" +
 		"Run 'runstream help <command>' (or 'runstream <command> --help') for its flags; 'runstream --version' for the build.\n")
 	fmt.Fprint(w, b.String())
