@@ -12,32 +12,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+name=test-kafkajs
+. scripts/node-test-lib.sh
 
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  echo "test-kafkajs: node and npm are required for the KafkaJS consumer test (Node.js 18 or later); install them (Debian: apt-get install nodejs npm)" >&2
-  exit 1
-fi
-major=$(node -p 'process.versions.node.split(".")[0]')
-if [ "$major" -lt 18 ]; then
-  echo "test-kafkajs: the KafkaJS consumer test needs Node.js 18 or later (fetch), found $(node --version)" >&2
-  exit 1
-fi
-if [ -z "${RUNSTREAM_POSTGRES_URL:-}" ] || [ -z "${RUNSTREAM_REDIS_URL:-}" ]; then
-  eval "$(scripts/up.sh)"
-fi
-if ! command -v psql >/dev/null 2>&1; then
-  echo "test-kafkajs: psql is required (it creates the test's Postgres schema)" >&2
-  exit 1
-fi
+require_node 18 "the KafkaJS consumer test (fetch)"
+require_servers
 
 cd internal/interop/kafkajs
-# npm ci from the lockfile, skipped when node_modules was installed from
-# this very lockfile (a stamp of its hash).
-lock_sum=$(sha256sum package-lock.json | cut -d' ' -f1)
-if [ "$(cat node_modules/.runstream-lock-sha256 2>/dev/null)" != "$lock_sum" ]; then
-  npm ci --no-audit --no-fund --loglevel=error >&2
-  echo "$lock_sum" >node_modules/.runstream-lock-sha256
-fi
+npm_install
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/runstream-kafkajs-test.XXXXXX")
 schema="kjs_$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
@@ -47,7 +29,7 @@ cleanup() {
     kill "$dev_pid" 2>/dev/null || true
     wait "$dev_pid" 2>/dev/null || true
   fi
-  psql -q "$RUNSTREAM_POSTGRES_URL" -c "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1 || true
+  drop_schema "$schema"
   # The projector's snapshots of the test's runs and its tenant's run
   # index (snapshots/keys.go), from the shared Redis; best effort.
   if command -v redis-cli >/dev/null 2>&1 && [ -n "${tenant:-}" ]; then
@@ -61,14 +43,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-t0=$(date +%s)
-(cd "$root" && go build -o "$work/runstream" ./cmd/runstream)
-echo "test-kafkajs: built runstream in $(( $(date +%s) - t0 ))s" >&2
-psql -q -v ON_ERROR_STOP=1 "$RUNSTREAM_POSTGRES_URL" -c "CREATE SCHEMA $schema" >/dev/null
-case "$RUNSTREAM_POSTGRES_URL" in
-  *\?*) pg_url="$RUNSTREAM_POSTGRES_URL&search_path=$schema" ;;
-  *) pg_url="$RUNSTREAM_POSTGRES_URL?search_path=$schema" ;;
-esac
+build_runstream "$work"
+create_schema "$schema"
 
 # A tenant of its own, so the runs it appends stay out of other tenants'
 # run lists in the shared Redis.

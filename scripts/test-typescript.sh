@@ -10,36 +10,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+name=test-typescript
+. scripts/node-test-lib.sh
 
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  echo "test-typescript: node and npm are required for clients/typescript (Node.js 20 or later); install them (Debian: apt-get install nodejs npm)" >&2
-  exit 1
-fi
-major=$(node -p 'process.versions.node.split(".")[0]')
-if [ "$major" -lt 20 ]; then
-  echo "test-typescript: clients/typescript needs Node.js 20 or later, found $(node --version)" >&2
-  exit 1
-fi
-if [ -z "${RUNSTREAM_POSTGRES_URL:-}" ] || [ -z "${RUNSTREAM_REDIS_URL:-}" ]; then
-  eval "$(scripts/up.sh)"
-fi
-if ! command -v psql >/dev/null 2>&1; then
-  echo "test-typescript: psql is required (it creates the test's Postgres schema)" >&2
-  exit 1
-fi
+require_node 20 "clients/typescript"
+require_servers
 
 cd clients/typescript
-# npm ci from the lockfile, skipped when node_modules was installed from
-# this very lockfile (a stamp of its hash).
-if [ -f package-lock.json ]; then
-  lock_sum=$(sha256sum package-lock.json | cut -d' ' -f1)
-  if [ "$(cat node_modules/.runstream-lock-sha256 2>/dev/null)" != "$lock_sum" ]; then
-    npm ci --no-audit --no-fund --loglevel=error >&2
-    echo "$lock_sum" >node_modules/.runstream-lock-sha256
-  fi
-else
-  npm install --no-audit --no-fund --loglevel=error >&2
-fi
+npm_install
 npm run --silent check-gen
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/runstream-ts-test.XXXXXX")
@@ -50,19 +28,13 @@ cleanup() {
     kill "$api_pid" 2>/dev/null || true
     wait "$api_pid" 2>/dev/null || true
   fi
-  psql -q "$RUNSTREAM_POSTGRES_URL" -c "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1 || true
+  drop_schema "$schema"
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-t0=$(date +%s)
-(cd "$root" && go build -o "$work/runstream" ./cmd/runstream)
-echo "test-typescript: built runstream in $(( $(date +%s) - t0 ))s" >&2
-psql -q -v ON_ERROR_STOP=1 "$RUNSTREAM_POSTGRES_URL" -c "CREATE SCHEMA $schema" >/dev/null
-case "$RUNSTREAM_POSTGRES_URL" in
-  *\?*) pg_url="$RUNSTREAM_POSTGRES_URL&search_path=$schema" ;;
-  *) pg_url="$RUNSTREAM_POSTGRES_URL?search_path=$schema" ;;
-esac
+build_runstream "$work"
+create_schema "$schema"
 
 token="ts-token-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 other="ts-other-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
