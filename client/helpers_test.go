@@ -116,6 +116,9 @@ func newEvent(run workload.Identity, eventType string, n int) store.RunEventWrit
 type proxy struct {
 	*httptest.Server
 	requests atomic.Int64
+	// retryAfter is the Retry-After (seconds) of its refusals; 0 retries
+	// at once.
+	retryAfter atomic.Int64
 }
 
 func newProxy(t testing.TB, upstream string, answer func(r *http.Request) int) *proxy {
@@ -129,7 +132,7 @@ func newProxy(t testing.TB, upstream string, answer func(r *http.Request) int) *
 		body, _ := io.ReadAll(r.Body)
 		decision := answer(r)
 		if decision > 0 {
-			w.Header().Set("Retry-After", "0")
+			w.Header().Set("Retry-After", strconv.FormatInt(p.retryAfter.Load(), 10))
 			w.WriteHeader(decision)
 			fmt.Fprintf(w, `{"error":{"code":"UNAVAILABLE","message":"the test's proxy refuses"}}`)
 			return

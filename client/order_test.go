@@ -164,7 +164,12 @@ func TestSpool_Full(t *testing.T) {
 		}
 		return http.StatusServiceUnavailable
 	})
-	c := newClient(t, client.Config{URL: front.URL, WriteLatencyBudget: 20 * time.Millisecond,
+	// A Retry-After past the budget ends each append at the first refusal,
+	// so the error wraps the API's answer however slow the machine is (with
+	// immediate retries the budget could end inside a request and wrap that
+	// instead).
+	front.retryAfter.Store(5)
+	c := newClient(t, client.Config{URL: front.URL, WriteLatencyBudget: time.Second,
 		MaxSpoolBytes: 64 << 10, DrainInterval: time.Hour})
 	run := workload.NewIdentity(testTenant)
 	var appended []string
