@@ -125,12 +125,13 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	base := "http://" + addr
 	fmt.Fprintf(env.stdout, "runstream dev is up:\n"+
 		"  HTTP API   %s  (curl %s/v1/runs/<runId>/events)\n"+
+		"  console    %s/  (web console: runs, run pages; lag, dead letters, rebuilds for operators)\n"+
 		"  metrics    %s/metrics\n"+
 		"  Kafka      %s, topic %q\n"+
 		"  projector  group %q -> Redis snapshots (curl %s/v1/runs/<runId>/snapshot)\n"+
 		"  Postgres   %s\n"+
 		"  Redis      %s\n",
-		base, base, base, brokerDesc, rf.topic, pf.group, base, config.RedactURL(f.postgresURL), config.RedactURL(f.redisURL))
+		base, base, base, base, brokerDesc, rf.topic, pf.group, base, config.RedactURL(f.postgresURL), config.RedactURL(f.redisURL))
 	if *demo {
 		token, tenant := "", ""
 		for tok, ten := range apiCfg.AuthTokens {
