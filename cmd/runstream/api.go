@@ -22,7 +22,9 @@ func runAPI(ctx context.Context, env *environment, args []string) error {
 	var f serverFlags
 	f.register(fs, "json", "")
 	brokers := fs.String("kafka-brokers", "", "Kafka brokers, optional: enables GET /v1/lag, the lag gauges and the Kafka readiness check")
-	group := fs.String("group", store.DefaultProjectorGroup, "consumer group GET /v1/lag and the lag gauges report by default")
+	group := fs.String("group", store.DefaultProjectorGroup, "consumer group GET /v1/lag reports by default")
+	var lagGroups lagGroupsFlag
+	lagGroups.register(fs)
 	if err := parseFlags(fs, env, args, "runstream api [flags]",
 		"Serves the HTTP API: appends to the Postgres Append Authority, event reads, snapshots.\nMigrates the schema on start. Stops gracefully on SIGTERM."); err != nil {
 		return err
@@ -30,6 +32,10 @@ func runAPI(ctx context.Context, env *environment, args []string) error {
 	log, err := newLogger(env.stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		return err
+	}
+	exported, err := lagGroups.groups(*group)
+	if err != nil {
+		return usageError{err}
 	}
 	reg := newRegistry()
 	cfg, err := f.apiConfig(log, reg)
@@ -62,7 +68,7 @@ func runAPI(ctx context.Context, env *environment, args []string) error {
 		cfg.LagGroup = *group
 		cfg.Lag = func(ctx context.Context, g string) (lag.Report, error) { return lag.Measure(ctx, kc, g) }
 		checks = append(checks, httpapi.Check{Name: "kafka", Fn: kc.Ping})
-		if exporter, err = lag.NewExporter(kc, []string{*group}, 10*time.Second, reg, log); err != nil {
+		if exporter, err = lag.NewExporter(kc, exported, 10*time.Second, reg, log); err != nil {
 			return err
 		}
 	}

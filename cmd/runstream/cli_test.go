@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -242,5 +243,31 @@ func TestRun_LagMembersAndUnknownGroup(t *testing.T) {
 		if !asJSON && stdout != "" {
 			t.Errorf("lag %v: text printed besides the error: %q", args, stdout)
 		}
+	}
+}
+
+// TestLagGroupsFlag: by default the projector's group (--group) and the
+// ETL's; a list replaces both, deduplicated, bounded.
+func TestLagGroupsFlag(t *testing.T) {
+	for _, tc := range []struct {
+		raw, group string
+		want       []string
+	}{
+		{"", "runstream-projector", []string{"runstream-projector", "runstream-etl"}},
+		{"", "my-projectors", []string{"my-projectors", "runstream-etl"}},
+		{" a, b ,a", "runstream-projector", []string{"a", "b"}},
+	} {
+		f := lagGroupsFlag{raw: tc.raw}
+		got, err := f.groups(tc.group)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("--lag-groups %q --group %q = %v, %v; want %v", tc.raw, tc.group, got, err, tc.want)
+		}
+	}
+	many := strings.Repeat("g,", maxLagGroups) + "last"
+	for i := range maxLagGroups + 1 {
+		many += fmt.Sprintf(",g%d", i)
+	}
+	if _, err := (&lagGroupsFlag{raw: many}).groups("p"); err == nil || !strings.Contains(err.Error(), "at most") {
+		t.Errorf("%d groups accepted: %v", maxLagGroups+2, err)
 	}
 }

@@ -28,6 +28,8 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	rf.register(fs)
 	var pf projectorFlags
 	pf.register(fs)
+	var lagGroups lagGroupsFlag
+	lagGroups.register(fs)
 	brokers := fs.String("kafka-brokers", "", "Kafka brokers to use; empty: start the embedded broker")
 	brokerAddr := fs.String("broker-addr", "127.0.0.1:9092", "listen address of the embedded broker")
 	dataDir := fs.String("data-dir", ".runstream", "where the embedded broker keeps topics and committed offsets across restarts")
@@ -53,6 +55,10 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	}
 	if *demoRuns < 1 {
 		return usageError{fmt.Errorf("--demo-runs must be >= 1, got %d", *demoRuns)}
+	}
+	exported, err := lagGroups.groups(pf.group)
+	if err != nil {
+		return usageError{err}
 	}
 	pool, err := openPostgres(ctx, log, f.postgresURL)
 	if err != nil {
@@ -88,7 +94,7 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	}
 	apiCfg.LagGroup = pf.group
 	apiCfg.Lag = func(ctx context.Context, group string) (lag.Report, error) { return lag.Measure(ctx, client, group) }
-	lagExp, err := lag.NewExporter(client, []string{pf.group}, 5*time.Second, reg, log)
+	lagExp, err := lag.NewExporter(client, exported, 5*time.Second, reg, log)
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,8 @@ func TestRun_UsageErrors(t *testing.T) {
 		{[]string{"api", "--auth-tokens", "nocolon"}, nil, "token:tenant"},
 		{[]string{"api", "--http-addr", "8080"}, nil, "host:port"},
 		{[]string{"api", "--log-level", "loud"}, nil, "--log-level"},
+		{[]string{"api", "--lag-groups", "runstream-etl,,runstream-projector"}, nil, "--lag-groups (RUNSTREAM_LAG_GROUPS): an empty group name"},
+		{[]string{"dev"}, map[string]string{"RUNSTREAM_LAG_GROUPS": "etl group"}, "outside printable ASCII (or a space)"},
 		{[]string{"relay"}, nil, "RUNSTREAM_KAFKA_BROKERS"},
 		{[]string{"relay", "dlq", "retry"}, nil, "--id N"},
 		{[]string{"relay", "--compression", "brotli"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1"}, "none, gzip, snappy, lz4, zstd"},

@@ -1,0 +1,109 @@
+package lag_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runstream/runstream/internal/lag"
+)
+
+// TestExporter_EveryListedGroup: the exporter reports each listed group
+// of the topic under its own group label (the projector's and the ETL's,
+// not only the first), and nothing for a listed group that does not exist.
+func TestExporter_EveryListedGroup(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "run-events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for p := range int32(2) {
+		for range 8 {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "run-events", Partition: p, Value: []byte("x")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	adm := kadm.NewClient(cl)
+	commit := func(group string, at0, at1 int64) {
+		offs := kadm.Offsets{}
+		offs.Add(kadm.Offset{Topic: "run-events", Partition: 0, At: at0})
+		offs.Add(kadm.Offset{Topic: "run-events", Partition: 1, At: at1})
+		if _, err := adm.CommitOffsets(ctx, group, offs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit("runstream-projector", 8, 8) // caught up
+	commit("runstream-etl", 3, 8)       // 5 behind on partition 0
+
+	reg := prometheus.NewRegistry()
+	e, err := lag.NewExporter(cl, []string{"runstream-projector", "runstream-etl", "never-joined"}, 50*time.Millisecond, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.Run(rctx) }()
+	defer func() { stop(); <-done }()
+
+	type key struct{ group, partition string }
+	var records map[key]float64
+	for {
+		records = map[key]float64{}
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "runstream_consumer_lag_records" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				var k key
+				for _, l := range m.GetLabel() {
+					switch l.GetName() {
+					case "group":
+						k.group = l.GetValue()
+					case "partition":
+						k.partition = l.GetValue()
+					}
+				}
+				records[k] = m.GetGauge().GetValue()
+			}
+		}
+		if len(records) >= 4 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("gauges after 30s: %v; want both partitions of both existing groups", records)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	want := map[key]float64{
+		{"runstream-projector", "0"}: 0, {"runstream-projector", "1"}: 0,
+		{"runstream-etl", "0"}: 5, {"runstream-etl", "1"}: 0,
+	}
+	for k, v := range want {
+		if got, ok := records[k]; !ok || got != v {
+			t.Errorf("runstream_consumer_lag_records%v = %v (present %v), want %v", k, got, ok, v)
+		}
+	}
+	for k := range records {
+		if k.group == "never-joined" {
+			t.Errorf("a group that never committed has series: %v", k)
+		}
+	}
+}
