@@ -686,3 +686,31 @@ func TestAppend_ClockSkewObserved(t *testing.T) {
 		t.Errorf("an unknown type ten minutes ahead: count %v, sum %v s; want 1 under \"other\", about -600", c[0], c[1])
 	}
 }
+
+func TestRunCount_CountsOneTenantsRuns(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t, postgres.Config{})
+	ctx := ctxT(t)
+	want := map[string]int64{"tenant_a": 3, "tenant_b": 2}
+	for tenant, n := range want {
+		for range n {
+			id := workload.NewIdentity(tenant)
+			// Two events each: a run is counted once, however many events.
+			for seq := range 2 {
+				if _, err := s.AppendEvent(ctx, workload.Event(id, store.EventStepStarted, fmt.Sprintf("s%d", seq), 1, 1, time.Now(), nil)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	for tenant, n := range map[string]int64{"tenant_a": 3, "tenant_b": 2, "tenant_c": 0} {
+		got, err := s.RunCount(ctx, tenant)
+		if err != nil || got != n {
+			t.Errorf("RunCount(%q) = %d, %v; want %d", tenant, got, err, n)
+		}
+	}
+	var idx bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE indexname = 'runs_tenant_id' AND schemaname = current_schema())`).Scan(&idx); err != nil || !idx {
+		t.Fatalf("index runs_tenant_id missing after Migrate (%v)", err)
+	}
+}

@@ -1,0 +1,14 @@
+-- 0007: the runs list's storeRuns (GET /v1/runs): the number of a tenant's
+-- runs in the store, which the console compares with the runs the Redis
+-- catalog holds to say when snapshots are missing.
+--
+-- Without it, SELECT count(*) FROM runs WHERE tenant_id = $1 reads every
+-- tenant's rows. tenant_id never changes after a run's first event, and
+-- appends update only last_seq (fillfactor 70 leaves room on the page), so
+-- those updates stay HOT: an index on tenant_id alone does not make them
+-- touch an index, and the append path pays only at a run's first event.
+--
+-- Applied in the migration's transaction, so on a large existing table the
+-- build blocks appends while it runs; create it concurrently by hand first
+-- under this name to avoid that: the IF NOT EXISTS then skips it.
+CREATE INDEX IF NOT EXISTS runs_tenant_id ON runs (tenant_id);
