@@ -34,11 +34,18 @@ var componentEnv = map[string][]string{
 		"RUNSTREAM_HTTP_ADDR", "RUNSTREAM_AUTH_TOKENS"},
 	"relay":     {"RUNSTREAM_POSTGRES_URL", "RUNSTREAM_KAFKA_BROKERS", "RUNSTREAM_TOPIC", "RUNSTREAM_HTTP_ADDR"},
 	"projector": {"RUNSTREAM_POSTGRES_URL", "RUNSTREAM_REDIS_URL", "RUNSTREAM_KAFKA_BROKERS", "RUNSTREAM_TOPIC", "RUNSTREAM_GROUP", "RUNSTREAM_HTTP_ADDR"},
+	"etl": {"RUNSTREAM_POSTGRES_URL", "RUNSTREAM_ETL_DATABASE_URL", "RUNSTREAM_KAFKA_BROKERS", "RUNSTREAM_TOPIC", "RUNSTREAM_GROUP",
+		"RUNSTREAM_HTTP_ADDR"},
 }
+
+// ownGroup are the components that consume the topic: each needs its own
+// consumer group (two sharing one would split the partitions, and each
+// would miss the records the other consumed).
+var ownGroup = []string{"projector", "etl"}
 
 // defaultPorts are the ports the binaries listen on by default, which the
 // scrape config and the annotations assume.
-var defaultPorts = map[string]int{"api": 8080, "relay": 9464, "projector": 9465}
+var defaultPorts = map[string]int{"api": 8080, "relay": 9464, "projector": 9465, "etl": 9466}
 
 // TestDeployFilesParse parses every YAML document in deploy/ and the
 // dashboard JSON.
@@ -178,6 +185,7 @@ func TestComposeFile(t *testing.T) {
 		t.Fatalf("compose.yaml: %v", err)
 	}
 	all := map[string]bool{}
+	groups := map[string]string{}
 	for comp, need := range componentEnv {
 		svc, ok := compose.Services[comp]
 		if !ok {
@@ -207,7 +215,11 @@ func TestComposeFile(t *testing.T) {
 		if !strings.Contains(hc, fmt.Sprintf(":%d/readyz", port)) {
 			t.Errorf("compose service %s health check %q is not /readyz on port %d", comp, hc, port)
 		}
+		if slices.Contains(ownGroup, comp) {
+			groups[comp] = fmt.Sprint(svc.Environment["RUNSTREAM_GROUP"])
+		}
 	}
+	checkOwnGroups(t, "compose.yaml", groups)
 	for _, k := range documentedEnv {
 		if !all[k] {
 			t.Errorf("compose.yaml never sets %s", k)
@@ -367,6 +379,7 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 
 	allEnv := map[string]bool{}
+	groups := map[string]string{}
 	for comp, need := range componentEnv {
 		name := "runstream-" + comp
 		d, ok := byKind["Deployment"][name]
@@ -400,10 +413,11 @@ func TestKubernetesManifests(t *testing.T) {
 		if id, ok := env["RUNSTREAM_INSTANCE_ID"]; ok && id != "(field metadata.name)" {
 			t.Errorf("%s %s: RUNSTREAM_INSTANCE_ID is %q, want the pod's name (fieldRef metadata.name)", d.Kind, name, id)
 		}
-		if comp == "projector" {
+		if slices.Contains(ownGroup, comp) {
 			if _, ok := env["RUNSTREAM_INSTANCE_ID"]; !ok || d.Kind != "StatefulSet" {
-				t.Errorf("the projector is a %s without RUNSTREAM_INSTANCE_ID from its pod name: want a StatefulSet (stable names) that sets it", d.Kind)
+				t.Errorf("the %s is a %s without RUNSTREAM_INSTANCE_ID from its pod name: want a StatefulSet (stable names) that sets it", comp, d.Kind)
 			}
+			groups[comp] = env["RUNSTREAM_GROUP"]
 		}
 		for k := range env {
 			allEnv[k] = true
@@ -462,6 +476,25 @@ func TestKubernetesManifests(t *testing.T) {
 		if !allEnv[k] {
 			t.Errorf("the Kubernetes manifests never set %s", k)
 		}
+	}
+	checkOwnGroups(t, "deploy/k8s", groups)
+}
+
+// checkOwnGroups fails when two consuming components share a consumer
+// group, or one has none.
+func checkOwnGroups(t *testing.T, where string, groups map[string]string) {
+	t.Helper()
+	byGroup := map[string]string{}
+	for _, comp := range ownGroup {
+		g := groups[comp]
+		if g == "" || g == "<nil>" {
+			t.Errorf("%s: the %s sets no RUNSTREAM_GROUP", where, comp)
+			continue
+		}
+		if other, dup := byGroup[g]; dup {
+			t.Errorf("%s: the %s and the %s share the consumer group %q: each would get only part of the partitions", where, other, comp, g)
+		}
+		byGroup[g] = comp
 	}
 }
 
