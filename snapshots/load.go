@@ -64,7 +64,8 @@ type Watermark struct {
 	// snapshot or its watermark cannot be read.
 	LastEventSeq int64
 	Stale        bool
-	// Indexed: the run is in its tenant's run index.
+	// Indexed: the run is in its tenant's run index, and in its catalog
+	// at the snapshot's watermark or later.
 	Indexed bool
 }
 
@@ -74,13 +75,16 @@ type Watermark struct {
 func ReadWatermarks(ctx context.Context, rdb redis.UniversalClient, runs []store.RunHead) ([]Watermark, error) {
 	var hs []*redis.Cmd
 	var zs []*redis.FloatCmd
+	var ms []*redis.StringCmd
 	err := withScript(ctx, rdb, headScript, "snapshot head", func() error {
 		pipe := rdb.Pipeline()
 		hs = make([]*redis.Cmd, len(runs))
 		zs = make([]*redis.FloatCmd, len(runs))
+		ms = make([]*redis.StringCmd, len(runs))
 		for i, h := range runs {
 			hs[i] = headScript.EvalSha(ctx, pipe, []string{Key(h.RunID)})
 			zs[i] = pipe.ZScore(ctx, IndexKey(h.TenantID), h.RunID)
+			ms[i] = pipe.HGet(ctx, CatalogMetaKey(h.TenantID), h.RunID)
 		}
 		_, err := pipe.Exec(ctx)
 		if err != nil && !errors.Is(err, redis.Nil) {
@@ -98,11 +102,16 @@ func ReadWatermarks(ctx context.Context, rdb redis.UniversalClient, runs []store
 			return nil, fmt.Errorf("reading the watermark of run %q: %v", runs[i].RunID, err)
 		}
 		out[i] = Watermark{LastEventSeq: vals[0], Stale: vals[1] == 1}
-		if _, err := zs[i].Result(); err == nil {
-			out[i].Indexed = true
-		} else if !errors.Is(err, redis.Nil) {
-			return nil, fmt.Errorf("reading the run index of tenant %q: %w", runs[i].TenantID, err)
+		_, zerr := zs[i].Result()
+		if zerr != nil && !errors.Is(zerr, redis.Nil) {
+			return nil, fmt.Errorf("reading the run index of tenant %q: %w", runs[i].TenantID, zerr)
 		}
+		meta, merr := ms[i].Result()
+		if merr != nil && !errors.Is(merr, redis.Nil) {
+			return nil, fmt.Errorf("reading the runs catalog of tenant %q: %w", runs[i].TenantID, merr)
+		}
+		e, catalogued := parseCatalogEntry(runs[i].RunID, meta)
+		out[i].Indexed = zerr == nil && catalogued && e.LastEventSeq >= out[i].LastEventSeq
 	}
 	return out, nil
 }

@@ -102,8 +102,9 @@ func LoadScript(ctx context.Context, rdb redis.UniversalClient) error {
 	return writeScript.Load(ctx, rdb).Err()
 }
 
-// WriteAll runs the guarded writes, and the run index updates of their
-// snapshots (ZADD GT of a tenant's [IndexKey]), in one pipeline; on a
+// WriteAll runs the guarded writes, and the catalog updates of their
+// snapshots (the catalog script, which also moves the run in its tenant's
+// [IndexKey] with ZADD GT), in one pipeline: two EVALSHAs per write. On a
 // cluster go-redis splits it by node. The results are in the order of ws.
 // An error means Redis failed (some writes may have landed; each landed
 // write is complete and guarded, so retrying is safe).
@@ -111,11 +112,14 @@ func WriteAll(ctx context.Context, rdb redis.UniversalClient, ws []Write) ([]Res
 	if len(ws) == 0 {
 		return nil, nil
 	}
-	var res []Result
-	err := withScript(ctx, rdb, writeScript, "snapshot", func() (err error) {
+	res, err := runWrites(ctx, rdb, ws)
+	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		// Redis lost its scripts (a restart, a failover): both go together.
+		if err := loadScripts(ctx, rdb); err != nil {
+			return nil, err
+		}
 		res, err = runWrites(ctx, rdb, ws)
-		return err
-	})
+	}
 	return res, err
 }
 
@@ -147,7 +151,7 @@ func runWrites(ctx context.Context, rdb redis.UniversalClient, ws []Write) ([]Re
 		note := buf[start:len(buf):len(buf)]
 		cmds[i] = evalWrite(ctx, pipe, channel, w.Snapshot.RunID, w.Expected, body, note, w.Mode, w.Snapshot.LastEventSeq)
 		if w.Snapshot.TenantID != "" {
-			pipe.ZAddGT(ctx, IndexKey(w.Snapshot.TenantID), redis.Z{Score: scoreOf(&w.Snapshot), Member: w.Snapshot.RunID})
+			queueCatalog(ctx, pipe, &w.Snapshot)
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -269,18 +273,40 @@ func scoreOf(s *store.RunSnapshot) float64 {
 
 func indexScore(t time.Time) float64 { return float64(t.UnixMilli()) }
 
-// Reindex puts runs back in their tenants' run indexes, scored by the
-// persistedAt of their last event (ZADD GT: an entry never moves back).
-// Convergence uses it for a run whose snapshot is there but whose index
-// entry is not.
+// Reindex puts runs back in their tenants' run indexes and catalogs:
+// each run's snapshot, when Redis has one, is catalogued (the catalog
+// script, which also restores the index entry); a run without one gets its
+// index entry back, scored by the persistedAt of its last event (ZADD GT:
+// an entry never moves back). Convergence uses it for a run whose snapshot
+// is there but whose index or catalog entry is not (runs written before
+// the catalog existed, or a catalog write that failed).
 func Reindex(ctx context.Context, rdb redis.UniversalClient, runs []store.RunHead) error {
 	if len(runs) == 0 {
 		return nil
 	}
-	pipe := rdb.Pipeline()
-	for _, h := range runs {
-		pipe.ZAddGT(ctx, IndexKey(h.TenantID), redis.Z{Score: indexScore(h.LastPersistedAt), Member: h.RunID})
+	ids := make([]string, len(runs))
+	for i, h := range runs {
+		ids[i] = h.RunID
 	}
-	_, err := pipe.Exec(ctx)
-	return err
+	snaps, _, err := Load(ctx, rdb, ids)
+	if err != nil {
+		return err
+	}
+	var found []store.RunSnapshot
+	pipe := rdb.Pipeline()
+	n := 0
+	for _, h := range runs {
+		if s, ok := snaps[h.RunID]; ok && s.TenantID == h.TenantID {
+			found = append(found, s)
+			continue
+		}
+		pipe.ZAddGT(ctx, IndexKey(h.TenantID), redis.Z{Score: indexScore(h.LastPersistedAt), Member: h.RunID})
+		n++
+	}
+	if n > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return Catalog(ctx, rdb, found)
 }
