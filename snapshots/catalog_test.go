@@ -103,30 +103,40 @@ func TestCatalog_Property(t *testing.T) {
 		}
 		lo = hi
 	}
-	// Convergence's path catalogues the final versions once more: nothing
-	// changes (idempotent).
-	var finals []store.RunSnapshot
-	for _, id := range runIDs {
-		finals = append(finals, final[id])
-	}
-	if err := Catalog(ctx, rdb, finals); err != nil {
-		t.Fatal(err)
-	}
-
-	for _, tn := range tenants {
-		var want []store.RunSnapshot
-		for _, id := range runIDs {
-			if final[id].TenantID == tn {
-				want = append(want, final[id])
+	check := func(when string) {
+		t.Helper()
+		for _, tn := range tenants {
+			var want []store.RunSnapshot
+			for _, id := range runIDs {
+				if final[id].TenantID == tn {
+					want = append(want, final[id])
+				}
+			}
+			if !checkCatalog(t, ctx, rdb, tn, want) {
+				t.Fatalf("%s: the catalog of tenant %s differs from the final snapshots (seed %d)", when, tn, seed)
 			}
 		}
-		checkCatalog(t, ctx, rdb, tn, want)
 	}
+	check("after the writes")
+	// Convergence's path (Catalog) over the final versions and a sample of
+	// older ones: nothing changes (idempotent, never backwards).
+	var again []store.RunSnapshot
+	for _, id := range runIDs {
+		again = append(again, final[id])
+	}
+	for range 50 {
+		again = append(again, writes[rng.Intn(len(writes))].Snapshot)
+	}
+	rng.Shuffle(len(again), func(i, j int) { again[i], again[j] = again[j], again[i] })
+	if err := Catalog(ctx, rdb, again); err != nil {
+		t.Fatal(err)
+	}
+	check("after cataloguing again")
 }
 
 // checkCatalog compares every catalog key of tenant with a computation
 // from scratch over want, the tenant's final snapshots.
-func checkCatalog(t *testing.T, ctx context.Context, rdb redis.UniversalClient, tenant string, want []store.RunSnapshot) {
+func checkCatalog(t *testing.T, ctx context.Context, rdb redis.UniversalClient, tenant string, want []store.RunSnapshot) bool {
 	t.Helper()
 	type zset map[string]float64
 	expect := map[string]zset{}
@@ -226,6 +236,7 @@ func checkCatalog(t *testing.T, ctx context.Context, rdb redis.UniversalClient, 
 			t.Errorf("%s: count of %s = %d, want %d", tenant, st, got[st], n)
 		}
 	}
+	return !t.Failed()
 }
 
 // TestReindex_CataloguesRunsWrittenBeforeTheCatalog: a snapshot and index
