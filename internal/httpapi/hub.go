@@ -41,6 +41,7 @@ type hub struct {
 	runs    map[string]map[*runWatcher]struct{}
 	tenants map[string]map[*tenantWatcher]struct{}
 	ready   chan struct{} // closed once the subscription is confirmed
+	health  hubHealth     // hubhealth.go
 }
 
 // runWatcher receives the latest change of one run.
@@ -70,7 +71,7 @@ func newHub(rdb redis.UniversalClient, log *slog.Logger) *hub {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &hub{rdb: rdb, log: log, ctx: ctx, cancel: cancel, dropLog: sampledLog{every: dropLogEvery},
 		runs: map[string]map[*runWatcher]struct{}{}, tenants: map[string]map[*tenantWatcher]struct{}{},
-		ready: make(chan struct{})}
+		ready: make(chan struct{}), health: newHubHealth()}
 }
 
 // dropLogEvery bounds the WARN lines about dropped notifications.
@@ -81,10 +82,14 @@ const dropLogEvery = time.Minute
 func (h *hub) start(m *metrics) {
 	h.once.Do(func() {
 		h.dropped = m.notificationsDropped
-		h.wg.Add(1)
+		h.wg.Add(2)
 		go func() {
 			defer h.wg.Done()
 			h.run()
+		}()
+		go func() {
+			defer h.wg.Done()
+			h.monitor()
 		}()
 	})
 }
@@ -127,12 +132,15 @@ func (h *hub) run() {
 		}
 		attempt = 0
 		readyOnce.Do(func() { close(h.ready) })
+		h.markSubscribed()
 		ch := sub.Channel(redis.WithChannelSize(1024))
 	recv:
 		for {
 			select {
 			case <-h.ctx.Done():
 				break recv
+			case <-h.health.resub:
+				break recv // Redis came back: subscribe anew (hubhealth.go)
 			case msg, ok := <-ch:
 				if !ok {
 					break recv

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -299,6 +300,17 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 	if err := send(newRunChange(head, body)); err != nil {
 		return nil
 	}
+	// What the stream last said of its state (hubhealth.go): live until
+	// Redis goes away or the run's snapshot vanishes.
+	said := stateLive
+	say := func(state []byte) error {
+		if bytes.Equal(state, said) {
+			return nil
+		}
+		said = state
+		return st.event("state", "", state)
+	}
+	_, changed := s.hub.connState()
 	hb := time.NewTicker(heartbeatEvery)
 	defer hb.Stop()
 	for {
@@ -311,12 +323,47 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 			if st.write(heartbeatFrame) != nil {
 				return nil
 			}
+		case <-changed:
+			var degraded bool
+			degraded, changed = s.hub.connState()
+			if degraded {
+				if say(stateRedisDown) != nil {
+					return nil
+				}
+				continue
+			}
+			// Back: changes published meanwhile were lost; read it again.
+			if s.resendRun(r.Context(), id, send, say) != nil {
+				return nil
+			}
 		case c := <-watcher.latest:
-			if err := send(c); err != nil {
+			if say(stateLive) != nil || send(c) != nil {
 				return nil
 			}
 		}
 	}
+}
+
+// resendRun reads a run's snapshot after Redis came back and sends it
+// (send skips it when the stream already has it), or says it is missing.
+func (s *Server) resendRun(ctx context.Context, id string, send func(*runChange) error, say func([]byte) error) error {
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	body, err := s.redis.Get(rctx, snapshots.Key(id)).Bytes()
+	cancel()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return say(stateSnapshotMissing)
+	case err != nil:
+		return say(stateRedisDown) // the monitor will say so too
+	}
+	head, err := snapshots.ParseHead(body)
+	if err != nil {
+		return say(stateSnapshotMissing)
+	}
+	if err := say(stateLive); err != nil {
+		return err
+	}
+	return send(newRunChange(head, body))
 }
 
 // watchTenant: GET /v1/runs/watch. Every change of the tenant's runs as
@@ -354,6 +401,7 @@ func (s *Server) watchTenant(w http.ResponseWriter, r *http.Request) error {
 	if st.write([]byte(": watching tenant "+tenant+"\n\n")) != nil {
 		return nil
 	}
+	_, changed := s.hub.connState()
 	hb := time.NewTicker(heartbeatEvery)
 	defer hb.Stop()
 	for {
@@ -364,6 +412,19 @@ func (s *Server) watchTenant(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		case <-hb.C:
 			if st.write(heartbeatFrame) != nil {
+				return nil
+			}
+		case <-changed:
+			var degraded bool
+			degraded, changed = s.hub.connState()
+			if degraded {
+				if st.event("state", "", stateRedisDown) != nil {
+					return nil
+				}
+				continue
+			}
+			// Back: updates published meanwhile were lost: reload.
+			if st.event("state", "", stateLive) != nil || st.event("reset", "", []byte(`{}`)) != nil {
 				return nil
 			}
 		case <-watcher.overflow:
