@@ -17,7 +17,10 @@ const (
 	CodePayloadTooLarge        Code = "PAYLOAD_TOO_LARGE"
 	CodeUnavailable            Code = "UNAVAILABLE"
 	CodeInternal               Code = "INTERNAL"
-	CodeIdempotencyKeyExists   Code = "IDEMPOTENCY_KEY_EXISTS"
+	// CodeConflict: the request cannot run now because of something
+	// already running (an operator's rebuild while another runs).
+	CodeConflict             Code = "CONFLICT"
+	CodeIdempotencyKeyExists Code = "IDEMPOTENCY_KEY_EXISTS"
 )
 
 // Error is the one coded error callers branch on. Message and Field are

@@ -18,6 +18,7 @@ var statusOf = map[store.Code]int{
 	store.CodePayloadTooLarge:        http.StatusRequestEntityTooLarge,
 	store.CodeUnavailable:            http.StatusServiceUnavailable,
 	store.CodeInternal:               http.StatusInternalServerError,
+	store.CodeConflict:               http.StatusConflict,
 }
 
 // statusClientClosed is counted for a request whose client hung up.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/runstream/runstream/internal/etl"
 	"github.com/runstream/runstream/internal/httpapi/console"
 	"github.com/runstream/runstream/internal/lag"
 	"github.com/runstream/runstream/snapshots"
@@ -56,6 +58,17 @@ type Config struct {
 	// LagGroup is the group GET /v1/lag reports without ?group=; empty
 	// means [store.DefaultProjectorGroup].
 	LagGroup string
+	// LagGroups are the consumer groups GET /v1/lag/groups reports even
+	// before they commit (a configured consumer that never started says
+	// so); nil means LagGroup and the ETL's default group.
+	LagGroups []string
+	// LagTopic is the run-event topic whose groups GET /v1/lag/groups
+	// reports; empty means [store.DefaultTopic].
+	LagTopic string
+	// TopicGroups lists the groups the brokers know on a topic (committed
+	// offsets or assigned members), for GET /v1/lag/groups; nil reports
+	// LagGroups only.
+	TopicGroups func(ctx context.Context, topic string) ([]string, error)
 	// ShutdownTimeout bounds graceful shutdown; 0 means 10s.
 	ShutdownTimeout time.Duration
 	// Registerer receives the API's metrics; nil means none.
@@ -127,6 +140,8 @@ type Server struct {
 	consistent semaphore // in-flight ?consistent=true rebuilds
 	watchers   watcherLimits
 	resyncs    *rateLimiter // tenants' resyncs of their own runs
+	ops        opsStore     // the operator routes' store access; nil: 503
+	rebuilds   *rebuilds    // operators' rebuilds in this process
 	tickets    *rateLimiter // tenants' stream tickets
 }
 
@@ -149,6 +164,12 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 	if cfg.LagGroup == "" {
 		cfg.LagGroup = store.DefaultProjectorGroup
 	}
+	if cfg.LagGroups == nil {
+		cfg.LagGroups = slices.Compact([]string{cfg.LagGroup, etl.DefaultGroup})
+	}
+	if cfg.LagTopic == "" {
+		cfg.LagTopic = store.DefaultTopic
+	}
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
@@ -170,7 +191,9 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 		consistent: make(semaphore, cfg.Limits.MaxConsistentReads),
 		resyncs:    &rateLimiter{perMin: cfg.Limits.TenantResyncsPerMinute, buckets: map[string]*bucket{}, now: time.Now},
 		tickets:    &rateLimiter{perMin: ticketsPerMinute, buckets: map[string]*bucket{}, now: time.Now},
+		rebuilds:   newRebuilds(),
 	}
+	s.ops, _ = st.(opsStore)
 	if rdb != nil {
 		s.hub = newHub(rdb, s.log)
 		s.getter = snapshots.NewGetter(rdb)
@@ -217,6 +240,14 @@ func (s *Server) routes() http.Handler {
 	handle("POST /v1/runs/{runId}/resync", s.resyncRun, authed)
 	handle("POST /v1/stream-tickets", s.createStreamTicket, authed)
 	handle("GET /v1/lag", s.lag, authed|operatorOnly)
+	handle("GET /v1/lag/groups", s.lagGroups, authed|operatorOnly)
+	handle("GET /v1/dead-letters", s.listDeadLetters, authed|operatorOnly)
+	handle("GET /v1/dead-letters/{id}", s.getDeadLetter, authed|operatorOnly)
+	handle("POST /v1/dead-letters/{id}/retry", s.retryDeadLetter, authed|operatorOnly)
+	handle("POST /v1/dead-letters/retry", s.retryDeadLetters, authed|operatorOnly)
+	handle("POST /v1/rebuilds", s.startRebuild, authed|operatorOnly)
+	handle("GET /v1/rebuilds", s.listRebuilds, authed|operatorOnly)
+	handle("GET /v1/rebuilds/{id}", s.getRebuild, authed|operatorOnly)
 	handle("GET /healthz", s.healthz, public)
 	handle("GET /readyz", s.readyz, public)
 	handle("GET /openapi.json", s.openAPI, public)
@@ -303,6 +334,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, started chan<- stri
 func (s *Server) Close() {
 	s.close.Do(func() {
 		close(s.closing)
+		s.rebuilds.shutdown() // cancels a running rebuild
 		if s.hub != nil {
 			s.hub.close()
 			s.getter.Close()

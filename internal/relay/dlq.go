@@ -26,23 +26,60 @@ type DeadLetter struct {
 	FirstFailedAt *time.Time `json:"firstFailedAt,omitempty"`
 }
 
+// deadLetterColumns are what scanDeadLetter reads, from
+// outbox_dead_letters d joined with the event's run_events e.
+const deadLetterColumns = `d.id, d.run_id, d.run_seq, e.event_type, e.event_id::text, e.tenant_id,
+	d.created_at, d.failed_at, d.attempts, coalesce(d.last_error, ''), d.first_failed_at
+	FROM outbox_dead_letters d JOIN run_events e ON e.run_id = d.run_id AND e.run_seq = d.run_seq`
+
+func scanDeadLetter(row pgx.CollectableRow) (DeadLetter, error) {
+	var d DeadLetter
+	err := row.Scan(&d.ID, &d.RunID, &d.RunSeq, &d.EventType, &d.EventID, &d.TenantID,
+		&d.CreatedAt, &d.FailedAt, &d.Attempts, &d.LastError, &d.FirstFailedAt)
+	return d, err
+}
+
 // ListDeadLetters returns up to limit dead letters, oldest failure first,
 // optionally of one run.
 func ListDeadLetters(ctx context.Context, pool *pgxpool.Pool, runID string, limit int) ([]DeadLetter, error) {
-	rows, err := pool.Query(ctx, `SELECT d.id, d.run_id, d.run_seq, e.event_type, e.event_id::text, e.tenant_id,
-			d.created_at, d.failed_at, d.attempts, coalesce(d.last_error, ''), d.first_failed_at
-		FROM outbox_dead_letters d JOIN run_events e ON e.run_id = d.run_id AND e.run_seq = d.run_seq
+	rows, err := pool.Query(ctx, `SELECT `+deadLetterColumns+`
 		WHERE $1 = '' OR d.run_id = $1
 		ORDER BY d.failed_at, d.id LIMIT $2`, runID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("listing dead letters: %w", err)
 	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (DeadLetter, error) {
-		var d DeadLetter
-		err := row.Scan(&d.ID, &d.RunID, &d.RunSeq, &d.EventType, &d.EventID, &d.TenantID,
-			&d.CreatedAt, &d.FailedAt, &d.Attempts, &d.LastError, &d.FirstFailedAt)
-		return d, err
-	})
+	return pgx.CollectRows(rows, scanDeadLetter)
+}
+
+// ListDeadLettersAfter returns up to limit dead letters with an id above
+// afterID, in id order (the order their events entered the outbox),
+// optionally of one run: the pages of a listing that keeps its place
+// while letters are retried or added (the primary key walks it).
+func ListDeadLettersAfter(ctx context.Context, pool *pgxpool.Pool, runID string, afterID int64, limit int) ([]DeadLetter, error) {
+	rows, err := pool.Query(ctx, `SELECT `+deadLetterColumns+`
+		WHERE d.id > $2 AND ($1 = '' OR d.run_id = $1)
+		ORDER BY d.id LIMIT $3`, runID, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing dead letters after id %d: %w", afterID, err)
+	}
+	return pgx.CollectRows(rows, scanDeadLetter)
+}
+
+// GetDeadLetter returns dead letter id; ok is false when there is none
+// (never dead-lettered, or already retried).
+func GetDeadLetter(ctx context.Context, pool *pgxpool.Pool, id int64) (d DeadLetter, ok bool, err error) {
+	rows, err := pool.Query(ctx, `SELECT `+deadLetterColumns+` WHERE d.id = $1`, id)
+	if err != nil {
+		return d, false, fmt.Errorf("reading dead letter %d: %w", id, err)
+	}
+	ds, err := pgx.CollectRows(rows, scanDeadLetter)
+	if err != nil {
+		return d, false, fmt.Errorf("reading dead letter %d: %w", id, err)
+	}
+	if len(ds) == 0 {
+		return d, false, nil
+	}
+	return ds[0], true, nil
 }
 
 // RetryDeadLetters moves dead letters back into the outbox (with fresh

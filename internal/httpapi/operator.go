@@ -1,0 +1,177 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/runstream/runstream/internal/lag"
+	"github.com/runstream/runstream/store"
+)
+
+// The operator routes behind the console's operator pages: the lag of
+// every consumer group of the topic, the relay's dead letters, and
+// rebuilds of many runs' snapshots. All are operatorOnly (DESIGN.md
+// 1.18), and each bounds what one request may cost.
+
+// opsStore is what the operator routes need of the store beyond
+// eventStore; *postgres.Store satisfies it.
+type opsStore interface {
+	// Pool is where the relay's dead letters are read and moved.
+	Pool() *pgxpool.Pool
+	// ListTenantRuns pages a tenant's run ids, for a tenant's rebuild.
+	ListTenantRuns(ctx context.Context, tenantID, after string, limit int) ([]string, error)
+	// RunCount is a tenant's number of runs, a rebuild's total.
+	RunCount(ctx context.Context, tenantID string) (int64, error)
+}
+
+// opsUnavailable answers an operator route when the store offers no
+// operator access (a store other than Postgres).
+var opsUnavailable = &store.Error{Code: store.CodeUnavailable, Message: "this API's store does not serve operator routes (dead letters, rebuilds need the Postgres store)"}
+
+// operatorTimeout bounds an operator request's work against the brokers or
+// the store (the request deadline still applies to the connection).
+const operatorTimeout = 10 * time.Second
+
+// maxLagGroupsReported bounds GET /v1/lag/groups: each group measured
+// costs a DescribeGroups, an OffsetFetch and a read of its lagging
+// partitions' oldest records.
+const maxLagGroupsReported = 100
+
+// lagGroupsParallel is how many groups are measured at once.
+const lagGroupsParallel = 4
+
+// lagGroupsAnswer is GET /v1/lag/groups's answer.
+type lagGroupsAnswer struct {
+	Topic  string       `json:"topic"`
+	Groups []lag.Report `json:"groups"`
+	// Truncated is true when more groups than maxLagGroupsReported were
+	// found: the configured ones come first, then the others by name.
+	Truncated bool `json:"truncated"`
+	// ListError says why the brokers' groups could not be listed: only
+	// the configured groups are reported then.
+	ListError string `json:"listError,omitempty"`
+}
+
+// lagGroups: GET /v1/lag/groups, the lag report of every consumer group
+// of the topic: the configured ones (even before they commit) and those
+// the brokers know with offsets on, or members assigned, the topic.
+func (s *Server) lagGroups(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Lag == nil {
+		return &store.Error{Code: store.CodeUnavailable, Message: "no Kafka brokers configured for this API process (RUNSTREAM_KAFKA_BROKERS)"}
+	}
+	if _, err := query(r); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), operatorTimeout)
+	defer cancel()
+	out := lagGroupsAnswer{Topic: s.cfg.LagTopic, Groups: []lag.Report{}}
+	names := slices.Clone(s.cfg.LagGroups)
+	if s.cfg.TopicGroups != nil {
+		found, err := s.cfg.TopicGroups(ctx, s.cfg.LagTopic)
+		if err != nil {
+			if r.Context().Err() != nil {
+				return r.Context().Err()
+			}
+			s.log.Warn("listing the topic's consumer groups failed", "topic", s.cfg.LagTopic, "err", err, "requestId", requestID(r.Context()))
+			out.ListError = "the brokers did not list their consumer groups: only the configured groups (--lag-groups) are reported; retry"
+		}
+		slices.Sort(found)
+		for _, g := range found {
+			if !slices.Contains(names, g) {
+				names = append(names, g)
+			}
+		}
+	}
+	if len(names) > maxLagGroupsReported {
+		names, out.Truncated = names[:maxLagGroupsReported], true
+	}
+	out.Groups = make([]lag.Report, len(names))
+	var (
+		wg     sync.WaitGroup
+		sem    = make(chan struct{}, lagGroupsParallel)
+		failed = make([]bool, len(names))
+	)
+	for i, g := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done():
+			}
+			var err error
+			if ctx.Err() == nil {
+				out.Groups[i], err = s.cfg.Lag(ctx, g)
+			} else {
+				err = ctx.Err()
+			}
+			if err != nil {
+				failed[i] = true
+				s.log.Warn("measuring a group's lag failed", "group", g, "err", err, "requestId", requestID(r.Context()))
+				out.Groups[i] = lag.Report{Group: g, State: "Unknown", At: time.Now(), Partitions: []lag.Partition{},
+					Note: "measuring this group's lag failed: the brokers did not answer in time; retry"}
+			}
+		}()
+	}
+	wg.Wait()
+	if r.Context().Err() != nil {
+		return r.Context().Err()
+	}
+	if len(names) > 0 && !slices.Contains(failed, false) {
+		return &store.Error{Code: store.CodeUnavailable, Message: "measuring lag failed for every group: the brokers did not answer; retry"}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// decodeStrict decodes a JSON object body into v: a malformed body,
+// another type, an unknown field or trailing data is 400 naming the field.
+func decodeStrict(raw []byte, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return badRequest("", "the body is empty: send a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te) && te.Field != "":
+			return badRequest(te.Field, fmt.Sprintf("%s must be %s, got JSON %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value))
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return badRequest(name, fmt.Sprintf("unknown field %q", name))
+		default:
+			return badRequest("", "the body is not a JSON object of this endpoint ("+err.Error()+")")
+		}
+	}
+	if dec.More() {
+		return badRequest("", "the body has data after its JSON object")
+	}
+	return nil
+}
+
+// jsonKind names a Go kind as the JSON type a caller sends.
+func jsonKind(k string) string {
+	switch {
+	case k == "bool":
+		return "a boolean"
+	case k == "string":
+		return "a string"
+	case k == "slice" || k == "array":
+		return "an array"
+	case strings.HasPrefix(k, "int") || strings.HasPrefix(k, "uint") || strings.HasPrefix(k, "float"):
+		return "a number"
+	}
+	return "an object"
+}
