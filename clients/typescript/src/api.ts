@@ -102,7 +102,7 @@ export interface paths {
         };
         /**
          * Live snapshot stream of a run
-         * @description Server-Sent Events: `snapshot` events (id: lastEventSeq) with the RunSnapshot now and at each change; `stale` and `recovered` when the stale flag flips; heartbeat comments every 15 s.
+         * @description Server-Sent Events: `snapshot` events (id: lastEventSeq) with the RunSnapshot now and at each change; `stale` and `recovered` when the stale flag flips; `state` when the stream's health changes: {"state":"degraded","reason":"redis"} while the API cannot reach Redis, {"state":"degraded","reason":"snapshot_missing"} when Redis came back without the run's snapshot, {"state":"live"} when it resumes (a changed snapshot follows); heartbeat comments every 15 s.
          */
         get: operations["watchRun"];
         put?: never;
@@ -123,7 +123,7 @@ export interface paths {
         };
         /**
          * Live changes of a tenant's runs
-         * @description Server-Sent Events: an `update` event ({runId, tenantId, lastEventSeq, status}) per change; `reset` when the client fell behind and should reload its list; heartbeat comments.
+         * @description Server-Sent Events: an `update` event ({runId, tenantId, lastEventSeq, status}) per change; `reset` when the client fell behind and should reload its list; `state` {"state":"degraded","reason":"redis"} while the API cannot reach Redis and {"state":"live"} (then `reset`: updates were lost) when it can again; heartbeat comments.
          */
         get: operations["watchTenant"];
         put?: never;
@@ -280,6 +280,159 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/lag/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lag of every consumer group of the topic (operators)
+         * @description The lag report of GET /v1/lag for each consumer group of the run-event topic: the configured ones and those the brokers know with committed offsets on the topic or members assigned to it; at most 100, measured within 10 s. Operators only (a token mapped to "*"; anyone in development mode).
+         */
+        get: operations["getLagGroups"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dead-letters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The relay's dead letters (operators)
+         * @description Events the relay gave up publishing (EVENT_BUS_DELIVERY_FAILED), in id order. Operators only (a token mapped to "*"; anyone in development mode).
+         */
+        get: operations["listDeadLetters"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dead-letters/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A dead letter's id (the outbox row's id), as GET /v1/dead-letters lists it. */
+                id: components["parameters"]["deadLetterId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A dead letter and the record it would publish (operators)
+         * @description The dead letter, with the RunEventRecord the relay publishes when it is retried. Operators only (a token mapped to "*"; anyone in development mode).
+         */
+        get: operations["getDeadLetter"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dead-letters/{id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A dead letter's id (the outbox row's id), as GET /v1/dead-letters lists it. */
+                id: components["parameters"]["deadLetterId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry one dead letter (operators)
+         * @description Moves the dead letter back into the outbox; the relay publishes it again (consumers drop a duplicate). No body. Operators only (a token mapped to "*"; anyone in development mode).
+         */
+        post: operations["retryDeadLetter"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dead-letters/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry dead letters by id, or all (operators)
+         * @description Moves the named dead letters (at most 1000), or all of them, back into the outbox. Operators only (a token mapped to "*"; anyone in development mode).
+         */
+        post: operations["retryDeadLetters"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rebuilds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This API process's rebuilds (operators)
+         * @description The running rebuild and the last 20, newest first. Operators only (a token mapped to "*"; anyone in development mode).
+         */
+        get: operations["listRebuilds"];
+        put?: never;
+        /**
+         * Rebuild many runs' snapshots from the store (operators)
+         * @description Starts a background rebuild of every run of a tenant, or of up to 1000 runs: each run's snapshot is projected from the store and written to Redis unless Redis holds a newer one. One runs at a time per API process (409 CONFLICT names it); its state is kept in that process's memory and a shutdown cancels it. Follow it with GET /v1/rebuilds/{id}. Operators only (a token mapped to "*"; anyone in development mode).
+         */
+        post: operations["startRebuild"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rebuilds/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A rebuild's id, as POST /v1/rebuilds returned it. */
+                id: components["parameters"]["rebuildId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A rebuild's progress (operators)
+         * @description 404 for a rebuild another API process runs, or one this process no longer remembers. Operators only (a token mapped to "*"; anyone in development mode).
+         */
+        get: operations["getRebuild"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -289,7 +442,7 @@ export interface components {
          * @description The error catalogue (DESIGN.md section 2). Clients branch on the code, never on the message.
          * @enum {string}
          */
-        ErrorCode: "SCHEMA_VALIDATION_FAILED" | "UNAUTHENTICATED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "UNAVAILABLE" | "INTERNAL";
+        ErrorCode: "SCHEMA_VALIDATION_FAILED" | "UNAUTHENTICATED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "CONFLICT" | "UNAVAILABLE" | "INTERNAL";
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
             /** @description What was wrong and what to do, for a human. */
@@ -580,6 +733,102 @@ export interface components {
                 [key: string]: string;
             };
         };
+        LagGroups: {
+            /** @description The run-event topic. */
+            topic: string;
+            /** @description One report per consumer group: the configured ones first (--lag-groups; the projectors' and the ETL's by default, reported even before they commit), then the others the brokers know on the topic, by name. A group whose lag could not be measured has state Unknown and a note. */
+            groups: components["schemas"]["LagReport"][];
+            /** @description True when more than 100 groups were found: only the first 100 are reported. */
+            truncated: boolean;
+            /** @description Why the brokers' groups could not be listed: only the configured groups are reported. */
+            listError?: string;
+        };
+        DeadLetter: {
+            /** @description The outbox row's id: the order the events entered the outbox. */
+            id: number;
+            runId: string;
+            runSeq: number;
+            eventType: string;
+            eventId: string;
+            tenantId: string;
+            /** @description The broker's last refusal. */
+            lastError: string;
+            /** @description Publishes tried before the relay gave up. */
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description The first refusal; null for letters made before migration 0004.
+             */
+            firstFailedAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the relay gave up (EVENT_BUS_DELIVERY_FAILED).
+             */
+            deadAt: string;
+            /**
+             * Format: date-time
+             * @description When the event entered the outbox.
+             */
+            createdAt: string;
+        };
+        DeadLetterPage: {
+            deadLetters: components["schemas"]["DeadLetter"][];
+            /** @description Present when another page follows: pass it as cursor with the same runId. */
+            nextCursor?: string;
+        };
+        DeadLetterDetail: {
+            deadLetter: components["schemas"]["DeadLetter"];
+            /** @description The record the relay publishes when the letter is retried. */
+            record: components["schemas"]["RunEventRecord"];
+        };
+        /** @description Either all (true) or ids. */
+        DeadLetterRetry: {
+            /**
+             * @description Retry every dead letter.
+             * @constant
+             */
+            all?: true;
+            /** @description The dead letters to retry. */
+            ids?: number[];
+        } & (unknown | unknown);
+        Retried: {
+            /** @description Dead letters moved back into the outbox (ids no longer dead-lettered are not counted). */
+            retried: number;
+        };
+        /** @description Either tenantId (every run of the tenant) or runIds. */
+        RebuildRequest: {
+            tenantId?: components["schemas"]["Identifier"];
+            runIds?: components["schemas"]["Identifier"][];
+        } & (unknown | unknown);
+        Rebuild: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            state: "running" | "done" | "failed";
+            /** @description The tenant whose runs are rebuilt; absent for a list of runIds. */
+            tenantId?: string;
+            /** @description Runs to rebuild (a tenant's count at the start; it grows when the tenant starts runs meanwhile). */
+            total: number;
+            /** @description Runs handled so far. */
+            done: number;
+            /** @description Runs of done that could not be rebuilt. */
+            failed: number;
+            /** @description Runs of done whose snapshot was written (the others were current, or unknown to the store). */
+            written: number;
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: date-time */
+            finishedAt: string | null;
+            /** @description Why a failed rebuild stopped. */
+            error: string | null;
+        };
+        RebuildAnswer: {
+            rebuild: components["schemas"]["Rebuild"];
+        };
+        RebuildList: {
+            /** @description This API process's rebuilds (the running one and the last 20), newest first. */
+            rebuilds: components["schemas"]["Rebuild"][];
+        };
     };
     responses: {
         /** @description SCHEMA_VALIDATION_FAILED: a body, path or query parameter is invalid (bad JSON too); field names it. */
@@ -685,6 +934,16 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description CONFLICT: something already running stops this request (a rebuild while another runs in this API process); the message names it. */
+        Conflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /** @description The run: an identifier as in RunEventWrite (1-255 bytes, printable, no "|"). */
@@ -698,6 +957,10 @@ export interface components {
         accessToken: string;
         /** @description The tenant to read. A tenant's token reads its own tenant and needs none; an operator (and development mode) names one. */
         tenantId: components["schemas"]["Identifier"];
+        /** @description A dead letter's id (the outbox row's id), as GET /v1/dead-letters lists it. */
+        deadLetterId: number;
+        /** @description A rebuild's id, as POST /v1/rebuilds returned it. */
+        rebuildId: string;
     };
     requestBodies: never;
     headers: {
@@ -1307,6 +1570,252 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
+        };
+    };
+    getLagGroups: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reports. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LagGroups"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listDeadLetters: {
+        parameters: {
+            query?: {
+                /** @description Only this run's dead letters. */
+                runId?: components["schemas"]["Identifier"];
+                /** @description Dead letters per page. */
+                limit?: number;
+                /** @description nextCursor of the previous page (of the same runId). */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeadLetterPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getDeadLetter: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A dead letter's id (the outbox row's id), as GET /v1/dead-letters lists it. */
+                id: components["parameters"]["deadLetterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The dead letter. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeadLetterDetail"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    retryDeadLetter: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A dead letter's id (the outbox row's id), as GET /v1/dead-letters lists it. */
+                id: components["parameters"]["deadLetterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Moved. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Retried"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    retryDeadLetters: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeadLetterRetry"];
+            };
+        };
+        responses: {
+            /** @description Moved. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Retried"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listRebuilds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rebuilds. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RebuildList"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    startRebuild: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RebuildRequest"];
+            };
+        };
+        responses: {
+            /** @description Started. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RebuildAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getRebuild: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A rebuild's id, as POST /v1/rebuilds returned it. */
+                id: components["parameters"]["rebuildId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rebuild. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RebuildAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            500: components["responses"]["Internal"];
         };
     };
 }

@@ -13,6 +13,7 @@ export type ErrorCode =
   | "REQUEST_TIMEOUT"
   | "PAYLOAD_TOO_LARGE"
   | "UNSUPPORTED_MEDIA_TYPE"
+  | "CONFLICT"
   | "UNAVAILABLE"
   | "INTERNAL"
   | (string & {});
