@@ -1,9 +1,10 @@
 // Package console is the web console served by the binary at `/`: a small
 // front end of plain ES modules (no build step, no CDN, works offline)
-// over the read API (runs list, snapshot, events, watch, resync),
-// embedded with go:embed.
+// over the API (runs list and search, snapshot, events, watch, resync;
+// for operators lag, dead letters and rebuilds), embedded with go:embed.
 //
-// The console is a single page with hash routes (`#/runs/<runId>`), so
+// The console is a single page with hash routes (`#/runs/<runId>`,
+// `#/lag`, `#/dead-letters`, `#/rebuilds`; see app.js), so
 // [Handler] answers index.html for `/` and for any other path that is
 // neither an asset nor an API path; API paths it does not know answer the
 // API's JSON NOT_FOUND, so a mistyped /v1 URL never returns HTML.
@@ -20,8 +21,12 @@ import (
 	"strings"
 )
 
-//go:embed index.html app.js style.css
+//go:embed index.html style.css app.js lib.js runs.js run.js ops.js
 var files embed.FS
+
+// assetNames are the embedded files: the page, its style and its ES
+// modules (app.js imports the others by relative URL).
+var assetNames = []string{"index.html", "style.css", "app.js", "lib.js", "runs.js", "run.js", "ops.js"}
 
 // asset is one embedded file with what its answer needs.
 type asset struct {
@@ -52,7 +57,7 @@ const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 // cache would keep an old app.js after an upgrade.
 func Handler() http.Handler {
 	assets := map[string]asset{}
-	for _, name := range []string{"index.html", "app.js", "style.css"} {
+	for _, name := range assetNames {
 		b, err := files.ReadFile(name)
 		if err != nil {
 			panic(fmt.Sprintf("console: embedded %s missing: %v", name, err)) // build-time invariant

@@ -16,7 +16,9 @@ func TestHandler_Routes(t *testing.T) {
 		bodyHas      string
 	}{
 		{"GET", "/", 200, "text/html; charset=utf-8", `<script type="module" src="/app.js">`},
-		{"GET", "/app.js", 200, "text/javascript; charset=utf-8", "function runPage"},
+		{"GET", "/app.js", 200, "text/javascript; charset=utf-8", "function route"},
+		{"GET", "/run.js", 200, "text/javascript; charset=utf-8", "export function runPage"},
+		{"GET", "/ops.js", 200, "text/javascript; charset=utf-8", "export function lagPage"},
 		{"GET", "/style.css", 200, "text/css; charset=utf-8", ":root"},
 		// Client-side routes and unknown pages get the app.
 		{"GET", "/runs/abc", 200, "text/html; charset=utf-8", "<title>runstream console</title>"},
@@ -70,7 +72,7 @@ func TestHandler_CachingAndSecurityHeaders(t *testing.T) {
 // TestAssets_NoExternalReferences keeps the console working offline and
 // inside its CSP: no CDN, no remote fonts, no inline scripts or handlers.
 func TestAssets_NoExternalReferences(t *testing.T) {
-	for _, name := range []string{"index.html", "app.js", "style.css"} {
+	for _, name := range assetNames {
 		b, err := files.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,324 @@
+// runstream console: shared helpers (DOM builder, formatting, API access,
+// Server-Sent Events, the connection state). Plain ES module, no build step.
+
+export const $ = (sel, root = document) => root.querySelector(sel);
+const TOKEN_KEY = 'runstream.token';
+export const STATUSES = ['PENDING', 'APPROVED', 'RUNNING', 'PAUSED', 'COMPLETED', 'FAILED', 'CANCELLED'];
+export const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
+
+// h builds an element: h('a', {href, testid, onclick}, ...children).
+// Children are text or nodes; text is never parsed as HTML.
+export function h(tag, attrs, ...kids) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v == null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else if (k === 'testid') el.dataset.testid = v;
+    else if (k === 'style') Object.assign(el.style, v); // CSSOM: allowed by the CSP
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const kid of kids.flat(Infinity)) {
+    if (kid != null && kid !== false) el.append(kid instanceof Node ? kid : String(kid));
+  }
+  return el;
+}
+
+// ---- formatting ----
+
+const UNITS = [['d', 86400], ['h', 3600], ['m', 60], ['s', 1]];
+export function rel(iso) {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return '—';
+  const s = Math.round((Date.now() - t) / 1000);
+  if (Math.abs(s) < 5) return 'just now';
+  const [u, n] = UNITS.find(([, n]) => Math.abs(s) >= n);
+  const v = Math.floor(Math.abs(s) / n);
+  return s > 0 ? `${v}${u} ago` : `in ${v}${u}`;
+}
+export const when = iso => iso
+  ? h('time', { datetime: iso, title: new Date(iso).toLocaleString() }, rel(iso))
+  : h('span', { class: 'muted' }, '—');
+export const clock = d => d.toLocaleTimeString([], { hour12: false });
+export function dur(ms) {
+  if (ms == null || Number.isNaN(ms)) return '—';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)} s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${Math.round(s % 60)}s`;
+  return `${Math.floor(s / 3600)}h ${Math.round((s % 3600) / 60)}m`;
+}
+export function size(n) {
+  if (n == null) return '—';
+  const u = ['B', 'KiB', 'MiB', 'GiB'];
+  let i = 0;
+  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+  return `${i ? n.toFixed(1) : n} ${u[i]}`;
+}
+export const num = n => n == null ? '—' : Number(n).toLocaleString('en-US');
+export const badge = (status, sub) => h('span', { class: `badge s-${(status || 'unknown').toLowerCase()}`, testid: 'status' },
+  status || 'UNKNOWN', sub ? h('span', { class: 'sub', testid: 'substatus' }, ` · ${sub}`) : null);
+export const staleBadge = stale => h('span', { class: 'badge stale', testid: 'stale-badge', hidden: !stale,
+  title: 'The projector saw a gap and has not resynced yet: this view may be behind the store.' }, 'STALE');
+
+// Relative times age in place; pages may add a tick of their own.
+const ticks = new Set();
+export function onTick(fn) { ticks.add(fn); return () => ticks.delete(fn); }
+setInterval(() => {
+  for (const t of document.querySelectorAll('time[datetime]')) t.textContent = rel(t.getAttribute('datetime'));
+  for (const fn of ticks) fn();
+}, 10000);
+
+// keepFocus re-renders with fn and gives focus back to the same control,
+// so a live update does not pull the keyboard out of a table.
+export function keepFocus(fn) {
+  const a = document.activeElement;
+  const key = a?.dataset?.testid && [a.dataset.testid, a.closest('[data-key]')?.dataset.key];
+  fn();
+  if (!key) return;
+  const scope = key[1] ? $(`[data-key="${CSS.escape(key[1])}"]`) : document;
+  $(`[data-testid="${key[0]}"]`, scope || document)?.focus();
+}
+
+// params reads the query part of the hash (#/runs?status=FAILED).
+export const hashParams = () => new URLSearchParams(location.hash.split('?')[1] || '');
+
+// ---- API access: bearer token, asked for on 401 ----
+
+export let token = sessionStorage.getItem(TOKEN_KEY) || '';
+let tokenWait = null; // one prompt shared by every call that got 401
+const tokenListeners = new Set();
+export const onToken = fn => tokenListeners.add(fn);
+
+export function setToken(v) {
+  token = v;
+  if (v) sessionStorage.setItem(TOKEN_KEY, v);
+  else sessionStorage.removeItem(TOKEN_KEY);
+  for (const fn of tokenListeners) fn();
+}
+
+function askToken(message) {
+  tokenWait ??= new Promise(resolve => {
+    const dlg = $('#token-dialog');
+    const err = $('[data-testid=token-error]');
+    err.hidden = !message;
+    err.textContent = message || '';
+    $('#token-input').value = '';
+    $('#token-form').onsubmit = e => {
+      e.preventDefault();
+      const v = $('#token-input').value.trim();
+      if (!v) return;
+      setToken(v);
+      dlg.close();
+    };
+    dlg.oncancel = e => e.preventDefault(); // nothing to show without a token
+    // However it closed, the callers retry: without a token they get 401
+    // again and the prompt comes back.
+    dlg.onclose = () => { tokenWait = null; resolve(); };
+    if (!dlg.open) dlg.showModal();
+  });
+  return tokenWait;
+}
+
+export class APIError extends Error {
+  constructor(status, body, path) {
+    super(body?.error?.message || (status ? `HTTP ${status}` : 'the API did not answer'));
+    this.status = status;
+    this.code = body?.error?.code;
+    this.path = path;
+  }
+}
+
+// api calls the JSON API. A network failure is an APIError with status 0;
+// every error is also reported to the connection state, so the indicator
+// follows what the pages see between two readiness polls.
+export async function api(path, opts = {}) {
+  for (;;) {
+    const headers = { Accept: 'application/json' };
+    // A JSON POST: without tokens the API refuses other POSTs (415), so a
+    // foreign page cannot send it a "simple" cross-site request.
+    if (opts.method && opts.method !== 'GET') headers['Content-Type'] = 'application/json';
+    if (token) headers.Authorization = `Bearer ${token}`;
+    let res;
+    try {
+      res = await fetch(path, { ...opts, headers });
+    } catch {
+      conn.sawFailure();
+      throw new APIError(0, null, path);
+    }
+    const body = await res.json().catch(() => null);
+    if (res.status === 401) {
+      await askToken(token ? `That token was refused: ${body?.error?.message || 'unauthenticated'}` : '');
+      continue;
+    }
+    if (!res.ok) {
+      if (res.status === 503) conn.sawFailure();
+      throw new APIError(res.status, body, path);
+    }
+    return body;
+  }
+}
+
+// errorText says what failed in words an operator can act on.
+export function errorText(e) {
+  if (e.status === 0) return 'the API did not answer (is runstream running, and is the network up?)';
+  if (e.status === 403) return `${e.message} (needs an operator token)`;
+  return e.code ? `${e.code}: ${e.message}` : e.message;
+}
+
+// ---- the connection state: one indicator for the whole console ----
+//
+// It combines the API's readiness (GET /readyz, polled every few seconds:
+// per check "ok" or the error, for operators and when tokens are off) with
+// the state of the page's live stream, and says the worst of them:
+//   offline   the API itself does not answer
+//   degraded  Redis is down: snapshots (the runs list, run pages, live
+//             updates) are unavailable; what is shown may be out of date
+//   store     Postgres is down: events, resync and rebuilds fail
+//   notready  the API is not ready and does not say why (a tenant token)
+//   reconnecting / live / idle   the page's stream, when all is well
+export const READY_POLL_MS = 3000;
+export const conn = {
+  checks: null,      // {postgres: 'ok'|error, redis: ...} or null (not shown to this caller)
+  ready: null,       // the last /readyz verdict; null before the first answer
+  reachable: true,   // the last /readyz answered at all
+  stream: 'none',    // the page's SSE stream: none | connecting | live | reconnecting
+  operator: null,    // readiness shows checks only to operators (or without tokens)
+  since: Date.now(), // when the state last changed
+  listeners: new Set(),
+  timer: null,
+  lastState: '',
+
+  state() {
+    if (!this.reachable) return 'offline';
+    const c = this.checks;
+    if (c && c.redis && c.redis !== 'ok') return 'degraded';
+    if (c && c.postgres && c.postgres !== 'ok') return 'store';
+    if (this.ready === false) return 'notready';
+    if (this.stream === 'live') return 'live';
+    if (this.stream === 'reconnecting' || this.stream === 'connecting') return 'reconnecting';
+    return 'idle';
+  },
+  // healthy: the data a page shows can be trusted to be current.
+  healthy() { return ['live', 'idle'].includes(this.state()); },
+  text() {
+    const c = this.checks || {};
+    const both = c.redis && c.redis !== 'ok' && c.postgres && c.postgres !== 'ok';
+    return {
+      offline: '○ Offline: the API does not answer',
+      degraded: both ? '▲ Degraded: snapshots unavailable (Redis) · Store unavailable (Postgres)' : '▲ Degraded: snapshots unavailable (Redis)',
+      store: '▲ Store unavailable (Postgres)',
+      notready: '▲ Degraded: the API is not ready',
+      reconnecting: '○ Reconnecting…',
+      live: '● Live',
+      idle: '● Connected',
+    }[this.state()];
+  },
+  detail() {
+    const c = this.checks;
+    const lines = c ? Object.entries(c).map(([k, v]) => `${k}: ${v}`) : [];
+    if (this.stream === 'live') lines.push('live updates: connected');
+    return lines.join('\n');
+  },
+  on(fn) { this.listeners.add(fn); return () => this.listeners.delete(fn); },
+  setStream(s) { this.stream = s; this.render(); },
+  render() {
+    const st = this.state();
+    const el = $('[data-testid=live]');
+    el.dataset.state = st;
+    el.textContent = this.text();
+    el.title = this.detail();
+    if (st !== this.lastState) {
+      const prev = this.lastState;
+      this.lastState = st;
+      this.since = Date.now();
+      for (const fn of this.listeners) fn(st, prev);
+    }
+  },
+  // sawFailure: a page's request failed; ask readiness now rather than
+  // at the next poll.
+  sawFailure() {
+    clearTimeout(this.soon);
+    this.soon = setTimeout(() => this.poll(), 100);
+  },
+  async poll() {
+    clearTimeout(this.timer);
+    try {
+      const headers = { Accept: 'application/json' };
+      if (token) headers.Authorization = `Bearer ${token}`;
+      const res = await fetch('/readyz', { headers, cache: 'no-store' });
+      const body = await res.json();
+      this.reachable = true;
+      this.ready = !!body.ready;
+      this.checks = body.checks || null;
+      this.operator = !!body.checks;
+    } catch {
+      this.reachable = false;
+    }
+    this.render();
+    document.body.classList.toggle('operator', !!this.operator);
+    this.timer = setTimeout(() => this.poll(), READY_POLL_MS);
+  },
+};
+
+// watch opens an EventSource on path. EventSource cannot send headers, so
+// with a token it first asks for a single-use stream ticket
+// (POST /v1/stream-tickets) and sends that as ?ticket=: the token itself
+// never travels in a URL that proxies log. The browser retries dropped
+// streams by itself; a refused one (401, 404, 5xx) closes for good, so we
+// ask why with a plain GET through api() (which prompts for a token on
+// 401) and reopen with backoff. onOpen runs on every (re)connection: a
+// change made while no stream was open was never sent, so the caller
+// re-reads then. Returns a stop function.
+export function watch(path, handlers, probe, onOpen) {
+  let es, timer, stopped = false, delay = 1000;
+  conn.setStream('connecting');
+  const open = async () => {
+    let url = path;
+    if (token) {
+      // A reconnection by the browser reuses the spent ticket and is
+      // refused; onerror then comes back here for a new one.
+      const t = await api('/v1/stream-tickets', { method: 'POST' }).catch(() => null);
+      if (stopped) return;
+      if (t) url = `${path}${path.includes('?') ? '&' : '?'}ticket=${encodeURIComponent(t.ticket)}`;
+    }
+    es = new EventSource(url);
+    es.onopen = () => { delay = 1000; conn.setStream('live'); onOpen?.(); };
+    for (const [name, fn] of Object.entries(handlers)) {
+      es.addEventListener(name, e => fn(JSON.parse(e.data)));
+    }
+    es.onerror = () => {
+      if (stopped) return;
+      conn.setStream('reconnecting');
+      if (es.readyState !== EventSource.CLOSED) return;
+      es.close();
+      timer = setTimeout(async () => {
+        await probe().catch(() => {});
+        if (!stopped) open();
+      }, delay);
+      delay = Math.min(delay * 2, 30000);
+    };
+  };
+  open();
+  return () => { stopped = true; clearTimeout(timer); es?.close(); conn.setStream('none'); };
+}
+
+// confirmDialog asks before an action that changes state; resolves true
+// only when the operator confirms.
+export function confirmDialog(title, text, action) {
+  return new Promise(resolve => {
+    const dlg = h('dialog', { class: 'confirm', testid: 'confirm-dialog', 'aria-labelledby': 'confirm-title' },
+      h('h2', { id: 'confirm-title' }, title), h('p', { testid: 'confirm-text' }, text),
+      h('div', { class: 'actions' },
+        h('button', { type: 'button', testid: 'confirm-cancel', onclick: () => dlg.close('cancel') }, 'Cancel'),
+        h('button', { type: 'button', class: 'primary', testid: 'confirm-ok', onclick: () => dlg.close('ok') }, action)));
+    dlg.addEventListener('close', () => { dlg.remove(); resolve(dlg.returnValue === 'ok'); });
+    document.body.append(dlg);
+    dlg.showModal();
+  });
+}
+
+// forbidden renders the answer to a tenant token on an operator page.
+export const forbidden = (what, e) => h('div', { class: 'notice error', role: 'alert', testid: 'needs-operator' },
+  h('strong', {}, `${what} needs an operator token.`), ' ',
+  `The API answered ${e.status} ${e.code || ''}: ${e.message}. Use "Forget token" and enter an operator token (a RUNSTREAM_AUTH_TOKENS entry token:*).`);

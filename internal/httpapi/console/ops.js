@@ -1,0 +1,287 @@
+// runstream console: the operator's pages. Consumer lag (#/lag, #/lag/<group>),
+// dead letters (#/dead-letters, #/dead-letters/<id>) and rebuilds
+// (#/rebuilds, #/rebuilds/<id>). A tenant's token gets 403 from their
+// routes: the page says an operator token is needed.
+
+import { h, api, num, when, clock, dur, errorText, forbidden, confirmDialog, hashParams } from './lib.js';
+
+export const LAG_REFRESH_MS = 3000;
+const REBUILD_POLL_MS = 1000;
+
+const secs = s => (s == null ? '—' : s < 1 ? `${Math.round(s * 1000)} ms` : dur(s * 1000));
+const td = (label, attrs, ...kids) => h('td', { 'data-label': label, ...attrs }, ...kids);
+
+// refreshLine says when a polled page last refreshed, and a failed refresh as such.
+function refreshLine(el, okAt, err) {
+  el.replaceChildren(
+    okAt ? h('span', { testid: 'refreshed-at', 'data-at': okAt.toISOString() }, `Refreshed at ${clock(okAt)}, every ${LAG_REFRESH_MS / 1000} s.`) : 'Not refreshed yet.',
+    err ? h('span', { class: 'error', role: 'alert', testid: 'refresh-error' },
+      ` Refresh failed at ${clock(new Date())}: ${errorText(err)}${okAt ? ' Showing the last good answer.' : ''}`) : '');
+  el.classList.toggle('failing', !!err);
+}
+
+// ---- consumer lag ----
+
+export function lagPage(view, group) {
+  const status = h('p', { class: 'muted small', testid: 'lag-refresh', role: 'status' });
+  const body = h('div', { testid: 'lag-body' });
+  view.append(h('p', {}, group ? h('a', { href: '#/lag' }, '← All consumer groups') : ''),
+    h('h1', {}, group ? ['Consumer lag: ', h('span', { class: 'mono' }, group)] : 'Consumer lag'),
+    h('p', { class: 'muted small' }, 'Every consumer group of the topic: per partition the committed offset, the end offset, '
+      + 'lag in records and in seconds (how old the oldest unread record is), and which member owns it.'),
+    status, body);
+  document.title = `${group ? `${group} · ` : ''}Lag · runstream`;
+  let okAt = null, timer = null, gone = false, denied = false;
+
+  async function refresh() {
+    try {
+      const r = group ? { groups: [await api(`/v1/lag?group=${encodeURIComponent(group)}`)] } : await api('/v1/lag/groups');
+      if (gone) return;
+      okAt = new Date();
+      refreshLine(status, okAt, null);
+      render(r);
+    } catch (e) {
+      if (gone) return;
+      if (e.status === 403) { denied = true; status.replaceChildren(); body.replaceChildren(forbidden('The lag page', e)); return; }
+      refreshLine(status, okAt, e);
+      if (!okAt) body.replaceChildren(h('div', { class: 'notice error', role: 'alert', testid: 'lag-error' }, 'Could not read consumer lag: ', errorText(e)));
+      else body.classList.add('outdated');
+    } finally {
+      if (!gone && !denied) timer = setTimeout(refresh, LAG_REFRESH_MS);
+    }
+  }
+
+  function render(r) {
+    body.classList.remove('outdated');
+    const groups = r.groups || [];
+    const notes = [];
+    if (r.topic) notes.push(h('p', { class: 'muted small' }, 'Topic ', h('code', {}, r.topic), `: ${groups.length} consumer group${groups.length === 1 ? '' : 's'}.`));
+    if (r.listError) notes.push(h('div', { class: 'notice warn', role: 'status' }, 'Listing the groups failed; showing the configured ones: ', r.listError));
+    if (r.truncated) notes.push(h('div', { class: 'notice warn', role: 'status' }, 'More groups exist than this page lists.'));
+    if (!groups.length) notes.push(h('p', { class: 'muted', testid: 'lag-empty' }, 'No consumer group has committed offsets on the topic, and none is configured.'));
+    body.replaceChildren(...notes, ...groups.map(groupCard));
+  }
+
+  function groupCard(g) {
+    const members = g.memberDetails || [];
+    const who = m => m ? [m.clientId || '—', m.instanceId ? ` · instance ${m.instanceId}` : '', m.host ? ` · ${m.host}` : ''].join('') : '—';
+    return h('section', { class: 'card', testid: 'lag-group', 'data-group': g.group },
+      h('div', { class: 'card-head' },
+        h('h2', {}, group ? g.group : h('a', { href: `#/lag/${encodeURIComponent(g.group)}`, testid: 'lag-group-link' }, g.group)),
+        h('span', { class: 'muted' }, g.exists === false ? 'no committed offsets' : `state ${g.state || '—'} · ${num(g.members ?? members.length)} member${(g.members ?? members.length) === 1 ? '' : 's'}`),
+        h('span', { class: `badge ${g.totalLag > 0 ? 's-paused' : 's-completed'}`, testid: 'lag-total' }, `lag ${num(g.totalLag)} records · ${secs(g.maxLagSeconds)}`)),
+      g.note ? h('p', { class: 'muted small' }, g.note) : '',
+      members.length ? h('ul', { class: 'members', testid: 'lag-members' }, members.map(m => h('li', { testid: 'lag-member' },
+        h('span', { class: 'mono' }, m.clientId || '—'), m.instanceId ? [' · instance ', h('span', { class: 'mono' }, m.instanceId)] : '',
+        ' · host ', h('span', { class: 'mono' }, m.host || '—')))) : '',
+      h('div', { class: 'table-box' }, h('table', { class: 'lag cards', testid: 'lag-table' },
+        h('thead', {}, h('tr', {}, ['Partition', 'Committed', 'End', 'Lag (records)', 'Lag (seconds)', 'Owner (client id · instance · host)']
+          .map((c, i) => h('th', { scope: 'col', class: i && i < 5 ? 'num' : '' }, c)))),
+        h('tbody', {}, (g.partitions || []).map(p => h('tr', { testid: 'lag-partition', 'data-partition': p.partition },
+          td('Partition', { class: 'num' }, p.partition),
+          td('Committed', { class: 'num' }, p.committed < 0 ? 'none' : num(p.committed)),
+          td('End', { class: 'num' }, num(p.end)),
+          td('Lag (records)', { class: 'num', testid: 'lag-records' }, num(p.lag)),
+          td('Lag (seconds)', { class: 'num' }, secs(p.lagSeconds)),
+          td('Owner', { testid: 'lag-owner' }, p.error ? h('span', { class: 'error' }, p.error) : who(p.owner) || p.member || '—')))))));
+  }
+
+  refresh();
+  return () => { gone = true; clearTimeout(timer); };
+}
+
+// ---- dead letters ----
+
+export function deadLettersPage(view) {
+  const runId = hashParams().get('runId') || '';
+  let rows = [], cursor = '', error = null, loaded = false;
+  const out = h('p', { role: 'status', testid: 'dl-result', class: 'muted' });
+  const body = h('div');
+  const more = h('button', { type: 'button', testid: 'dl-more', hidden: true, onclick: () => load(true) }, 'Load more');
+  const retryAll = h('button', { type: 'button', class: 'primary', testid: 'dl-retry-all', onclick: () => retry({ all: true }, 'every dead letter') }, 'Retry all');
+  const runInput = h('input', { name: 'runId', value: runId, placeholder: 'all runs', testid: 'dl-run-input' });
+  view.append(h('div', { class: 'run-title' }, h('h1', {}, 'Dead letters'), h('div', { class: 'actions' }, retryAll)),
+    h('p', { class: 'muted small' }, 'Outbox records the relay gave up publishing after its retries. Retrying puts a record back in the outbox, so the relay publishes it again.'),
+    h('form', { class: 'tenant', onsubmit: e => {
+      e.preventDefault();
+      const v = runInput.value.trim();
+      history.replaceState(null, '', `#/dead-letters${v ? `?runId=${encodeURIComponent(v)}` : ''}`);
+      dispatchEvent(new HashChangeEvent('hashchange'));
+    } }, h('label', { for: 'dl-run' }, 'Run'), runInput, h('button', { type: 'submit' }, 'Filter')),
+    out, body, h('div', { class: 'actions' }, more));
+  runInput.id = 'dl-run';
+  document.title = 'Dead letters · runstream';
+
+  async function load(next) {
+    const p = new URLSearchParams({ limit: 50 });
+    if (runId) p.set('runId', runId);
+    if (next) p.set('cursor', cursor);
+    try {
+      const r = await api(`/v1/dead-letters?${p}`);
+      rows = next ? rows.concat(r.deadLetters || []) : (r.deadLetters || []);
+      cursor = r.nextCursor || '';
+      error = null;
+      loaded = true;
+    } catch (e) {
+      error = e;
+    }
+    render();
+  }
+
+  function render() {
+    more.hidden = !cursor;
+    retryAll.hidden = !rows.length || !!runId;
+    if (error?.status === 403) { retryAll.hidden = true; body.replaceChildren(forbidden('The dead-letter page', error)); return; }
+    const err = error ? h('div', { class: 'notice error', role: 'alert', testid: 'dl-error' }, 'Could not list dead letters: ', errorText(error)) : '';
+    if (!rows.length) {
+      body.replaceChildren(err, loaded && !error ? h('p', { class: 'muted', testid: 'dl-empty' }, runId ? `No dead letters for run ${runId}.` : 'No dead letters: the relay has published every record.') : '');
+      return;
+    }
+    body.replaceChildren(err, h('div', { class: 'table-box' }, h('table', { class: 'cards', testid: 'dl-table' },
+      h('thead', {}, h('tr', {}, ['Id', 'Run', 'Seq', 'Type', 'Tenant', 'Attempts', 'Last error', 'Dead since', ''].map(c => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, rows.map(d => h('tr', { testid: 'dl-row', 'data-id': d.id, 'data-key': `dl:${d.id}` },
+        td('Id', { class: 'num' }, h('a', { href: `#/dead-letters/${d.id}`, testid: 'dl-link' }, d.id)),
+        td('Run', { class: 'mono' }, h('a', { href: `#/runs/${encodeURIComponent(d.runId)}` }, d.runId)),
+        td('Seq', { class: 'num' }, d.runSeq),
+        td('Type', {}, d.eventType),
+        td('Tenant', {}, d.tenantId),
+        td('Attempts', { class: 'num' }, d.attempts),
+        td('Last error', { class: 'clip', title: d.lastError, testid: 'dl-last-error' }, d.lastError),
+        td('Dead since', {}, when(d.deadAt)),
+        td('', {}, h('button', { type: 'button', testid: 'dl-retry', onclick: () => retry({ ids: [d.id] }, `dead letter ${d.id} (run ${d.runId}, event ${d.runSeq})`) }, 'Retry'))))))));
+  }
+
+  async function retry(body, what) {
+    if (!await confirmDialog('Retry dead letters?', `Put ${what} back in the outbox? The relay publishes it again; consumers may see it twice (they deduplicate by eventId).`, 'Retry')) return;
+    try {
+      const r = await api('/v1/dead-letters/retry', { method: 'POST', body: JSON.stringify(body) });
+      out.className = '';
+      out.textContent = `Retried ${num(r.retried)} dead letter${r.retried === 1 ? '' : 's'}: back in the outbox.`;
+    } catch (e) {
+      out.className = 'error';
+      out.textContent = `Retry failed: ${errorText(e)}`;
+    }
+    load(false);
+  }
+
+  load(false);
+  return () => {};
+}
+
+export function deadLetterPage(view, id) {
+  const out = h('p', { role: 'status', testid: 'dl-result', class: 'muted' });
+  const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+  view.append(h('p', {}, h('a', { href: '#/dead-letters' }, '← All dead letters')), h('h1', {}, `Dead letter ${id}`), out, body);
+  document.title = `Dead letter ${id} · runstream`;
+  (async () => {
+    let r;
+    try {
+      r = await api(`/v1/dead-letters/${encodeURIComponent(id)}`);
+    } catch (e) {
+      body.replaceChildren(e.status === 403 ? forbidden('The dead-letter page', e)
+        : e.status === 404 ? h('div', { class: 'not-found', testid: 'not-found' }, h('p', {}, `No dead letter ${id}: it was retried, or never existed. `), h('a', { href: '#/dead-letters' }, 'All dead letters'))
+          : h('div', { class: 'notice error', role: 'alert', testid: 'dl-error' }, 'Could not read the dead letter: ', errorText(e)));
+      return;
+    }
+    const d = r.deadLetter;
+    const item = (k, v, testid) => [h('dt', {}, k), h('dd', { testid }, v)];
+    const retryBtn = h('button', { type: 'button', class: 'primary', testid: 'dl-retry', onclick: async () => {
+      if (!await confirmDialog('Retry this dead letter?', `Put dead letter ${d.id} (run ${d.runId}, event ${d.runSeq}) back in the outbox? The relay publishes it again.`, 'Retry')) return;
+      retryBtn.disabled = true;
+      try {
+        const x = await api(`/v1/dead-letters/${encodeURIComponent(id)}/retry`, { method: 'POST' });
+        out.className = '';
+        out.textContent = `Retried ${num(x.retried)}: back in the outbox; this dead letter is gone.`;
+      } catch (e) {
+        out.className = 'error';
+        out.textContent = `Retry failed: ${errorText(e)}`;
+        retryBtn.disabled = false;
+      }
+    } }, 'Retry');
+    body.replaceChildren(
+      h('div', { class: 'actions' }, retryBtn),
+      h('div', { class: 'run-meta' }, h('dl', {},
+        item('Run', h('a', { href: `#/runs/${encodeURIComponent(d.runId)}`, class: 'mono' }, d.runId)), item('Event', `${d.runSeq} · ${d.eventType}`),
+        item('Tenant', d.tenantId), item('Event id', h('span', { class: 'mono' }, d.eventId || '—')), item('Attempts', d.attempts),
+        item('First failed', when(d.firstFailedAt)), item('Dead since', when(d.deadAt)))),
+      h('h2', {}, 'Last error'), h('pre', { class: 'box error', testid: 'dl-detail-error' }, d.lastError || '—'),
+      h('h2', {}, 'The record the relay would publish'), h('pre', { class: 'box', testid: 'dl-record' }, JSON.stringify(r.record, null, 2)));
+  })();
+  return () => {};
+}
+
+// ---- rebuilds ----
+
+export function rebuildsPage(view) {
+  const out = h('div', { role: 'status', testid: 'rebuild-result' });
+  const list = h('div');
+  const tenantIn = h('input', { name: 'tenantId', placeholder: 'tenant id', testid: 'rebuild-tenant' });
+  const runsIn = h('textarea', { name: 'runIds', rows: 3, placeholder: 'run ids, one per line (at most 1000)', testid: 'rebuild-runs' });
+  const start = async body => {
+    const what = body.tenantId ? `every run of tenant ${body.tenantId}` : `${body.runIds.length} run${body.runIds.length === 1 ? '' : 's'}`;
+    if (!await confirmDialog('Start a rebuild?', `Rebuild the snapshots of ${what} from the store? Reads every event of those runs from Postgres.`, 'Rebuild')) return;
+    try {
+      const r = await api('/v1/rebuilds', { method: 'POST', body: JSON.stringify(body) });
+      location.hash = `#/rebuilds/${encodeURIComponent(r.rebuild.id)}`;
+    } catch (e) {
+      out.replaceChildren(e.status === 403 ? forbidden('Rebuilding', e) : h('p', { class: 'error', role: 'alert', testid: 'rebuild-error' }, `Could not start the rebuild: ${errorText(e)}`));
+    }
+  };
+  view.append(h('h1', {}, 'Rebuilds'),
+    h('p', { class: 'muted small' }, 'A rebuild recomputes snapshots from the store (Postgres) and writes them to Redis: after Redis lost data, or to refill what the runs list says is missing. One runs at a time per API process. A single run: Resync on its page.'),
+    h('form', { class: 'stack', testid: 'rebuild-form', onsubmit: e => {
+      e.preventDefault();
+      const t = tenantIn.value.trim();
+      const ids = runsIn.value.split(/[\s,]+/).map(x => x.trim()).filter(Boolean);
+      if (!t && !ids.length) { out.replaceChildren(h('p', { class: 'error', role: 'alert' }, 'Give a tenant id, or run ids.')); return; }
+      if (t && ids.length) { out.replaceChildren(h('p', { class: 'error', role: 'alert' }, 'Give a tenant id or run ids, not both.')); return; }
+      if (ids.length > 1000) { out.replaceChildren(h('p', { class: 'error', role: 'alert' }, `${ids.length} run ids: at most 1000 per rebuild.`)); return; }
+      start(t ? { tenantId: t } : { runIds: ids });
+    } },
+    h('label', { class: 'field' }, h('span', {}, 'Tenant (all its runs)'), tenantIn),
+    h('label', { class: 'field' }, h('span', {}, 'or selected runs'), runsIn),
+    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary', testid: 'rebuild-start' }, 'Rebuild'))),
+    out, h('h2', {}, 'Recent rebuilds'), list);
+  document.title = 'Rebuilds · runstream';
+  api('/v1/rebuilds').then(r => {
+    const rs = r.rebuilds || [];
+    list.replaceChildren(rs.length ? h('ul', { class: 'plain', testid: 'rebuild-list' }, rs.map(b => h('li', {},
+      h('a', { href: `#/rebuilds/${encodeURIComponent(b.id)}` }, b.id), ` · ${b.state} · ${num(b.done)}/${num(b.total)} done`, b.failed ? `, ${num(b.failed)} failed` : '', ' · started ', when(b.startedAt))))
+      : h('p', { class: 'muted' }, 'No rebuild since this API process started.'));
+  }, e => list.replaceChildren(e.status === 403 ? forbidden('The rebuild page', e) : h('p', { class: 'error', role: 'alert', testid: 'rebuild-list-error' }, `Could not list rebuilds: ${errorText(e)}`)));
+  return () => {};
+}
+
+export function rebuildPage(view, id) {
+  const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+  const status = h('p', { class: 'muted small', testid: 'rebuild-refresh' });
+  view.append(h('p', {}, h('a', { href: '#/rebuilds' }, '← Rebuilds')), h('h1', {}, 'Rebuild ', h('span', { class: 'mono' }, id)), status, body);
+  document.title = `Rebuild ${id} · runstream`;
+  let timer = null, gone = false, okAt = null;
+  async function poll() {
+    let b;
+    try {
+      b = (await api(`/v1/rebuilds/${encodeURIComponent(id)}`)).rebuild;
+    } catch (e) {
+      if (gone) return;
+      if (e.status === 403) { body.replaceChildren(forbidden('The rebuild page', e)); return; }
+      if (e.status === 404) { body.replaceChildren(h('div', { class: 'not-found', testid: 'not-found' }, `No rebuild ${id} on this API process (rebuilds are kept in the process that ran them, until it restarts).`)); return; }
+      status.replaceChildren(h('span', { class: 'error', role: 'alert', testid: 'refresh-error' }, `Refresh failed at ${clock(new Date())}: ${errorText(e)}`));
+      timer = setTimeout(poll, REBUILD_POLL_MS * 3);
+      return;
+    }
+    if (gone) return;
+    okAt = new Date();
+    status.textContent = b.state === 'running' ? `Refreshed at ${clock(okAt)}, every second.` : `Finished; read at ${clock(okAt)}.`;
+    const pct = b.total ? Math.round(((b.done + b.failed) / b.total) * 100) : b.state === 'running' ? 0 : 100;
+    body.replaceChildren(
+      h('p', { class: 'status-line' }, h('span', { class: `badge s-${b.state === 'done' ? 'completed' : b.state === 'failed' ? 'failed' : 'running'}`, testid: 'rebuild-state' }, b.state.toUpperCase())),
+      h('progress', { max: 100, value: pct, testid: 'rebuild-progress', 'aria-label': 'Rebuild progress' }),
+      h('p', { testid: 'rebuild-counts' }, `${num(b.done)} of ${num(b.total)} runs rebuilt`, b.failed ? `, ${num(b.failed)} failed` : '', ` (${pct}%).`),
+      h('div', { class: 'run-meta' }, h('dl', {}, h('dt', {}, 'Started'), h('dd', {}, when(b.startedAt)), h('dt', {}, 'Finished'), h('dd', {}, when(b.finishedAt)))),
+      b.error ? h('div', { class: 'notice error', role: 'alert', testid: 'rebuild-error' }, b.error) : '');
+    if (b.state === 'running') timer = setTimeout(poll, REBUILD_POLL_MS);
+  }
+  poll();
+  return () => { gone = true; clearTimeout(timer); };
+}
