@@ -59,6 +59,14 @@ func newValidator(t *testing.T, raw []byte) validator.Validator {
 // loopback port as `runstream api` does.
 func server(t *testing.T, cfg httpapi.Config) string {
 	t.Helper()
+	u, _ := serverStore(t, cfg)
+	return u
+}
+
+// serverStore is server, with the store it serves (to set up what no
+// route creates, such as the relay's dead letters).
+func serverStore(t *testing.T, cfg httpapi.Config) (string, *postgres.Store) {
+	t.Helper()
 	pool, _ := testenv.Postgres(t, 10)
 	if _, err := postgres.Migrate(context.Background(), pool); err != nil {
 		t.Fatal(err)
@@ -89,10 +97,10 @@ func server(t *testing.T, cfg httpapi.Config) string {
 	})
 	select {
 	case addr := <-started:
-		return "http://" + addr
+		return "http://" + addr, st
 	case err := <-done:
 		t.Fatalf("the API did not start: %v", err)
-		return ""
+		return "", nil
 	}
 }
 
@@ -220,6 +228,9 @@ func templateOf(p string) string {
 	if len(parts) == 5 && parts[1] == "v1" && parts[2] == "runs" {
 		parts[3] = "{runId}"
 	}
+	if len(parts) >= 4 && parts[1] == "v1" && (parts[2] == "dead-letters" && parts[3] != "retry" || parts[2] == "rebuilds") {
+		parts[3] = "{id}"
+	}
 	return strings.Join(parts, "/")
 }
 
@@ -234,7 +245,7 @@ func event(runID, tenant, typ, step string) store.RunEventWrite {
 // answer against the served document.
 func TestContract(t *testing.T) {
 	var lagCalls int
-	apiURL := server(t, httpapi.Config{AuthTokens: tokens, MaxBodyBytes: 64 << 10,
+	apiURL, st := serverStore(t, httpapi.Config{AuthTokens: tokens, MaxBodyBytes: 64 << 10,
 		Lag: func(ctx context.Context, group string) (lag.Report, error) {
 			lagCalls++
 			m := lag.Member{MemberID: "kgo-1b2c", ClientID: "projector-a", InstanceID: "pod-a", Host: "/10.0.0.7"}
@@ -340,6 +351,51 @@ func TestContract(t *testing.T) {
 	if lagCalls != 1 {
 		t.Fatalf("the lag report was measured %d times, want 1", lagCalls)
 	}
+	h.run(t, call{method: "GET", path: "/v1/lag/groups", token: "tok-op", want: 200})
+	h.run(t, call{method: "GET", path: "/v1/lag/groups", token: "tok-a", want: 403})
+
+	// Dead letters: the run's two events dead-lettered as the relay does.
+	if _, err := st.Pool().Exec(context.Background(), `WITH moved AS (DELETE FROM outbox WHERE run_id = $1
+			RETURNING id, shard, run_id, run_seq, created_at)
+		INSERT INTO outbox_dead_letters (id, shard, run_id, run_seq, created_at, attempts, last_error, first_failed_at)
+		SELECT id, shard, run_id, run_seq, created_at, 5, 'MESSAGE_TOO_LARGE: the broker refused the record', now() FROM moved`, runID); err != nil {
+		t.Fatal(err)
+	}
+	var dl struct {
+		DeadLetters []struct{ ID int64 } `json:"deadLetters"`
+		NextCursor  string               `json:"nextCursor"`
+	}
+	if err := json.Unmarshal(h.run(t, call{method: "GET", path: "/v1/dead-letters?limit=1&runId=" + runID, token: "tok-op", want: 200}), &dl); err != nil || len(dl.DeadLetters) != 1 || dl.NextCursor == "" {
+		t.Fatalf("the first page of dead letters: %+v %v", dl, err)
+	}
+	first := dl.DeadLetters[0].ID
+	if err := json.Unmarshal(h.run(t, call{method: "GET", path: "/v1/dead-letters?limit=1&runId=" + runID + "&cursor=" + url.QueryEscape(dl.NextCursor), token: "tok-op", want: 200}), &dl); err != nil || len(dl.DeadLetters) != 1 || dl.DeadLetters[0].ID == first {
+		t.Fatalf("the second page of dead letters: %+v %v", dl, err)
+	}
+	second := dl.DeadLetters[0].ID
+	h.run(t, call{method: "GET", path: "/v1/dead-letters?limit=0", token: "tok-op", want: 400, badRequest: true})
+	h.run(t, call{method: "GET", path: "/v1/dead-letters", token: "tok-a", want: 403})
+	h.run(t, call{method: "GET", path: fmt.Sprintf("/v1/dead-letters/%d", first), token: "tok-op", want: 200})
+	h.run(t, call{method: "GET", path: "/v1/dead-letters/987654321", token: "tok-op", want: 404})
+	h.run(t, call{method: "GET", path: "/v1/dead-letters/x", token: "tok-op", want: 400, badRequest: true})
+	h.run(t, call{method: "POST", path: fmt.Sprintf("/v1/dead-letters/%d/retry", first), token: "tok-op", want: 200})
+	h.run(t, call{method: "POST", path: fmt.Sprintf("/v1/dead-letters/%d/retry", first), token: "tok-op", want: 404})
+	h.run(t, call{method: "POST", path: "/v1/dead-letters/retry", token: "tok-op", body: map[string]any{"ids": []int64{second}}, want: 200})
+	h.run(t, call{method: "POST", path: "/v1/dead-letters/retry", token: "tok-op", body: map[string]any{"all": true}, want: 200})
+	h.run(t, call{method: "POST", path: "/v1/dead-letters/retry", token: "tok-op", body: map[string]any{}, want: 400, badRequest: true})
+
+	// Rebuilds.
+	var rb struct {
+		Rebuild struct{ ID, State string } `json:"rebuild"`
+	}
+	if err := json.Unmarshal(h.run(t, call{method: "POST", path: "/v1/rebuilds", token: "tok-op", body: map[string]any{"tenantId": "tenant-a"}, want: 202}), &rb); err != nil || rb.Rebuild.ID == "" {
+		t.Fatalf("starting a rebuild: %+v %v", rb, err)
+	}
+	h.run(t, call{method: "GET", path: "/v1/rebuilds/" + rb.Rebuild.ID, token: "tok-op", want: 200})
+	h.run(t, call{method: "GET", path: "/v1/rebuilds", token: "tok-op", want: 200})
+	h.run(t, call{method: "GET", path: "/v1/rebuilds/00000000-0000-0000-0000-000000000000", token: "tok-op", want: 404})
+	h.run(t, call{method: "POST", path: "/v1/rebuilds", token: "tok-op", body: map[string]any{"runIds": []string{}}, want: 400, badRequest: true})
+	h.run(t, call{method: "POST", path: "/v1/rebuilds", token: "tok-a", body: map[string]any{"runIds": []string{runID}}, want: 403})
 
 	// Development mode: no tokens.
 	dev := &harness{url: server(t, httpapi.Config{}), v: h.v, covered: h.covered}
