@@ -67,6 +67,8 @@ func runAPI(ctx context.Context, env *environment, args []string) error {
 		defer kc.Close()
 		cfg.LagGroup = *group
 		cfg.Lag = func(ctx context.Context, g string) (lag.Report, error) { return lag.Measure(ctx, kc, g) }
+		cfg.LagGroups = exported // GET /v1/lag/groups reports these, and the others the brokers know on the topic
+		cfg.TopicGroups = func(ctx context.Context, topic string) ([]string, error) { return lag.TopicGroups(ctx, kc, topic) }
 		checks = append(checks, httpapi.Check{Name: "kafka", Fn: kc.Ping})
 		if exporter, err = lag.NewExporter(kc, exported, 10*time.Second, reg, log); err != nil {
 			return err

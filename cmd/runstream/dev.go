@@ -94,6 +94,8 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	}
 	apiCfg.LagGroup = pf.group
 	apiCfg.Lag = func(ctx context.Context, group string) (lag.Report, error) { return lag.Measure(ctx, client, group) }
+	apiCfg.LagGroups, apiCfg.LagTopic = exported, rf.topic
+	apiCfg.TopicGroups = func(ctx context.Context, topic string) ([]string, error) { return lag.TopicGroups(ctx, client, topic) }
 	lagExp, err := lag.NewExporter(client, exported, 5*time.Second, reg, log)
 	if err != nil {
 		return err
