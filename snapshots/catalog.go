@@ -220,15 +220,17 @@ func Catalog(ctx context.Context, rdb redis.UniversalClient, snaps []store.RunSn
 }
 
 // CatalogCounts reads the tenant's exact number of runs per status (every
-// status of [RunStatuses], zeros included) and its catalogued runs (the
-// catalog hash's size), in one pipeline.
+// status of [RunStatuses], zeros included) and its runs in the catalog
+// (its run index's size: every run the list can show; the counts cover
+// fewer only while convergence catalogues runs indexed before the catalog
+// existed), in one pipeline.
 func CatalogCounts(ctx context.Context, rdb redis.UniversalClient, tenantID string) (map[string]int64, int64, error) {
 	pipe := rdb.Pipeline()
 	cards := make([]*redis.IntCmd, len(RunStatuses))
 	for i, st := range RunStatuses {
 		cards[i] = pipe.ZCard(ctx, CatalogStatusKey(tenantID, st))
 	}
-	total := pipe.HLen(ctx, CatalogMetaKey(tenantID))
+	total := pipe.ZCard(ctx, IndexKey(tenantID))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, 0, err
 	}

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,6 +58,7 @@ type runSummary struct {
 	Stale           bool   `json:"stale"`
 	PlanID          string `json:"planId"`
 	PlanVersion     string `json:"planVersion"`
+	EngineRunRef    string `json:"engineRunRef,omitempty"`
 	Steps           int    `json:"steps"`
 }
 
@@ -66,123 +66,7 @@ func summarize(s *store.RunSnapshot) runSummary {
 	return runSummary{RunID: s.RunID, TenantID: s.TenantID, Status: s.Status, Substatus: s.Substatus,
 		LastEventSeq: s.LastEventSeq, UpdatedAt: s.UpdatedAt, StartedAt: s.StartedAt, CompletedAt: s.CompletedAt,
 		TotalDurationMs: s.TotalDurationMs, FailedSteps: s.FailedSteps, Stale: s.Stale, PlanID: s.PlanID,
-		PlanVersion: s.PlanVersion, Steps: len(s.Steps)}
-}
-
-// cursor marks where a page ended: the index score and runId of its last
-// run. Runs with the same score are ordered by runId, descending.
-type cursor struct {
-	Score float64 `json:"s"`
-	RunID string  `json:"r"`
-}
-
-func (c cursor) encode() string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func decodeCursor(v string) (cursor, error) {
-	var c cursor
-	b, err := base64.RawURLEncoding.DecodeString(v)
-	if err == nil {
-		err = json.Unmarshal(b, &c)
-	}
-	if err != nil || c.RunID == "" {
-		return c, badRequest("cursor", "cursor is not one this API returned; start again without it")
-	}
-	return c, nil
-}
-
-// countWindow is how many of a tenant's most recently updated runs the
-// list's per-status counts cover.
-const countWindow = 1000
-
-// listRuns: GET /v1/runs?status=&limit=&cursor= , newest first from the
-// tenant's run index.
-func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
-	if s.redis == nil {
-		return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL)"}
-	}
-	q, err := query(r)
-	if err != nil {
-		return err
-	}
-	tenant, err := s.listTenant(r, q)
-	if err != nil {
-		return err
-	}
-	status := q.Get("status")
-	if status != "" && !runStatuses[status] {
-		return badRequest("status", fmt.Sprintf("status must be one of PENDING, APPROVED, RUNNING, PAUSED, COMPLETED, FAILED, CANCELLED; got %q", status))
-	}
-	limit, err := intParam(q, "limit", 50, 1, 200)
-	if err != nil {
-		return err
-	}
-	var after *cursor
-	if v := q.Get("cursor"); v != "" {
-		c, err := decodeCursor(v)
-		if err != nil {
-			return err
-		}
-		after = &c
-	}
-	ctx := r.Context()
-	key := snapshots.IndexKey(tenant)
-	max := "+inf"
-	if after != nil {
-		max = strconv.FormatFloat(after.Score, 'f', -1, 64)
-	}
-	var out []runSummary
-	var next string
-	offset := int64(0)
-	const page = 200
-	// Scan the index from the cursor; a status filter may need several
-	// pages. Bounded so a rare status cannot make one request scan all.
-	for scanned := 0; len(out) < int(limit) && scanned < 50*int(limit)+page; {
-		zs, err := s.redis.ZRevRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Max: max, Min: "-inf", Offset: offset, Count: page}).Result()
-		if err != nil {
-			return s.redisErr(err)
-		}
-		if len(zs) == 0 {
-			break
-		}
-		offset += int64(len(zs))
-		scanned += len(zs)
-		var ids []string
-		var scores []float64
-		for _, z := range zs {
-			id, _ := z.Member.(string)
-			if after != nil && z.Score == after.Score && id >= after.RunID {
-				continue // at or before the cursor within a tie
-			}
-			ids = append(ids, id)
-			scores = append(scores, z.Score)
-		}
-		snaps, err := s.getSnapshots(ctx, ids)
-		if err != nil {
-			return err
-		}
-		for i, snap := range snaps {
-			if snap == nil || (status != "" && snap.Status != status) {
-				continue
-			}
-			out = append(out, summarize(snap))
-			if len(out) == int(limit) {
-				next = cursor{Score: scores[i], RunID: ids[i]}.encode()
-				break
-			}
-		}
-	}
-	counts, err := s.statusCounts(ctx, key)
-	if err != nil {
-		return err
-	}
-	if out == nil {
-		out = []runSummary{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": out, "nextCursor": next, "counts": counts})
-	return nil
+		PlanVersion: s.PlanVersion, EngineRunRef: s.EngineRunRef, Steps: len(s.Steps)}
 }
 
 func (s *Server) redisErr(err error) error {
@@ -206,25 +90,6 @@ func (s *Server) getSnapshots(ctx context.Context, ids []string) ([]*store.RunSn
 		}
 	}
 	return out, nil
-}
-
-// statusCounts counts the statuses of the tenant's most recent runs.
-func (s *Server) statusCounts(ctx context.Context, key string) (map[string]int, error) {
-	ids, err := s.redis.ZRevRange(ctx, key, 0, countWindow-1).Result()
-	if err != nil {
-		return nil, s.redisErr(err)
-	}
-	snaps, err := s.getSnapshots(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	counts := map[string]int{}
-	for _, snap := range snaps {
-		if snap != nil {
-			counts[snap.Status]++
-		}
-	}
-	return counts, nil
 }
 
 // watchRun: GET /v1/runs/{runId}/watch. The current snapshot, then each

@@ -21,8 +21,8 @@ import (
 	"github.com/runstream/runstream/store"
 )
 
-// putSnapshot writes a snapshot and its index entry the way the projector
-// does, and publishes the change.
+// putSnapshot writes a snapshot and its run index and catalog entries the
+// way the projector does, and publishes the change.
 func putSnapshot(t *testing.T, rdb *redis.Client, s store.RunSnapshot) {
 	t.Helper()
 	ctx := context.Background()
@@ -30,8 +30,9 @@ func putSnapshot(t *testing.T, rdb *redis.Client, s store.RunSnapshot) {
 	if err := rdb.Set(ctx, snapshots.Key(s.RunID), b, time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
-	ts, _ := time.Parse(time.RFC3339Nano, s.UpdatedAt)
-	rdb.ZAdd(ctx, snapshots.IndexKey(s.TenantID), redis.Z{Score: float64(ts.UnixMilli()), Member: s.RunID})
+	if err := snapshots.Catalog(ctx, rdb, []store.RunSnapshot{s}); err != nil {
+		t.Fatal(err)
+	}
 	note := snapshots.NotificationOf(&s).Append(nil)
 	rdb.Publish(ctx, snapshots.UpdatesChannelOf(rdb), note)
 }
