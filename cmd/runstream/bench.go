@@ -40,6 +40,9 @@ func benchCommands() []command {
 
 func runBench(ctx context.Context, env *environment, args []string) error {
 	subs := benchCommands()
+	if len(args) > 0 && args[0] == readWatchersCommand {
+		return readbench.WatchersMain(ctx, os.Stdin, env.stdout)
+	}
 	if len(args) > 1 && args[0] == "help" { // bench help <benchmark>
 		args = append(slices.Clone(args[1:]), "--help")
 	}
@@ -490,43 +493,97 @@ var benchETL = benchTarget[etlCLI, *etlbench.Report]{
 	},
 }
 
-var benchRead = benchTarget[readbench.Config, *readbench.Report]{
+// readCLI is bench read's flags.
+type readCLI struct {
+	readbench.Config
+	gets           bool
+	shape          string
+	fanout, spread readbench.Shape
+}
+
+var benchRead = benchTarget[readCLI, *readbench.Report]{
 	name:    "read",
-	summary: "read side: snapshot GETs/s vs redis-benchmark, snapshot change -> SSE watcher latency",
-	about: "Read side: snapshot GETs per second through the API with N clients, against redis-benchmark's\n" +
-		"GET of the same keys in the same run (target: at least 50%), then the time from a snapshot\n" +
-		"change in Redis to SSE watchers receiving it (target: p99 under 10 ms with 1,000 watchers).",
-	flags: func(fs *flag.FlagSet, cfg *readbench.Config) {
-		fs.StringVar(&cfg.RedisURL, "redis-url", defaultRedisURL, "Redis the in-process API reads (bench keys runstream:run:{bench-...} are written and deleted)")
-		fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "Postgres (readiness only)")
-		fs.IntVar(&cfg.Clients, "clients", 64, "concurrent snapshot GET clients (and redis-benchmark clients)")
-		fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "GET phase length")
-		fs.IntVar(&cfg.Runs, "runs", 1000, "runs with a snapshot, read at random")
-		fs.IntVar(&cfg.Watchers, "watchers", 1000, "SSE watchers")
-		fs.IntVar(&cfg.WatchedRuns, "watched-runs", 1, "runs the watchers spread over (watcher i watches run i mod N) and the changes take turns on: 1 fans every change out to all watchers, --watchers gives each watcher a run of its own")
-		fs.IntVar(&cfg.Changes, "changes", 200, "snapshot changes published to the watchers")
-		fs.DurationVar(&cfg.ChangeEvery, "change-every", 100*time.Millisecond, "pause between changes")
+	summary: "read side: snapshot GETs/s vs redis-benchmark; SSE change -> client p99 vs a raw Go fan-out",
+	about: "Read side, in two phases. GETs: snapshot GETs per second through an in-process API with\n" +
+		"--clients clients, against redis-benchmark's GET of the same keys in the same run (target: at\n" +
+		"least 50%). SSE: the time from a snapshot change in Redis (SET + PUBLISH, as the projector\n" +
+		"writes) to a watcher having read its event, the API's against a baseline in the same run: a\n" +
+		"plain net/http server subscribed to the same channel that writes the same SSE frame bytes to\n" +
+		"the same number of connections (DESIGN.md 5). The watchers run in a process of their own\n" +
+		"(this executable's hidden `bench read-watchers`). Two shapes: fanout (--fanout-watchers\n" +
+		"watchers of one run) and spread (--spread-watchers over --spread-runs runs); each shape runs\n" +
+		"--rounds rounds, the two arms alternating which goes first. Reported per shape and arm: p50\n" +
+		"and p99 (median of the rounds), the p99 ratio API / baseline (median of the rounds' ratios;\n" +
+		"target <= 1.5x), the server's heap+stacks and RSS per connected watcher and its CPU per\n" +
+		"change, with each round and its load average. About 3 minutes with the defaults; it needs\n" +
+		"about --spread-watchers + 300 open files in each process. See bench/README.md.",
+	flags: func(fs *flag.FlagSet, cli *readCLI) {
+		fs.StringVar(&cli.RedisURL, "redis-url", defaultRedisURL, "Redis the in-process API reads (bench keys runstream:run:{bench-...} are written and deleted)")
+		fs.StringVar(&cli.PostgresURL, "postgres-url", defaultPostgresURL, "Postgres (readiness only)")
+		fs.BoolVar(&cli.gets, "gets", true, "run the GET phase and redis-benchmark (--gets=false: the SSE phase only)")
+		fs.IntVar(&cli.Clients, "clients", 64, "concurrent snapshot GET clients (and redis-benchmark clients)")
+		fs.DurationVar(&cli.Duration, "duration", 10*time.Second, "GET phase length")
+		fs.IntVar(&cli.Runs, "runs", 1000, "runs with a snapshot, read at random by the GETs")
+		fs.StringVar(&cli.shape, "shape", "all", "SSE shapes to measure: all, fanout, spread or none")
+		fs.IntVar(&cli.Rounds, "rounds", 3, "rounds per SSE shape, each with both arms (the figures are the medians)")
+		def := readbench.DefaultShapes()
+		cli.fanout, cli.spread = def[0], def[1]
+		fs.IntVar(&cli.fanout.Watchers, "fanout-watchers", def[0].Watchers, "fanout shape: watchers, all of one run")
+		fs.IntVar(&cli.fanout.Changes, "fanout-changes", def[0].Changes, "fanout shape: changes per arm and round")
+		fs.DurationVar(&cli.fanout.Every, "fanout-every", def[0].Every, "fanout shape: pause between changes")
+		fs.IntVar(&cli.spread.Watchers, "spread-watchers", def[1].Watchers, "spread shape: watchers (watcher i watches run i mod --spread-runs)")
+		fs.IntVar(&cli.spread.Runs, "spread-runs", def[1].Runs, "spread shape: runs the watchers spread over, and the changes take turns on")
+		fs.IntVar(&cli.spread.Changes, "spread-changes", def[1].Changes, "spread shape: changes per arm and round")
+		fs.DurationVar(&cli.spread.Every, "spread-every", def[1].Every, "spread shape: pause between changes")
 	},
-	check: func(cfg *readbench.Config) error {
-		if cfg.Clients < 1 || cfg.Runs < 1 || cfg.Watchers < 1 || cfg.WatchedRuns < 1 || cfg.Changes < 1 || cfg.Duration <= 0 {
-			return usageError{fmt.Errorf("--clients, --runs, --watchers, --watched-runs, --changes and --duration must be positive")}
+	check: func(cli *readCLI) error {
+		cli.SkipGets = !cli.gets
+		switch cli.shape {
+		case "all":
+			cli.Shapes = []readbench.Shape{cli.fanout, cli.spread}
+		case readbench.ShapeFanout:
+			cli.Shapes = []readbench.Shape{cli.fanout}
+		case readbench.ShapeSpread:
+			cli.Shapes = []readbench.Shape{cli.spread}
+		case "none":
+			cli.Shapes = []readbench.Shape{}
+		default:
+			return usageError{fmt.Errorf("--shape must be all, fanout, spread or none, got %q", cli.shape)}
 		}
-		if cfg.WatchedRuns > cfg.Runs || cfg.WatchedRuns > cfg.Watchers {
-			return usageError{fmt.Errorf("--watched-runs (%d) must be at most --runs (%d) and --watchers (%d)", cfg.WatchedRuns, cfg.Runs, cfg.Watchers)}
+		errs := benchPositive(harness.Flag("clients", cli.Clients), harness.Flag("duration", cli.Duration), harness.Flag("runs", cli.Runs),
+			harness.Flag("rounds", cli.Rounds), harness.Flag("fanout-watchers", cli.fanout.Watchers), harness.Flag("fanout-changes", cli.fanout.Changes),
+			harness.Flag("fanout-every", cli.fanout.Every), harness.Flag("spread-watchers", cli.spread.Watchers), harness.Flag("spread-runs", cli.spread.Runs),
+			harness.Flag("spread-changes", cli.spread.Changes), harness.Flag("spread-every", cli.spread.Every))
+		if cli.spread.Runs > cli.spread.Watchers {
+			errs = append(errs, fmt.Errorf("--spread-runs (%d) must be at most --spread-watchers (%d)", cli.spread.Runs, cli.spread.Watchers))
 		}
-		return nil
+		if len(cli.Shapes) > 0 {
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("finding this executable for the SSE watcher process: %w", err)
+			}
+			cli.WatcherCommand = []string{exe, "bench", readWatchersCommand}
+		}
+		return benchFlagErrors(errs, cli.Validate())
 	},
-	profiles: []benchProfile[readbench.Config]{
+	profiles: []benchProfile[readCLI]{
 		{flag: "cpuprofile", usage: "write a CPU profile of this process (API and GET clients), covering the GET window only, to this file (go tool pprof)",
-			to: func(cfg *readbench.Config) *io.Writer { return &cfg.CPUProfile }},
-		{flag: "sse-cpuprofile", usage: "write a CPU profile of this process (API, hub and SSE watchers), covering the SSE changes only, to this file",
-			to: func(cfg *readbench.Config) *io.Writer { return &cfg.SSECPUProfile }},
+			to: func(cli *readCLI) *io.Writer { return &cli.CPUProfile }},
+		{flag: "sse-cpuprofile", usage: "write a CPU profile of this process (the API and its hub; the watchers are another process), covering the first runstream arm's changes only, to this file",
+			to: func(cli *readCLI) *io.Writer { return &cli.SSECPUProfile }},
 	},
 	jsonUsage:  "print the report as JSON",
 	noJSONFile: true,
-	wire:       func(cfg *readbench.Config, stderr io.Writer) { cfg.Progress = stderr },
-	measure:    readbench.Run,
+	wire:       func(cli *readCLI, stderr io.Writer) { cli.Progress = stderr },
+	measure: func(ctx context.Context, cli readCLI) (*readbench.Report, error) {
+		return readbench.Run(ctx, cli.Config)
+	},
 }
+
+// readWatchersCommand is bench read's watcher process, `runstream bench
+// read-watchers`: not listed, it speaks the protocol of
+// readbench.WatchersMain on its stdin and stdout.
+const readWatchersCommand = "read-watchers"
 
 var benchExport = benchTarget[exportbench.Config, *exportbench.Report]{
 	name:    "export",

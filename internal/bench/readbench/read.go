@@ -1,12 +1,13 @@
 // Package readbench is `runstream bench read`: it measures the read side,
 // snapshot GETs through the API against redis-benchmark's GETs of the same
 // keys in the same run, then the time from a snapshot change in Redis to
-// SSE watchers (see [Run]).
+// SSE watchers in a process of their own, the API's against a raw Go
+// fan-out of the same bytes (see [Run]).
 package readbench
 
 import (
 	"bufio"
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,8 +18,6 @@ import (
 	"net/http"
 	"os/exec"
 	"regexp"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,29 +45,56 @@ type Config struct {
 	Clients int
 	// Duration of the GET phase; 0 means 10s.
 	Duration time.Duration
-	// Runs with a snapshot; 0 means 1000.
+	// Runs with a snapshot the GETs read; 0 means 1000. Snapshots are
+	// written for at least as many runs as a shape watches.
 	Runs int
-	// Watchers for the SSE phase; 0 means 1000.
-	Watchers int
-	// WatchedRuns the watchers spread over (watcher w watches run w mod
-	// WatchedRuns), and the changes take turns on; 0 means 1: every
-	// watcher on one run, each change fanned out to all of them. At most
-	// Runs.
-	WatchedRuns int
-	// Changes published during the SSE phase; 0 means 200.
-	Changes int
-	// ChangeEvery paces the changes; 0 means 100ms.
-	ChangeEvery time.Duration
+	// SkipGets leaves out the GET phase and redis-benchmark.
+	SkipGets bool
+	// Shapes of the SSE phase, each measured Rounds times with both arms;
+	// nil means [DefaultShapes], empty (non-nil) none.
+	Shapes []Shape
+	// Rounds per shape; 0 means 3. The figures are the medians.
+	Rounds int
+	// WatcherCommand starts the SSE watcher process, a command that runs
+	// [WatchersMain] on its stdin and stdout (runstream bench
+	// read-watchers); WatcherEnv is added to its environment.
+	WatcherCommand []string
+	WatcherEnv     []string
+	// HashFrames has the watchers checksum every event, each checked
+	// against the frame of its change (the tests: it costs the watchers
+	// CPU); without it only each event's length is checked.
+	HashFrames bool
 	// RedisBenchmark is the redis-benchmark binary; empty means from PATH.
 	RedisBenchmark string
-	// Progress receives one line per second; nil means none.
+	// RedisBenchmarkRequests is redis-benchmark's -n; 0 means 200,000.
+	RedisBenchmarkRequests int
+	// Progress receives one line per second of the GET phase and one per
+	// SSE arm; nil means none.
 	Progress io.Writer
 	// CPUProfile, when set, receives a CPU profile of this process (API
 	// and clients) covering the GET window only.
 	CPUProfile io.Writer
-	// SSECPUProfile, when set, receives a CPU profile of this process (API,
-	// hub and watchers) covering the SSE changes only.
+	// SSECPUProfile, when set, receives a CPU profile of this process (the
+	// API and its hub; the watchers are another process) covering the
+	// changes of the first runstream arm only.
 	SSECPUProfile io.Writer
+}
+
+// Validate names the first setting out of range.
+func (c Config) Validate() error {
+	if c.Clients < 0 || c.Runs < 0 || c.Rounds < 0 || c.Duration < 0 {
+		return errors.New("clients, runs, rounds and duration must not be negative")
+	}
+	for _, s := range c.Shapes {
+		if s.Watchers < 1 || s.Runs < 1 || s.Changes < 1 || s.Every <= 0 {
+			return fmt.Errorf("SSE shape %s: watchers, runs, changes and the pause between changes must be positive, got %d, %d, %d, %v",
+				s.Name, s.Watchers, s.Runs, s.Changes, s.Every)
+		}
+		if s.Runs > s.Watchers {
+			return fmt.Errorf("SSE shape %s: %d runs for %d watchers leaves runs nobody watches; at most one run per watcher", s.Name, s.Runs, s.Watchers)
+		}
+	}
+	return nil
 }
 
 // Report is the outcome of [Run].
@@ -84,20 +110,10 @@ type Report struct {
 	RedisBenchmarkGetsPerSec float64 `json:"redisBenchmarkGetsPerSec"`
 	Ratio                    float64 `json:"ratio"`
 	TargetRatio              float64 `json:"targetRatio"`
-	Watchers                 int     `json:"watchers"`
-	WatchedRuns              int     `json:"watchedRuns"`
-	Changes                  int     `json:"changes"`
-	ChangeEveryMs            float64 `json:"changeEveryMs"`
-	Deliveries               int64   `json:"deliveries"`
-	// SSELatency is from the snapshot change in Redis (SET + PUBLISH) to
-	// a watcher reading the event, over every watcher and change.
-	SSELatency   harness.Latency `json:"sseLatencyMs"`
-	SSETargetP99 float64         `json:"sseTargetP99Ms"`
-	// SSERSSGrowth and SSEHeapGrowth are this process's VmRSS and heap in
-	// use with every watcher connected, less before the first connected:
-	// both ends of every stream (API and clients) live in this process.
-	SSERSSGrowth  int64 `json:"sseRssGrowthBytes"`
-	SSEHeapGrowth int64 `json:"sseHeapGrowthBytes"`
+	// SSE is each shape's change -> client latency, the API's against the
+	// raw fan-out's (baseline), median of Rounds rounds.
+	SSE    []*ShapeReport `json:"sse"`
+	Rounds int            `json:"rounds"`
 }
 
 // WriteText renders the report.
@@ -108,19 +124,41 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		return "MISSED"
 	}
-	_, err := fmt.Fprintf(w, `bench read
-  snapshot GETs     %d clients over %d runs: %.0f GETs/s  (p50 %.2f ms, p99 %.2f ms, max %.2f ms), %d errors
+	var b strings.Builder
+	b.WriteString("bench read\n")
+	if r.Gets > 0 || r.Errors > 0 {
+		fmt.Fprintf(&b, `  snapshot GETs     %d clients over %d runs: %.0f GETs/s  (p50 %.2f ms, p99 %.2f ms, max %.2f ms), %d errors
   redis-benchmark   GET of the same keys, %d clients: %.0f GETs/s
   ratio             %.0f%% (target >= %.0f%%: %s)
-  SSE               %d watchers of %d run(s), %d changes (one every %.1f ms, runs in turn), %d deliveries
-  change -> client  p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms (target p99 < %.0f ms: %s)
-  memory            +%.1f MB RSS, +%.1f MB heap with the watchers connected (%.1f KB RSS per watcher, both ends in this process)
 `, r.Clients, r.Runs, r.GetsPerSec, msOf(r.GetLatency.P50), msOf(r.GetLatency.P99), msOf(r.GetLatency.Max), r.Errors,
-		r.Clients, r.RedisBenchmarkGetsPerSec, r.Ratio*100, r.TargetRatio*100, met(r.Ratio >= r.TargetRatio),
-		r.Watchers, r.WatchedRuns, r.Changes, r.ChangeEveryMs, r.Deliveries,
-		msOf(r.SSELatency.P50), msOf(r.SSELatency.P95), msOf(r.SSELatency.P99), msOf(r.SSELatency.Max), r.SSETargetP99,
-		met(msOf(r.SSELatency.P99) < r.SSETargetP99),
-		float64(r.SSERSSGrowth)/(1<<20), float64(r.SSEHeapGrowth)/(1<<20), float64(r.SSERSSGrowth)/1024/float64(max(r.Watchers, 1)))
+			r.Clients, r.RedisBenchmarkGetsPerSec, r.Ratio*100, r.TargetRatio*100, met(r.Ratio >= r.TargetRatio))
+	}
+	if len(r.SSE) > 0 {
+		fmt.Fprintf(&b, "  SSE change -> client (watchers in a process of their own; API vs a raw Go fan-out of the same bytes, median of %d rounds)\n", r.Rounds)
+		fmt.Fprintf(&b, "    %-34s %-9s %9s %9s %10s %12s %11s %10s\n", "shape", "arm", "p50 ms", "p99 ms", "p99 ratio", "heap/watcher", "RSS/watcher", "CPU/change")
+		for _, s := range r.SSE {
+			shape := fmt.Sprintf("%s: %d watchers, %d run(s)", s.Name, s.Watchers, s.Runs)
+			for i, a := range []struct {
+				name string
+				sum  ArmSummary
+			}{{ArmRunstream, s.Runstream}, {ArmBaseline, s.Baseline}} {
+				ratio := ""
+				if i == 0 {
+					ratio = fmt.Sprintf("%.2fx", s.Ratio)
+				}
+				fmt.Fprintf(&b, "    %-34s %-9s %9.2f %9.2f %10s %9.1f KB %8.1f KB %7.2f ms\n", shape, a.name, msOf(a.sum.P50), msOf(a.sum.P99), ratio,
+					a.sum.HeapPerWatcher/1024, a.sum.RSSPerWatcher/1024, msOf(a.sum.CPUPerChange))
+				shape = ""
+			}
+			fmt.Fprintf(&b, "    %s: p99 ratio %.2fx, target <= %.1fx: %s; %d changes, one every %.1f ms\n", s.Name, s.Ratio, s.TargetRatio, met(s.Met()), s.Changes, s.EveryMs)
+			for i, rr := range s.Rounds {
+				fmt.Fprintf(&b, "      round %d (load %.2f, %s first): runstream p50 %.2f p99 %.2f ms (%d/%d), baseline p50 %.2f p99 %.2f ms (%d/%d), ratio %.2fx\n",
+					i+1, rr.Load1, rr.First, msOf(rr.Runstream.Latency.P50), msOf(rr.Runstream.Latency.P99), rr.Runstream.Deliveries, rr.Runstream.Expected,
+					msOf(rr.Baseline.Latency.P50), msOf(rr.Baseline.Latency.P99), rr.Baseline.Deliveries, rr.Baseline.Expected, rr.Ratio)
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
 	return err
 }
 
@@ -133,29 +171,29 @@ func runID(i int) string { return fmt.Sprintf("bench-%012d", i) }
 const tenant = "tenant_bench_read"
 
 // Run measures the read side: snapshot GETs through the API against
-// redis-benchmark GETs of the same keys, then the latency from a snapshot
-// change to SSE watchers.
+// redis-benchmark GETs of the same keys, then, for each shape, the latency
+// from a snapshot change to SSE watchers in another process, the API's
+// against a raw fan-out's.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	if cfg.Clients == 0 {
-		cfg.Clients = 64
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.Duration == 0 {
-		cfg.Duration = 10 * time.Second
+	harness.Default(&cfg.Clients, 64)
+	harness.Default(&cfg.Duration, 10*time.Second)
+	harness.Default(&cfg.Runs, 1000)
+	harness.Default(&cfg.Rounds, 3)
+	if cfg.Shapes == nil {
+		cfg.Shapes = DefaultShapes()
 	}
-	if cfg.Runs == 0 {
-		cfg.Runs = 1000
+	runs, maxWatchers := cfg.Runs, 0
+	for _, s := range cfg.Shapes {
+		runs, maxWatchers = max(runs, s.Runs), max(maxWatchers, s.Watchers)
 	}
-	if cfg.Watchers == 0 {
-		cfg.Watchers = 1000
-	}
-	if cfg.WatchedRuns == 0 {
-		cfg.WatchedRuns = 1
-	}
-	if cfg.Changes == 0 {
-		cfg.Changes = 200
-	}
-	if cfg.ChangeEvery == 0 {
-		cfg.ChangeEvery = 100 * time.Millisecond
+	if maxWatchers > 0 {
+		// This process holds the server's end of every stream.
+		if err := ensureFiles(maxWatchers + cfg.Clients + 256); err != nil {
+			return nil, err
+		}
 	}
 	opts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
@@ -163,10 +201,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
-	if err := writeSnapshots(ctx, rdb, cfg.Runs); err != nil {
+	if err := writeSnapshots(ctx, rdb, runs); err != nil {
 		return nil, err
 	}
-	defer cleanSnapshots(context.WithoutCancel(ctx), rdb, cfg.Runs)
+	defer cleanSnapshots(context.WithoutCancel(ctx), rdb, runs)
 
 	pool, err := pgxpool.New(ctx, cfg.PostgresURL)
 	if err != nil {
@@ -177,35 +215,57 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := httpapi.New(httpapi.Config{}, st, rdb)
+	// Limits that let every watcher of the largest shape in (by default
+	// 4,096 connections, 10,000 streams, 1,000 of one tenant): the bench's
+	// runs are all of one tenant.
+	apiCfg := httpapi.Config{Limits: httpapi.Limits{MaxConnections: maxWatchers + cfg.Clients + 256,
+		MaxWatchers: max(maxWatchers, 1), MaxWatchersPerTenant: max(maxWatchers, 1)}}
+	newAPI := func() (*httpapi.Server, error) { return httpapi.New(apiCfg, st, rdb) }
+
+	rep := &Report{Clients: cfg.Clients, Runs: cfg.Runs, TargetRatio: 0.5, Rounds: cfg.Rounds}
+	if !cfg.SkipGets {
+		if err := measureGetPhase(ctx, cfg, newAPI, opts.Addr, rep); err != nil {
+			return nil, err
+		}
+	}
+	env := &sseEnv{cfg: cfg, rdb: rdb, channel: snapshots.UpdatesChannelOf(rdb), profileNext: cfg.SSECPUProfile}
+	for _, sh := range cfg.Shapes {
+		sr, err := measureShape(ctx, env, newAPI, sh)
+		if err != nil {
+			return nil, err
+		}
+		rep.SSE = append(rep.SSE, sr)
+	}
+	return rep, nil
+}
+
+// measureGetPhase serves the GETs from an API of its own, stopped before
+// the SSE phase, then runs redis-benchmark.
+func measureGetPhase(ctx context.Context, cfg Config, newAPI func() (*httpapi.Server, error), redisAddr string, rep *Report) error {
+	srv, err := newAPI()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sctx, stop := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(sctx, ln, nil) }()
-	defer func() { stop(); <-served }()
-	base := "http://" + ln.Addr().String()
-
-	rep := &Report{Clients: cfg.Clients, Runs: cfg.Runs, Watchers: cfg.Watchers, WatchedRuns: cfg.WatchedRuns, Changes: cfg.Changes, ChangeEveryMs: msOf(cfg.ChangeEvery),
-		TargetRatio: 0.5, SSETargetP99: 10}
-	if err := measureGets(ctx, cfg, base, rep); err != nil {
-		return nil, err
-	}
-	rate, err := redisBenchmark(ctx, cfg, opts.Addr)
+	err = measureGets(ctx, cfg, "http://"+ln.Addr().String(), rep)
+	stop()
+	<-served
 	if err != nil {
-		return nil, err
+		return err
+	}
+	rate, err := redisBenchmark(ctx, cfg, redisAddr)
+	if err != nil {
+		return err
 	}
 	rep.RedisBenchmarkGetsPerSec = rate
 	rep.Ratio = harness.Ratio(rep.GetsPerSec, rate)
-	if err := measureSSE(ctx, cfg, base, rdb, rep); err != nil {
-		return nil, err
-	}
-	return rep, nil
+	return nil
 }
 
 // writeSnapshots stores realistic snapshots (the reducer's output for
@@ -411,7 +471,7 @@ func redisBenchmark(ctx context.Context, cfg Config, addr string) (float64, erro
 	if err != nil {
 		return 0, err
 	}
-	n := 200000
+	n := cmp.Or(cfg.RedisBenchmarkRequests, 200000)
 	out, err := exec.CommandContext(ctx, bin, "-h", host, "-p", port, "-c", strconv.Itoa(cfg.Clients),
 		"-n", strconv.Itoa(n), "-r", strconv.Itoa(cfg.Runs), "-q",
 		"GET", "runstream:run:{bench-__rand_int__}").CombinedOutput()
@@ -428,134 +488,4 @@ func redisBenchmark(ctx context.Context, cfg Config, addr string) (float64, erro
 		return 0, fmt.Errorf("cannot read redis-benchmark's rate from %q", out)
 	}
 	return strconv.ParseFloat(m[1], 64)
-}
-
-// measureSSE opens cfg.Watchers watch streams spread over cfg.WatchedRuns
-// runs, publishes changes to those runs in turn, and measures change ->
-// delivery per watcher.
-func measureSSE(ctx context.Context, cfg Config, base string, rdb *redis.Client, rep *Report) error {
-	n := cfg.WatchedRuns
-	snaps := make([]store.RunSnapshot, n)
-	firstSeq := make([]int64, n)
-	for r := range n {
-		body, err := rdb.Get(ctx, snapshots.Key(runID(r))).Bytes()
-		if err != nil {
-			return fmt.Errorf("reading the watched snapshot of %s: %w", runID(r), err)
-		}
-		if err := json.Unmarshal(body, &snaps[r]); err != nil {
-			return err
-		}
-		firstSeq[r] = snaps[r].LastEventSeq
-	}
-	// Change k (1-based) goes to run (k-1) mod n as that run's change
-	// (k-1)/n + 1, so its seq is firstSeq + (k-1)/n + 1.
-	changeOf := func(r int, seq int64) int {
-		j := seq - firstSeq[r]
-		if j < 1 {
-			return 0
-		}
-		return int(j-1)*n + r + 1
-	}
-	sent := make([]atomic.Int64, cfg.Changes+1) // unix nanos of change k's SET+PUBLISH
-	var deliveries atomic.Int64
-	lats := make([][]time.Duration, cfg.Watchers)
-	// A read buffer that holds a whole event: one read per event instead of
-	// three with the default 4 KB.
-	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Watchers, MaxConnsPerHost: 0, ReadBufferSize: 64 << 10}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	debug.FreeOSMemory()
-	rssBefore, _ := harness.ProcMemory("/proc/self/status")
-	heapBefore := harness.HeapInuse()
-	var ready, wg sync.WaitGroup
-	for w := range cfg.Watchers {
-		ready.Add(1)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := w % n
-			req, _ := http.NewRequestWithContext(wctx, http.MethodGet, base+"/v1/runs/"+runID(r)+"/watch", nil)
-			resp, err := client.Do(req)
-			if err != nil {
-				ready.Done()
-				return
-			}
-			defer resp.Body.Close()
-			sc := bufio.NewScanner(resp.Body)
-			// A small buffer that grows to the largest event and stays there: one
-			// that stays in cache, not 1 MB per watcher touched afresh by every event.
-			sc.Buffer(make([]byte, 0, 4<<10), 1<<20)
-			first := true
-			for sc.Scan() {
-				line := sc.Bytes() // no copy of the data lines
-				if !bytes.HasPrefix(line, []byte("id: ")) {
-					continue
-				}
-				seq, err := strconv.ParseInt(string(line[4:]), 10, 64)
-				if err != nil {
-					continue
-				}
-				if first {
-					first = false
-					ready.Done()
-					continue
-				}
-				if k := changeOf(r, seq); k >= 1 && k <= cfg.Changes {
-					if t := sent[k].Load(); t > 0 {
-						lats[w] = append(lats[w], time.Duration(time.Now().UnixNano()-t))
-						deliveries.Add(1)
-					}
-				}
-			}
-		}()
-	}
-	ready.Wait()
-	runtime.GC()
-	rssAfter, _ := harness.ProcMemory("/proc/self/status")
-	rep.SSERSSGrowth, rep.SSEHeapGrowth = int64(rssAfter)-int64(rssBefore), int64(harness.HeapInuse())-int64(heapBefore)
-	win, err := harness.StartWindow(cfg.SSECPUProfile)
-	if err != nil {
-		return err
-	}
-	defer win.Stop()
-	channel := snapshots.UpdatesChannelOf(rdb)
-	for k := 1; k <= cfg.Changes && ctx.Err() == nil; k++ {
-		r := (k - 1) % n
-		snap := &snaps[r]
-		snap.LastEventSeq = firstSeq[r] + int64((k-1)/n+1)
-		key := snapshots.Key(runID(r))
-		b, _ := json.Marshal(snap)
-		note := snapshots.NotificationOf(snap).Append(nil)
-		sent[k].Store(time.Now().UnixNano())
-		pipe := rdb.TxPipeline()
-		pipe.Set(ctx, key, b, time.Hour)
-		pipe.Publish(ctx, channel, note)
-		if _, err := pipe.Exec(ctx); err != nil {
-			return fmt.Errorf("publishing change %d: %w", k, err)
-		}
-		// Pace the changes so each is a separate delivery, as a projector
-		// writing one run would produce them.
-		t := time.NewTimer(cfg.ChangeEvery)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-	}
-	// Let the last deliveries arrive, then hang up.
-	t := time.NewTimer(500 * time.Millisecond)
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-	cancel()
-	wg.Wait()
-	var all []time.Duration
-	for _, l := range lats {
-		all = append(all, l...)
-	}
-	rep.Deliveries = deliveries.Load()
-	rep.SSELatency = harness.Summarize(all)
-	return ctx.Err()
 }

@@ -1,15 +1,39 @@
 package readbench
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/runstream/runstream/internal/testenv"
 )
 
+// watcherEnv makes the test binary the SSE phase's watcher process.
+const watcherEnv = "RUNSTREAM_READBENCH_WATCHERS"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(watcherEnv) == "1" {
+		if err := WatchersMain(context.Background(), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestBenchRead_SmallRun runs the whole bench small: the GET phase, and
+// both SSE arms in both shapes with 20 watchers in a process of their own.
+// Every watcher must read every change of its run, each event the bytes of
+// that change's frame (CRC-checked: the API's frame and the baseline's are
+// the same bytes), once.
 func TestBenchRead_SmallRun(t *testing.T) {
 	if _, err := exec.LookPath("redis-benchmark"); err != nil {
 		testenv.Missing(t, "redis-benchmark (apt-get install redis-tools)")
@@ -18,22 +42,109 @@ func TestBenchRead_SmallRun(t *testing.T) {
 	testenv.Redis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for _, runs := range []int{1, 4} {
-		rep, err := Run(ctx, Config{RedisURL: os.Getenv("RUNSTREAM_TEST_REDIS_URL"), PostgresURL: pg,
-			Clients: 4, Duration: 500 * time.Millisecond, Runs: 20, Watchers: 20, WatchedRuns: runs, Changes: 12})
-		if err != nil {
-			t.Fatal(err)
+	shapes := []Shape{
+		{Name: ShapeFanout, Watchers: 20, Runs: 1, Changes: 10, Every: 30 * time.Millisecond},
+		{Name: ShapeSpread, Watchers: 20, Runs: 4, Changes: 12, Every: 10 * time.Millisecond},
+	}
+	rep, err := Run(ctx, Config{RedisURL: os.Getenv("RUNSTREAM_TEST_REDIS_URL"), PostgresURL: pg,
+		Clients: 4, Duration: 500 * time.Millisecond, Runs: 20, RedisBenchmarkRequests: 5000, Shapes: shapes, Rounds: 1,
+		WatcherCommand: []string{os.Args[0]}, WatcherEnv: []string{watcherEnv + "=1"}, HashFrames: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Gets == 0 || rep.Errors != 0 || rep.GetsPerSec <= 0 || rep.RedisBenchmarkGetsPerSec <= 0 {
+		t.Fatalf("GET phase: %+v", rep)
+	}
+	if len(rep.SSE) != len(shapes) {
+		t.Fatalf("%d shapes reported, want %d", len(rep.SSE), len(shapes))
+	}
+	for i, s := range rep.SSE {
+		if s.Name != shapes[i].Name || len(s.Rounds) != 1 {
+			t.Fatalf("shape %d: %s with %d rounds", i, s.Name, len(s.Rounds))
 		}
-		if rep.Gets == 0 || rep.Errors != 0 || rep.GetsPerSec <= 0 || rep.RedisBenchmarkGetsPerSec <= 0 {
-			t.Fatalf("GET phase: %+v", rep)
+		// Each change reaches the watchers of its run only.
+		want := int64(shapes[i].Watchers / shapes[i].Runs * shapes[i].Changes)
+		for _, a := range []struct {
+			name string
+			ar   ArmRound
+			sum  ArmSummary
+		}{{ArmRunstream, s.Rounds[0].Runstream, s.Runstream}, {ArmBaseline, s.Rounds[0].Baseline, s.Baseline}} {
+			if a.ar.Expected != want || a.ar.Deliveries != want || a.ar.Missed != 0 {
+				t.Errorf("%s %s: %d of %d expected deliveries (want %d), %d missed", s.Name, a.name, a.ar.Deliveries, a.ar.Expected, want, a.ar.Missed)
+			}
+			if a.ar.Latency.P50 <= 0 || a.ar.Latency.Max < a.ar.Latency.P99 || a.sum.P99 != a.ar.Latency.P99 {
+				t.Errorf("%s %s: latency %+v, summary %+v", s.Name, a.name, a.ar.Latency, a.sum)
+			}
 		}
-		// Each change reaches the watchers of its run only (Watchers /
-		// WatchedRuns of them). Latest-wins delivery may skip an
-		// intermediate change for a slow watcher, but most must arrive,
-		// and none twice or to another run's watchers.
-		all := int64(rep.Watchers / runs * rep.Changes)
-		if rep.Deliveries < all/2 || rep.Deliveries > all || rep.SSELatency.Max <= 0 {
-			t.Fatalf("SSE phase over %d runs: %d deliveries for %d watchers x %d changes", runs, rep.Deliveries, rep.Watchers/runs, rep.Changes)
+		if s.Ratio <= 0 || s.Ratio != s.Rounds[0].Ratio {
+			t.Errorf("%s: ratio %v, round's %v", s.Name, s.Ratio, s.Rounds[0].Ratio)
 		}
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"fanout: 20 watchers, 1 run(s)", "spread: 20 watchers, 4 run(s)", ArmRunstream, ArmBaseline, "p99 ratio"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the text report lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+// TestFrameParser_AnyChunking feeds a stream of events (heartbeats, an
+// event without id, data lines of every size) in random chunks: the events
+// with an id come out with their ids, lengths and CRCs, whatever the
+// chunking.
+func TestFrameParser_AnyChunking(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for range 200 {
+		var stream []byte
+		type ev struct {
+			seq int64
+			n   int
+			crc uint32
+		}
+		var want []ev
+		for j := range 1 + rng.IntN(6) {
+			switch rng.IntN(4) {
+			case 0:
+				stream = append(stream, ": heartbeat\n\n"...)
+			case 1:
+				stream = append(stream, "event: stale\ndata: {}\n\n"...)
+			default:
+				body := bytes.Repeat([]byte{'x'}, rng.IntN(3000))
+				seq := int64(j*1000 + rng.IntN(1000))
+				f := eventFrame(seq, body)
+				want = append(want, ev{seq, len(f), crc32.ChecksumIEEE(f)})
+				stream = append(stream, f...)
+			}
+		}
+		var got []ev
+		p := frameParser{hash: true}
+		for rest := stream; len(rest) > 0; {
+			n := min(len(rest), 1+rng.IntN(700))
+			p.feed(rest[:n], func(seq int64, n int, crc uint32, at int64) {
+				if at <= 0 {
+					t.Fatalf("event %d read at %d", seq, at)
+				}
+				got = append(got, ev{seq, n, crc})
+			})
+			rest = rest[n:]
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("seed %d: events %v, want %v", seed, got, want)
+		}
+	}
+}
+
+func TestEnsureFiles_SaysHowToRaise(t *testing.T) {
+	err := ensureFiles(1 << 40)
+	if err == nil || !strings.Contains(err.Error(), "RLIMIT_NOFILE") || !strings.Contains(err.Error(), "ulimit") {
+		t.Fatalf("ensureFiles past the hard limit: %v", err)
+	}
+	if err := ensureFiles(16); err != nil {
+		t.Fatal(err)
 	}
 }
