@@ -294,6 +294,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(c.cfg.Brokers...),
 		kgo.ConsumerGroup(c.cfg.Group),
+		kgroup.ClientID(c.cfg.Group, c.cfg.InstanceID), // tells members apart in lag reports (ClientOptions may override)
 		kgo.ConsumeTopics(c.cfg.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),

@@ -83,6 +83,7 @@ func (p *Projector) Run(ctx context.Context) error {
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(p.cfg.Brokers...),
 		kgo.ConsumerGroup(p.cfg.Group),
+		kgroup.ClientID(p.cfg.Group, p.cfg.InstanceID), // tells members apart in lag reports
 		kgo.ConsumeTopics(p.cfg.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),

@@ -22,7 +22,9 @@ package kgroup
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -58,6 +60,22 @@ func Options(sessionTimeout time.Duration, instanceID string) []kgo.Opt {
 		opts = append(opts, kgo.InstanceID(instanceID))
 	}
 	return opts
+}
+
+// ClientID returns the client id a member of group sends, so that lag
+// reports (runstream lag, GET /v1/lag) tell members apart: the group and
+// the instance id when there is one, else the host name and process id
+// ("runstream-projector-host1-4242"). franz-go's default, "kgo", is the
+// same for every member.
+func ClientID(group, instanceID string) kgo.Opt {
+	if instanceID != "" {
+		return kgo.ClientID(group + "-" + instanceID)
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return kgo.ClientID(fmt.Sprintf("%s-%s-%d", group, host, os.Getpid()))
 }
 
 // Close closes cl, a group consumer of group, after leaving the group. It
