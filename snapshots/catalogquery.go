@@ -280,7 +280,7 @@ func queryScored(ctx context.Context, rdb redis.UniversalClient, q *CatalogQuery
 
 	chunk := int64(q.Limit)
 	if filtered {
-		chunk = 200
+		chunk = min(200, int64(q.MaxScan))
 	}
 	scanned := 0
 	var last CatalogPos
@@ -347,8 +347,6 @@ func queryScored(ctx context.Context, rdb redis.UniversalClient, q *CatalogQuery
 			page.Next = &last
 			return page, nil
 		}
-		if chunk < 1000 {
-			chunk *= 2
-		}
+		chunk = min(chunk*2, 1000, int64(q.MaxScan-scanned))
 	}
 }
