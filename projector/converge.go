@@ -88,8 +88,10 @@ func (t *convergeTarget) Cursor(ctx context.Context) (time.Time, bool, error) {
 			return time.Time{}, false, err
 		}
 		gen, at, _ := strings.Cut(v, "|")
-		if gen == "" {
-			// Not ours to trust: a new generation, and a full pass.
+		if gen == "" || !strings.HasPrefix(gen, generationPrefix) {
+			// Not ours to trust, or recorded before the runs catalog
+			// existed (its passes did not check catalog entries): a new
+			// generation, and a full pass, which catalogues every run.
 			if err := t.p.rdb.Del(ctx, key).Err(); err != nil {
 				return time.Time{}, false, err
 			}
@@ -116,10 +118,16 @@ func (t *convergeTarget) SetCursor(ctx context.Context, c time.Time) error {
 	return nil
 }
 
+// generationPrefix starts every generation whose passes check the runs
+// catalog (snapshots.Reindex): a cursor of an older generation, recorded
+// by a projector from before the catalog, asks for a full pass, so an
+// upgraded deployment catalogues the runs it already had.
+const generationPrefix = "c1-"
+
 func newGeneration() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return generationPrefix + hex.EncodeToString(b[:])
 }
 
 // repairWorkers bounds the resyncs a convergence pass runs at once.
@@ -129,7 +137,7 @@ const repairWorkers = 4
 // behind through the projector's own resync (FROM_SNAPSHOT, FULL when the
 // snapshot is gone or unreadable), which marks a run stale and queues it
 // in the resync set when the store cannot answer. A run missing only from
-// its tenant's run index gets its entry back.
+// its tenant's run index or runs catalog gets its entries back.
 func (t *convergeTarget) Repair(ctx context.Context, heads []store.RunHead) (map[string]int, int, error) {
 	have, err := snapshots.ReadWatermarks(ctx, t.p.rdb, heads)
 	if err != nil {
