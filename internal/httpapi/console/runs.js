@@ -164,7 +164,7 @@ export function runsPage(view) {
       notes.push(h('div', { class: 'notice warn', role: 'status', testid: 'store-unknown' },
         'The store (Postgres) did not answer: cannot check that every run has a snapshot.'));
     }
-    if (last?.matched != null) notes.push(h('p', { class: 'muted', testid: 'matched' }, `${num(last.matched)} runs match.`));
+    if (last?.matched != null) notes.push(h('p', { class: 'muted', testid: 'matched' }, `${num(last.matched)} run${last.matched === 1 ? '' : 's'} match${last.matched === 1 ? 'es' : ''}.`));
     if (last?.scanLimited) {
       notes.push(h('div', { class: 'notice', role: 'status', testid: 'scan-limited' },
         `Searched ${last.scanned != null ? `${num(last.scanned)} runs` : 'a bounded part of the catalog'} and found ${num(rows.length)} so far: these filters combine more than one index, so each request scans a bounded number of runs. `,
@@ -184,9 +184,11 @@ export function runsPage(view) {
     body.classList.toggle('outdated', !!error || !conn.healthy());
     if (!shown.length) {
       if (error || !last || last.scanLimited) { body.replaceChildren(); return; }
-      body.replaceChildren(h('p', { class: 'muted', testid: 'runs-empty' },
-        searching() ? 'No runs match these filters.' : f.status ? `No ${f.status} runs.`
-          : 'No runs yet. Append events with POST /v1/events, or start runstream dev --demo.'));
+      const gap = last.storeRuns != null && last.total != null && last.storeRuns > last.total;
+      body.replaceChildren(h('p', { class: 'muted', testid: 'runs-empty', 'data-gap': gap || null },
+        gap ? 'No run shown has a snapshot yet: see above.'
+          : searching() ? 'No runs match these filters.' : f.status ? `No ${f.status} runs.`
+            : 'No runs yet. Append events with POST /v1/events, or start runstream dev --demo.'));
       return;
     }
     const cols = ['Run', 'Status', 'Plan', 'Engine run', 'Steps', 'Started', 'Updated', 'Duration'];

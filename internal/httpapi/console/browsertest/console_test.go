@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -253,28 +254,80 @@ type browser struct {
 	errs []string // uncaught exceptions and console errors of the page
 }
 
+// The package's tests share one Chromium (starting one costs about a
+// second and 100 MB); each test gets a tab of its own.
+var (
+	chromeOnce   sync.Once
+	chromeCtx    context.Context
+	chromeCancel context.CancelFunc
+	chromeErr    error
+	chromeDir    string
+	chromeOutput testenv.Buffer
+)
+
+func sharedChromium(path string) (context.Context, error) {
+	chromeOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "runstream-chromium-")
+		if err != nil {
+			chromeErr = err
+			return
+		}
+		chromeDir = dir
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path),
+			chromedp.Flag("headless", true),
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.NoFirstRun,
+			// No internet here: without these Chromium keeps dialling out
+			// (QUIC, component updates, sync) and floods refused connections.
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.UserDataDir(dir),
+			chromedp.WindowSize(wideWidth, 1000),
+			chromedp.CombinedOutput(&chromeOutput),
+		)
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		bctx, cancelBrowser := chromedp.NewContext(actx)
+		chromeCtx = bctx
+		chromeCancel = func() { cancelBrowser(); cancelAlloc() } // waits for Chromium to exit
+		// The first Run starts the browser; it must not carry a timeout.
+		if err := chromedp.Do(bctx); err != nil {
+			chromeErr = fmt.Errorf("starting %s: %w\n%s", path, err, chromeOutput.String())
+		}
+	})
+	return chromeCtx, chromeErr
+}
+
+func stopChromium() {
+	if chromeCancel != nil {
+		chromeCancel()
+	}
+	if chromeDir != "" {
+		_ = os.RemoveAll(chromeDir)
+	}
+}
+
+// The two widths every view is looked at (and screenshotted) in.
+const (
+	wideWidth   = 1400
+	narrowWidth = 390
+)
+
 func newBrowser(t *testing.T, path string) *browser {
 	t.Helper()
-	var output testenv.Buffer
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		// No internet here: without these Chromium keeps dialling out
-		// (QUIC, component updates, sync) and floods refused connections.
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 1000),
-		chromedp.CombinedOutput(&output),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
+	bctx, err := sharedChromium(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancelTab := chromedp.NewContext(bctx) // a new tab
 	b := &browser{t: t, ctx: ctx, dir: artifactsDir(t)}
+	// The tab opens on the first action.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(wideWidth, 1000)); err != nil {
+		t.Fatalf("opening a tab: %v\n%s", err, chromeOutput.String())
+	}
 	messages := chromedp.Console(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -284,8 +337,9 @@ func newBrowser(t *testing.T, path string) *browser {
 			if err != nil {
 				return
 			}
-			// Network errors (the 401s the token test provokes) are the
-			// server's answers, checked by the tests themselves.
+			// Network errors (the 401s the token test provokes, the 503s
+			// and 404s the fault tests provoke) are the server's answers,
+			// checked by the tests themselves.
 			if m.IsException() || (m.Type == chromedp.ConsoleError && m.Source != "network") {
 				b.mu.Lock()
 				b.errs = append(b.errs, fmt.Sprintf("%s (%s:%d)", m, m.URL, m.Line+1))
@@ -295,23 +349,20 @@ func newBrowser(t *testing.T, path string) *browser {
 	}()
 	t.Cleanup(func() {
 		cancelTab()
-		cancelAlloc() // waits for Chromium to exit, before its user-data-dir is removed
 		wg.Wait()
 		if t.Failed() {
-			t.Logf("chromium output:\n%s", output.String())
+			t.Logf("chromium output:\n%s", chromeOutput.String())
 		}
 	})
-	// The first Run starts the browser; it must not carry a timeout.
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting %s: %v\n%s", path, err, output.String())
-	}
 	return b
 }
 
+// artifactsDir is where screenshots go: $RUNSTREAM_ARTIFACTS_DIR/console,
+// else test-artifacts/console in the checkout (git-ignored).
 func artifactsDir(t *testing.T) string {
 	dir := os.Getenv("RUNSTREAM_ARTIFACTS_DIR")
 	if dir == "" {
-		return t.TempDir()
+		dir = filepath.Join(testenv.ModuleRoot(t), "test-artifacts")
 	}
 	dir = filepath.Join(dir, "console")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -399,6 +450,61 @@ func (b *browser) fail(format string, args ...any) {
 	b.t.Logf("page errors: %q", b.errs)
 	b.mu.Unlock()
 	b.t.Fatalf(format, args...)
+}
+
+// navigate changes the page's hash route (a same-document navigation:
+// the console routes on hashchange); a full URL's hash is taken.
+func (b *browser) navigate(url string) {
+	b.t.Helper()
+	_, hash, _ := strings.Cut(url, "#")
+	// Resolves once the console has routed (hashchange, then a task).
+	b.do(chromedp.Evaluate[chromedp.Void](`new Promise(resolve => {
+		addEventListener('hashchange', () => setTimeout(resolve, 0), { once: true });
+		location.hash = `+jsString("#"+hash)+`;
+	})`, chromedp.EvalAwaitPromise))
+}
+
+// eval returns a JavaScript expression's value as a string.
+func (b *browser) eval(expr string) string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		b.fail("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+// noElement fails unless nothing matches css.
+func (b *browser) noElement(css, what string) {
+	b.t.Helper()
+	if b.eval(fmt.Sprintf(`String(!!document.querySelector(%s))`, jsString(css))) != "false" {
+		b.fail("%s: %s is on the page", what, css)
+	}
+}
+
+// waitRows waits until the runs table shows exactly ids, in order.
+func (b *browser) waitRows(ids []string, what string) {
+	b.t.Helper()
+	want, _ := json.Marshal(ids)
+	b.waitTrue(fmt.Sprintf(`JSON.stringify([...document.querySelectorAll('[data-testid=run-row]')].map(r => r.dataset.runId)) === %s`, jsString(string(want))), what)
+}
+
+// shots saves the view at 1,400 px and at 390 px wide (name-1400.png,
+// name-390.png) and fails if the narrow page scrolls sideways.
+func (b *browser) shots(name string) {
+	b.t.Helper()
+	b.screenshot(name + "-1400.png")
+	b.do(chromedp.EmulateViewport(narrowWidth, 844))
+	defer b.do(chromedp.EmulateViewport(wideWidth, 1000))
+	b.waitTrue(fmt.Sprintf(`window.innerWidth === %d`, narrowWidth), "the narrow viewport")
+	if w, _ := strconv.Atoi(b.eval(`String(document.scrollingElement.scrollWidth)`)); w > narrowWidth {
+		b.screenshot(name + "-390.png")
+		wide := b.eval(`[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > innerWidth + 1).slice(0, 5).map(e => e.tagName + '.' + e.className + '[' + (e.dataset.testid || '') + ']').join(', ')`)
+		b.fail("%s at %d px: the page is %d px wide (document.scrollingElement.scrollWidth): it scrolls sideways; widest: %s", name, narrowWidth, w, wide)
+	}
+	b.screenshot(name + "-390.png")
 }
 
 // noExceptions fails the test if the page threw or logged an error.

@@ -21,7 +21,10 @@ func redisURL(t *testing.T) string {
 	return u
 }
 
-var addrRE = regexp.MustCompile(`HTTP API\s+(http://[0-9.:]+)`)
+var (
+	addrRE   = regexp.MustCompile(`HTTP API\s+(http://[0-9.:]+)`)
+	brokerRE = regexp.MustCompile(`Kafka\s+embedded \(kfake\) ([0-9.:]+)`)
+)
 
 var (
 	binOnce sync.Once
@@ -47,6 +50,7 @@ func runstreamBinary(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	stopChromium()
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
@@ -79,6 +83,9 @@ func startDev(t *testing.T, env map[string]string) (base, broker string, stop fu
 		return addrRE.MatchString(out.String())
 	})
 	base = addrRE.FindStringSubmatch(out.String())[1]
+	if m := brokerRE.FindStringSubmatch(out.String()); m != nil {
+		broker = m[1]
+	}
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
@@ -95,5 +102,5 @@ func startDev(t *testing.T, env map[string]string) (base, broker string, stop fu
 		})
 	}
 	t.Cleanup(stop)
-	return base, "", stop
+	return base, broker, stop
 }

@@ -1,0 +1,369 @@
+package browsertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+		"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/internal/workload"
+	"github.com/runstream/runstream/snapshots"
+	"github.com/runstream/runstream/store"
+)
+
+// seeded is what seedRuns wrote: the runs in order, and per status how
+// many ended in it.
+type seeded struct {
+	ids    []string
+	counts map[string]int
+	base   time.Time // run i started at base + i minutes
+}
+
+// seedRuns appends n runs for tenant through POST /v1/events:batch: run i
+// has plan plan_<i%4>, engine run ref temporal://wf/run-<i>, starts at
+// base + i minutes; every third completes, every seventh other fails.
+func seedRuns(t *testing.T, base string, tenant string, n int) seeded {
+	t.Helper()
+	s := seeded{counts: map[string]int{}, base: time.Now().Add(-time.Duration(n+60) * time.Minute).Truncate(time.Second)}
+	var batch []store.RunEventWrite
+	flush := func() {
+		if len(batch) > 0 {
+			appendBatch(t, base, batch)
+			batch = batch[:0]
+		}
+	}
+	for i := range n {
+		id := workload.NewIdentity(tenant)
+		id.PlanID = fmt.Sprintf("plan_%d", i%4)
+		s.ids = append(s.ids, id.RunID)
+		at := s.base.Add(time.Duration(i) * time.Minute)
+		batch = append(batch, workload.Event(id, store.EventRunStarted, "", 1, 1, at, map[string]any{
+			"engineRunRef": fmt.Sprintf("temporal://wf/run-%d", i), "startedAt": at.UTC().Format(time.RFC3339Nano)}))
+		switch {
+		case i%3 == 0:
+			batch = append(batch, workload.Event(id, store.EventRunCompleted, "", 1, 1, at.Add(time.Second), nil))
+			s.counts[store.RunCompleted]++
+		case i%7 == 0:
+			batch = append(batch, workload.Event(id, store.EventRunFailed, "", 1, 1, at.Add(time.Second), map[string]any{
+				"errorCode": "E", "errorMessage": "failed on purpose"}))
+			s.counts[store.RunFailed]++
+		default:
+			s.counts[store.RunRunning]++
+		}
+		if len(batch) >= 400 {
+			flush()
+		}
+	}
+	flush()
+	return s
+}
+
+func appendBatch(t *testing.T, base string, evs []store.RunEventWrite) {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"events": evs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(base+"/v1/events:batch", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Results []struct {
+			Error *struct{ Message string } `json:"error"`
+		} `json:"results"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /v1/events:batch: status %d, %v", resp.StatusCode, err)
+	}
+	for i, r := range out.Results {
+		if r.Error != nil {
+			t.Fatalf("POST /v1/events:batch: events[%d]: %s", i, r.Error.Message)
+		}
+	}
+}
+
+// waitProjected waits until every run of ids has a snapshot in Redis.
+func waitProjected(t *testing.T, ids []string) {
+	t.Helper()
+	rdb := testenv.Redis(t)
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = snapshots.Key(id)
+	}
+	testenv.WaitFor(t, 60*time.Second, fmt.Sprintf("the projector to write %d snapshots", len(ids)), func() bool {
+		for from := 0; from < len(keys); from += 500 {
+			vals, err := rdb.MGet(context.Background(), keys[from:min(from+500, len(keys))]...).Result()
+			if err != nil {
+				return false
+			}
+			for _, v := range vals {
+				if v == nil {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+// TestConsole_Views drives every view against one dev process with 1,101
+// runs in a tenant: exact counts over more than 1,000 runs, search by run
+// id prefix, engine run ref, plan and time range, sorting, deep links that
+// survive a reload, the store/catalog gap banner, the not-found page, the
+// durations' clocks, the lag page with two groups and their owners, dead
+// letters (list, inspect, retry with confirmation) and a rebuild with its
+// progress; each view at 1,400 and 390 px without sideways scrolling.
+func TestConsole_Views(t *testing.T) {
+	chrome := chromium(t)
+	pool, schema := testenv.Postgres(t, 5)
+	rdb := testenv.Redis(t)
+	base, broker, stop := startDev(t, devEnv(t, schema))
+	defer stop()
+	requireConsole(t, base)
+	b := newBrowser(t, chrome)
+	ctx := context.Background()
+
+	tenant := "console_" + testenv.RandomID(4)
+	const n = 1100
+	s := seedRuns(t, base, tenant, n)
+	// One more run whose step durations disagree by clock: the engine
+	// measured 2.6 s, its events are 258 ms apart.
+	special := workload.NewIdentity(tenant)
+	special.PlanID = "plan_special"
+	t0 := time.Now().Add(-10 * time.Second)
+	appendEvents(t, base, "",
+		workload.Event(special, store.EventRunStarted, "", 1, 1, t0, nil),
+		workload.Event(special, store.EventStepStarted, "load", 1, 1, t0.Add(100*time.Millisecond), nil),
+		workload.Event(special, store.EventStepCompleted, "load", 1, 1, t0.Add(358*time.Millisecond), map[string]any{"durationMs": 2600}),
+	)
+	s.counts[store.RunRunning]++
+	all := append(append([]string{}, s.ids...), special.RunID)
+	waitProjected(t, all)
+
+	// ---- the runs list: exact counts over more than 1,000 runs ----
+	b.do(chromedp.Navigate(base + "/#/runs?tenant=" + tenant))
+	b.waitText(`[data-testid=count-ALL]`, "1,101")
+	b.waitLive()
+	for _, st := range []string{store.RunCompleted, store.RunFailed, store.RunRunning, store.RunPaused} {
+		b.waitTrue(fmt.Sprintf(`document.querySelector('[data-testid=count-%s]').textContent === %s`, st, jsString(fmt.Sprintf("%d", s.counts[st]))),
+			fmt.Sprintf("count-%s to be exactly %d", st, s.counts[st]))
+	}
+	b.waitTrue(`document.querySelector('[data-testid=counts-note]').dataset.exact === 'true'`, "the counts labelled exact")
+	b.waitText(`[data-testid=counts-note]`, "1,101 runs")
+	b.waitTrue(`document.querySelectorAll('[data-testid=run-row]').length === 50`, "a first page of 50 runs")
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=load-more]`)))
+	b.waitTrue(`document.querySelectorAll('[data-testid=run-row]').length === 100`, "a second page via nextCursor")
+	b.shots("runs-list")
+
+	// ---- search: run id prefix through the form; the hash keeps it ----
+	target := s.ids[500]
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=search-runIdPrefix]`), target[:13]),
+		chromedp.Click(chromedp.CSS(`[data-testid=search-submit]`)))
+	b.waitTrue(fmt.Sprintf(`location.hash.includes('runIdPrefix=%s')`, target[:13]), "the prefix in the URL hash")
+	b.waitRows([]string{target}, "the one run with that prefix")
+	b.do(chromedp.Reload())
+	b.waitRows([]string{target}, "the search to survive a reload")
+	b.waitTrue(fmt.Sprintf(`document.querySelector('[data-testid=search-runIdPrefix]').value === %s`, jsString(target[:13])), "the form to show the search after a reload")
+	b.shots("runs-search-prefix")
+
+	// Engine run ref (exact) and plan, as deep links.
+	b.navigate(base + "/#/runs?tenant=" + tenant + "&engineRunRef=" + "temporal%3A%2F%2Fwf%2Frun-77")
+	b.waitRows([]string{s.ids[77]}, "the run with engine ref run-77")
+	b.navigate(base + "/#/runs?tenant=" + tenant + "&plan=plan_special")
+	b.waitRows([]string{special.RunID}, "the one run of plan_special")
+	b.waitTrue(`[...document.querySelectorAll('[data-testid=run-plan]')].every(e => e.textContent.startsWith('plan_special'))`, "plan column")
+
+	// ---- sorting and a time range on startedAt, oldest first ----
+	b.navigate(base + "/#/runs?tenant=" + tenant + "&sort=startedAt&order=asc")
+	b.waitTrue(fmt.Sprintf(`document.querySelector('[data-testid=run-row]')?.dataset.runId === %s`, jsString(s.ids[0])), "the earliest started run first")
+	b.waitTrue(`(() => { const t = [...document.querySelectorAll('[data-testid=run-started]')].map(e => Date.parse(e.dataset.at)); return t.length === 50 && t.every((x, i) => i === 0 || t[i-1] <= x); })()`,
+		"startedAt ascending down the page")
+	b.waitTrue(`document.querySelector('[data-testid=sort]').value === 'startedAt' && document.querySelector('[data-testid=order]').value === 'asc'`, "the sort controls to show the hash's sort")
+	b.shots("runs-sorted-started-asc")
+	from, to := s.base.Add(10*time.Minute).UTC().Format(time.RFC3339), s.base.Add(20*time.Minute).UTC().Format(time.RFC3339)
+	b.navigate(base + "/#/runs?tenant=" + tenant + "&sort=startedAt&order=asc&from=" + from + "&to=" + to)
+	b.waitRows(s.ids[10:20], "runs 10..19 (from inclusive, to exclusive)")
+	b.shots("runs-time-range")
+
+	// ---- the store has runs the catalog does not: said, not hidden ----
+	gapTenant := "console_gap_" + testenv.RandomID(4)
+	gap := seedRuns(t, base, gapTenant, 3)
+	waitProjected(t, gap.ids)
+	dropCatalog(t, rdb, gapTenant, gap.ids)
+	b.navigate(base + "/#/runs?tenant=" + gapTenant)
+	b.waitText(`[data-testid=catalog-gap]`, "3 runs in the store, 0 with snapshots")
+	b.waitText(`[data-testid=catalog-gap]`, "snapshots are being rebuilt or the projector is behind")
+	b.noElement(`[data-testid=runs-empty]:not([data-gap])`, "no plain \"No runs yet\" while the store has runs")
+	b.shots("runs-store-gap")
+
+	// ---- an unknown run: a not-found page, one request, no actions ----
+	unknown := "no-such-run-" + testenv.RandomID(6)
+	b.navigate(base + "/#/runs/" + unknown)
+	b.waitText(`[data-testid=not-found]`, unknown)
+	b.waitText(`[data-testid=not-found-title]`, "Run not found")
+	time.Sleep(4 * time.Second) // a retry loop would have asked again by now
+	b.noElement(`[data-testid=resync]`, "no Resync on a run that does not exist")
+	b.waitTrue(fmt.Sprintf(`performance.getEntriesByType('resource').filter(e => e.name.includes(%s)).length === 1`, jsString(unknown)),
+		"exactly one request for the unknown run (no retry loop, no stream)")
+	b.shots("run-not-found")
+
+	// ---- the run page: each duration says its clock ----
+	b.navigate(base + "/#/runs/" + special.RunID)
+	b.waitText(`[data-step-id=load] [data-testid=step-duration]`, "2.6 s")
+	b.waitTrue(`document.querySelector('[data-step-id=load] [data-testid=step-duration]').dataset.source === 'engine'`, "the Steps duration marked as the engine's")
+	b.waitText(`[data-testid=timeline-duration]`, "258 ms")
+	b.waitText(`[data-testid=timeline-legend]`, "emittedAt")
+	b.waitText(`[data-testid=steps-duration-header]`, "engine")
+	b.waitLive()
+	b.shots("run-page")
+
+	// ---- lag: every group of the topic, per partition, with owners ----
+	if broker == "" {
+		t.Fatal("dev did not print its embedded broker's address")
+	}
+	consumer := startConsumer(t, broker, "console-test-etl", "etl-client", "etl-instance-1")
+	defer consumer.Close()
+	b.navigate(base + "/#/lag")
+	b.waitVisible(`[data-testid=lag-group][data-group="console-test-etl"]`)
+	b.waitVisible(fmt.Sprintf(`[data-testid=lag-group][data-group=%q]`, store.DefaultProjectorGroup))
+	b.waitText(`[data-group="console-test-etl"] [data-testid=lag-owner]`, "etl-client")
+	b.waitText(`[data-group="console-test-etl"] [data-testid=lag-owner]`, "etl-instance-1")
+	b.waitText(`[data-group="console-test-etl"] [data-testid=lag-members]`, "host")
+	b.waitTrue(`document.querySelectorAll('[data-group="console-test-etl"] [data-testid=lag-partition]').length > 0`, "the test group's partitions")
+	b.waitTrue(fmt.Sprintf(`[...document.querySelectorAll('[data-group=%q] [data-testid=lag-owner]')].some(e => e.textContent !== '—')`, store.DefaultProjectorGroup), "the projector's partitions to have owners")
+	first := b.eval(`document.querySelector('[data-testid=refreshed-at]').dataset.at`)
+	b.waitTrue(fmt.Sprintf(`document.querySelector('[data-testid=refreshed-at]')?.dataset.at > %s`, jsString(first)), "the lag page to refresh by itself")
+	b.shots("lag")
+	b.do(chromedp.Click(chromedp.CSS(`[data-group="console-test-etl"] [data-testid=lag-group-link]`)))
+	b.waitTrue(`location.hash === '#/lag/console-test-etl' && document.querySelectorAll('[data-testid=lag-group]').length === 1`, "the one group's deep link")
+	b.waitText(`[data-testid=lag-owner]`, "etl-instance-1")
+	b.shots("lag-group")
+
+	// ---- dead letters: list, inspect, retry one and all, each confirmed ----
+	for i, id := range []string{s.ids[1], s.ids[2]} {
+		if _, err := pool.Exec(ctx, `INSERT INTO outbox_dead_letters (id, shard, run_id, run_seq, created_at, attempts, last_error, first_failed_at)
+			VALUES ($1, 0, $2, 1, now(), 9, $3, now() - interval '6 minutes')`, 900000001+i, id, fmt.Sprintf("broker refused: MESSAGE_TOO_LARGE (test %d)", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadLetters := func() int {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox_dead_letters`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	b.navigate(base + "/#/dead-letters")
+	b.waitTrue(`document.querySelectorAll('[data-testid=dl-row]').length === 2`, "two dead letters listed")
+	b.waitText(`[data-testid=dl-last-error]`, "MESSAGE_TOO_LARGE")
+	b.shots("dead-letters")
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=dl-row][data-id="900000001"] [data-testid=dl-link]`)))
+	b.waitText(`[data-testid=dl-detail-error]`, "MESSAGE_TOO_LARGE (test 0)")
+	b.waitText(`[data-testid=dl-record]`, s.ids[1])
+	b.shots("dead-letter")
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=dl-retry]`)))
+	b.waitVisible(`[data-testid=confirm-dialog]`)
+	b.shots("dead-letter-confirm")
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=confirm-cancel]`)))
+	b.waitTrue(`!document.querySelector('[data-testid=confirm-dialog]')`, "the dialog to close")
+	if got := deadLetters(); got != 2 {
+		t.Fatalf("after Cancel: %d dead letters, want 2 (nothing retried)", got)
+	}
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=dl-retry]`)))
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
+	b.waitText(`[data-testid=dl-result]`, "Retried 1")
+	if got := deadLetters(); got != 1 {
+		t.Fatalf("after retrying one: %d dead letters, want 1", got)
+	}
+	b.navigate(base + "/#/dead-letters")
+	b.waitTrue(`document.querySelectorAll('[data-testid=dl-row]').length === 1`, "one dead letter left")
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=dl-retry-all]`)))
+	b.waitText(`[data-testid=confirm-text]`, "every dead letter")
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
+	b.waitText(`[data-testid=dl-result]`, "Retried 1")
+	b.waitVisible(`[data-testid=dl-empty]`)
+	if got := deadLetters(); got != 0 {
+		t.Fatalf("after Retry all: %d dead letters, want 0", got)
+	}
+
+	// ---- a rebuild of the tenant, with its progress ----
+	b.navigate(base + "/#/rebuilds")
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=rebuild-tenant]`), tenant),
+		chromedp.Click(chromedp.CSS(`[data-testid=rebuild-start]`)))
+	b.waitText(`[data-testid=confirm-text]`, tenant)
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
+	b.waitTrue(`location.hash.startsWith('#/rebuilds/')`, "the rebuild's own page")
+	b.waitVisible(`[data-testid=rebuild-progress]`)
+	b.waitText(`[data-testid=rebuild-state]`, "DONE")
+	b.waitText(`[data-testid=rebuild-counts]`, "1,101 of 1,101 runs rebuilt")
+	b.waitTrue(`document.querySelector('[data-testid=rebuild-progress]').value === 100`, "the progress bar full")
+	b.shots("rebuild")
+	b.noExceptions()
+}
+
+// dropCatalog removes a tenant's runs from Redis (their snapshots, the
+// run index and any other key naming the tenant), as a Redis that lost
+// its data while the store kept it.
+func dropCatalog(t *testing.T, rdb *redis.Client, tenant string, ids []string) {
+	t.Helper()
+	ctx := context.Background()
+	var keys []string
+	for _, id := range ids {
+		keys = append(keys, snapshots.Key(id))
+	}
+	iter := rdb.Scan(ctx, 0, "*"+tenant+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startConsumer joins group as a static member (client id, instance id)
+// reading the topic from the start, and commits what it read, so the
+// group has committed offsets and owners.
+func startConsumer(t *testing.T, broker, group, clientID, instanceID string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumerGroup(group), kgo.ConsumeTopics(store.DefaultTopic),
+		kgo.ClientID(clientID), kgo.InstanceID(instanceID), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for read := 0; read == 0; {
+		fs := cl.PollRecords(ctx, 500)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumer group %s read nothing within 30s: %v", group, err)
+		}
+		read += fs.NumRecords()
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("committing %s's offsets: %v", group, err)
+	}
+	// Keep polling in the background so the member stays in the group.
+	go func() {
+		for {
+			fs := cl.PollFetches(context.Background())
+			if fs.IsClientClosed() {
+				return
+			}
+		}
+	}()
+	return cl
+}
