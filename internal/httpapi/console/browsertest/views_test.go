@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-		"testing"
+	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
