@@ -142,7 +142,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A tenant's runs, newest first */
+        /**
+         * A tenant's runs: searched, sorted, paged, with exact counts
+         * @description Runs of the caller's tenant (an operator names it with tenantId) from the runs catalog the projector keeps in Redis. Filters combine (AND). The most selective index answers: an engineRunRef or runIdPrefix matching at most 2,000 runs is read whole; otherwise one sorted index of the sort field is walked and the other filters are checked run by run, at most 5,000 index entries a page: a page that stops there before it is full has scanLimited true and a nextCursor that continues the scan (it may hold fewer runs than limit, even none). Times are compared at millisecond precision. Redis unavailable: 503.
+         */
         get: operations["listRuns"];
         put?: never;
         post?: never;
@@ -654,6 +657,7 @@ export interface components {
             substatus?: string;
             lastEventSeq: number;
             updatedAt: string;
+            /** @description When the run started (persistedAt of RunStarted); absent before. */
             startedAt?: string;
             completedAt?: string;
             totalDurationMs?: number;
@@ -663,16 +667,32 @@ export interface components {
             planVersion: string;
             /** @description How many steps the run has. */
             steps: number;
+            /** @description The engine's reference of the run, once started. */
+            engineRunRef?: string;
         };
         RunList: {
-            /** @description Newest first. */
+            /** @description In the query's order. */
             runs: components["schemas"]["RunSummary"][];
             /** @description The next page's cursor; empty on the last page. */
             nextCursor: string;
-            /** @description Runs per status among the tenant's most recently updated runs. */
+            /** @description The exact number of the tenant's runs per status (every status, zeros included), kept by the projector in the Redis catalog; never a window. Filters do not apply. */
             counts: {
-                [key: string]: number;
+                PENDING: number;
+                APPROVED: number;
+                RUNNING: number;
+                PAUSED: number;
+                COMPLETED: number;
+                FAILED: number;
+                CANCELLED: number;
             };
+            /** @description The tenant's runs in the Redis catalog (its run index). */
+            total: number;
+            /** @description The tenant's runs in the store (Postgres); null when the store did not answer within a short timeout (the list is still served from Redis). storeRuns > total: snapshots are missing (projector lag, or Redis lost data and convergence or a rebuild is refilling it). */
+            storeRuns: number | null;
+            /** @description The exact number of runs matching the query (all pages) when one index answers it; null when not known cheaply. */
+            matched: number | null;
+            /** @description The page stopped at its bound of index entries before it was full (filters no single index answers); nextCursor continues the scan. */
+            scanLimited: boolean;
         };
         ResyncResult: {
             runId: string;
@@ -1359,9 +1379,23 @@ export interface operations {
             query?: {
                 /** @description Only runs with this status. */
                 status?: components["schemas"]["RunStatus"];
+                /** @description Only runs whose runId starts with this (an identifier's characters: printable, no '|', at most 255 bytes). */
+                runIdPrefix?: string;
+                /** @description Only the runs with exactly this engine run ref (at most 1024 bytes, no control characters). */
+                engineRunRef?: string;
+                /** @description Only runs of this plan. */
+                planId?: string;
+                /** @description The field runs are ordered by (ties by runId). startedAt lists only runs that have started. */
+                sort?: "updatedAt" | "startedAt";
+                /** @description desc: newest first; asc: oldest first. */
+                order?: "desc" | "asc";
+                /** @description RFC 3339 time: only runs whose sort field is at or after it (inclusive). */
+                from?: string;
+                /** @description RFC 3339 time: only runs whose sort field is before it (exclusive); after from. */
+                to?: string;
                 /** @description Runs per page. */
                 limit?: number;
-                /** @description nextCursor of the previous page. */
+                /** @description nextCursor of the previous page of the same query: a cursor is bound to its tenant, filters, sort, order and time range (limit may change); another query's cursor is a 400 naming cursor. */
                 cursor?: string;
                 /** @description The tenant to read. A tenant's token reads its own tenant and needs none; an operator (and development mode) names one. */
                 tenantId?: components["parameters"]["tenantId"];
@@ -1372,7 +1406,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of runs. */
+            /** @description A page of runs, the tenant's exact counts, and what the store holds. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -302,6 +302,23 @@ func TestContract(t *testing.T) {
 	h.run(t, call{method: "GET", path: "/v1/runs?limit=5", token: "tok-a", want: 200})
 	h.run(t, call{method: "GET", path: "/v1/runs?status=RUNNING&limit=5", token: "tok-a", want: 200})
 	h.run(t, call{method: "GET", path: "/v1/runs?status=SLEEPING", token: "tok-a", want: 400, badRequest: true})
+	// The catalog's search, sort and exact counts: the resynced run is
+	// found by its runId prefix, sorted by startedAt within a range.
+	found := h.run(t, call{method: "GET", path: "/v1/runs?runIdPrefix=" + url.QueryEscape(runID) + "&sort=startedAt&order=asc&from=" +
+		url.QueryEscape(start) + "&limit=5", token: "tok-a", want: 200})
+	var list struct {
+		Runs []struct {
+			RunID string `json:"runId"`
+		} `json:"runs"`
+		Counts  map[string]int `json:"counts"`
+		Matched *int           `json:"matched"`
+	}
+	if err := json.Unmarshal(found, &list); err != nil || len(list.Runs) != 1 || list.Runs[0].RunID != runID ||
+		list.Counts["RUNNING"] < 1 || list.Matched == nil || *list.Matched != 1 {
+		t.Fatalf("search by runIdPrefix sorted by startedAt: %v %s", err, found)
+	}
+	h.run(t, call{method: "GET", path: "/v1/runs?planId=no-such-plan&status=RUNNING&engineRunRef=x&order=desc&to=" + url.QueryEscape(time.Now().UTC().Add(time.Hour).Format(time.RFC3339)), token: "tok-a", want: 200})
+	h.run(t, call{method: "GET", path: "/v1/runs?sort=startedAt&cursor=bm9wZQ", token: "tok-a", want: 400, badRequest: true})
 
 	// Audit reads by persistedAt.
 	// The events are visible once the audit horizon (the store's clock
