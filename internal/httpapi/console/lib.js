@@ -161,9 +161,10 @@ export async function api(path, opts = {}) {
 
 // errorText says what failed in words an operator can act on.
 export function errorText(e) {
-  if (e.status === 0) return 'the API did not answer (is runstream running, and is the network up?)';
-  if (e.status === 403) return `${e.message} (needs an operator token)`;
-  return e.code ? `${e.code}: ${e.message}` : e.message;
+  if (e.status === 0) return 'the API did not answer (is runstream running, and is the network up?).';
+  const m = /[.!?)]$/.test(e.message) ? e.message : `${e.message}.`;
+  if (e.status === 403) return `${m} (needs an operator token)`;
+  return e.code ? `${e.code}: ${m}` : m;
 }
 
 // ---- the connection state: one indicator for the whole console ----
