@@ -298,10 +298,17 @@ func (r *Report) Text() string {
 	// number, since client ids alone often repeat.
 	num := map[string]int{}
 	if len(r.MemberDetails) > 0 {
-		fmt.Fprintf(&b, "%-4s %-24s %-24s %-16s %s\n", "#", "CLIENT ID", "INSTANCE ID", "HOST", "MEMBER ID")
+		// Columns as wide as their longest value: client ids such as
+		// runstream-projector-<host>-<pid> are longer than a fixed width.
+		wc, wi, wh := len("CLIENT ID"), len("INSTANCE ID"), len("HOST")
+		for _, m := range r.MemberDetails {
+			wc, wi, wh = max(wc, len(m.ClientID)), max(wi, len(m.InstanceID)), max(wh, len(m.Host))
+		}
+		row := fmt.Sprintf("%%-4s %%-%ds %%-%ds %%-%ds %%s\n", wc, wi, wh)
+		fmt.Fprintf(&b, row, "#", "CLIENT ID", "INSTANCE ID", "HOST", "MEMBER ID")
 		for i, m := range r.MemberDetails {
 			num[m.MemberID] = i + 1
-			fmt.Fprintf(&b, "%-4s %-24s %-24s %-16s %s\n", fmt.Sprintf("#%d", i+1), orDash(m.ClientID), orDash(m.InstanceID), orDash(m.Host), m.MemberID)
+			fmt.Fprintf(&b, row, fmt.Sprintf("#%d", i+1), orDash(m.ClientID), orDash(m.InstanceID), orDash(m.Host), m.MemberID)
 		}
 		b.WriteString("\n")
 	}
