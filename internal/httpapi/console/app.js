@@ -25,8 +25,6 @@ const ROUTES = [
 
 function showTokenState() {
   $('[data-testid=forget-token]').hidden = !token;
-  const tenantForm = $('form.tenant');
-  if (tenantForm) tenantForm.hidden = !!token;
 }
 
 let leave = null;

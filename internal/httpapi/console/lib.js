@@ -258,6 +258,8 @@ export const conn = {
     }
     this.render();
     document.body.classList.toggle('operator', !!this.operator);
+    // A tenant's token lists its own tenant: no tenant field then.
+    document.body.classList.toggle('tenant-token', !!token && !this.operator);
     this.timer = setTimeout(() => this.poll(), READY_POLL_MS);
   },
 };

@@ -27,8 +27,9 @@ export function runsPage(view) {
     plan: p0.get('plan') || '', from: p0.get('from') || '', to: p0.get('to') || '',
     sort: SORTS[p0.get('sort')] ? p0.get('sort') : 'updatedAt', order: p0.get('order') === 'asc' ? 'asc' : 'desc',
   };
-  // Without credentials the API lists ?tenantId= (else its default tenant);
-  // with a token the token's tenant is listed and this field is hidden.
+  // Without credentials and for an operator the API lists ?tenantId= (else
+  // its default tenant); a tenant's token lists its own tenant, and this
+  // field is hidden (body.tenant-token).
   let tenant = p0.get('tenant') ?? sessionStorage.getItem('runstream.tenant') ?? '';
   let rows = [], last = null, cursor = '', error = null, loadedAt = null, refresh = null, stopWatch = null, loading = false;
   let epoch = 0; // bumped by restart(), so a load for the old filter is dropped
@@ -42,7 +43,7 @@ export function runsPage(view) {
   const pageNote = h('span', { class: 'muted', testid: 'page-note' });
 
   const tenantInput = h('input', { id: 'tenant', name: 'tenant', value: tenant, placeholder: 'server default', testid: 'tenant-input' });
-  const tenantForm = h('form', { class: 'tenant', hidden: !!token, onsubmit: e => {
+  const tenantForm = h('form', { class: 'tenant', testid: 'tenant-form', onsubmit: e => {
     e.preventDefault();
     tenant = tenantInput.value.trim();
     restart();
@@ -87,7 +88,9 @@ export function runsPage(view) {
   const searching = () => !!(f.runIdPrefix || f.engineRunRef || f.plan || f.from || f.to);
   const query = extra => {
     const p = new URLSearchParams(extra);
-    if (tenant && !token) p.set('tenantId', tenant);
+    // A tenant's token always reads its own tenant (the API ignores
+    // tenantId then); without tokens and for an operator, tenantId picks.
+    if (tenant) p.set('tenantId', tenant);
     return p;
   };
 
@@ -206,7 +209,7 @@ export function runsPage(view) {
         td('Duration', { class: 'num' }, dur(r.totalDurationMs)))))))));
   }
   const sortOf = c => (c === SORTS[f.sort] ? (f.order === 'asc' ? 'ascending' : 'descending') : null);
-  const tenantLabel = () => token ? 'this token\'s tenant' : tenant ? `tenant ${tenant}` : 'the default tenant';
+  const tenantLabel = () => token && !conn.operator ? 'this token\'s tenant' : tenant ? `tenant ${tenant}` : 'the default tenant';
 
   // Live: patch the row now, re-read the first page (new runs, counts) soon.
   const liveUpdates = () => watch(`/v1/runs/watch?${query()}`, {

@@ -148,7 +148,8 @@ func TestConsole_AsksForToken(t *testing.T) {
 	tenant := "console_" + testenv.RandomID(4)
 	token := "tok-" + testenv.RandomID(8)
 	env := devEnv(t, schema)
-	env["RUNSTREAM_AUTH_TOKENS"] = token + ":" + tenant
+	opToken := "op-" + testenv.RandomID(8)
+	env["RUNSTREAM_AUTH_TOKENS"] = token + ":" + tenant + "," + opToken + ":*"
 	base, _, stop := startDev(t, env)
 	defer stop()
 	requireConsole(t, base)
@@ -177,6 +178,25 @@ func TestConsole_AsksForToken(t *testing.T) {
 	appendEvents(t, base, token, workload.Event(id, store.EventRunCompleted, "", 1, 1, time.Now(), nil))
 	b.waitText(`.status-line [data-testid=status]`, "COMPLETED")
 	b.screenshot("11-authenticated-run.png")
+
+	// A tenant's token: no operator links, and an operator page reached
+	// by its URL says what it needs instead of showing nothing.
+	b.waitTrue(`!document.body.classList.contains('operator') && !document.querySelector('[data-testid=nav-lag]').checkVisibility()`, "no operator links for a tenant's token")
+	for _, page := range []string{"lag", "dead-letters", "rebuilds"} {
+		b.navigate(base + "/#/" + page)
+		b.waitText(`[data-testid=needs-operator]`, "needs an operator token")
+	}
+	b.shots("operator-page-tenant-token")
+
+	// An operator's token: the links appear and the lag page answers.
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=forget-token]`)))
+	b.waitVisible(`[data-testid=token-dialog]`)
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=token-input]`), opToken),
+		chromedp.Click(chromedp.CSS(`[data-testid=token-submit]`)))
+	b.waitVisible(`[data-testid=nav-lag]`)
+	b.navigate(base + "/#/lag")
+	b.waitVisible(`[data-testid=lag-group]`)
+	b.noElement(`[data-testid=needs-operator]`, "an operator's token reads the lag page")
 	b.noExceptions()
 }
 
