@@ -242,6 +242,8 @@ type bench struct {
 	rdb    redis.UniversalClient
 	prefix string   // of the tenants of the bench's runs, one tenant per phase
 	keys   []string // Redis keys to delete before returning
+	// tenants whose run index and runs catalog to delete before returning
+	tenants map[string]bool
 }
 
 // openRedis connects the way `runstream projector` does
@@ -261,10 +263,13 @@ func openRedis(ctx context.Context, url string) (redis.UniversalClient, string, 
 }
 
 // track schedules the snapshot keys of runIDs, and their tenant's run
-// index, for deletion.
+// index and runs catalog, for deletion.
 func (b *bench) track(tenant string, runIDs ...string) {
 	if tenant != "" {
-		b.keys = append(b.keys, snapshots.IndexKey(tenant))
+		if b.tenants == nil {
+			b.tenants = map[string]bool{}
+		}
+		b.tenants[tenant] = true
 	}
 	for _, id := range runIDs {
 		b.keys = append(b.keys, snapshots.Key(id))
@@ -274,11 +279,14 @@ func (b *bench) track(tenant string, runIDs ...string) {
 // unlink deletes the tracked keys, one key per command so that it works
 // on a cluster, also after ctx was cancelled.
 func (b *bench) unlink(ctx context.Context) error {
-	if len(b.keys) == 0 {
-		return nil
-	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
+	for tenant := range b.tenants {
+		if err := snapshots.DeleteCatalog(dctx, b.rdb, tenant); err != nil {
+			return fmt.Errorf("deleting the bench's runs catalog of tenant %q: %w", tenant, err)
+		}
+		delete(b.tenants, tenant)
+	}
 	for lo := 0; lo < len(b.keys); lo += 1000 {
 		hi := min(lo+1000, len(b.keys))
 		pipe := b.rdb.Pipeline()
