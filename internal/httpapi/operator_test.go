@@ -308,6 +308,7 @@ func TestOperator_RebuildTenant(t *testing.T) {
 	ids := appendRuns(t, st, "tenant_a", runs)
 	other := appendRuns(t, st, "tenant_b", 3)
 
+	start := time.Now()
 	r := do(t, "POST", e.url+"/v1/rebuilds", "tok-op", []byte(`{"tenantId":"tenant_a"}`))
 	if r.status != http.StatusAccepted {
 		t.Fatalf("start: %d %s", r.status, r.body)
@@ -344,7 +345,7 @@ func TestOperator_RebuildTenant(t *testing.T) {
 			t.Fatalf("progress went back: %+v then %+v", midway[i-1], midway[i])
 		}
 	}
-	t.Logf("progress seen at %d points, first %d/%d", len(midway), midway[0].Done, midway[0].Total)
+	t.Logf("%d runs rebuilt in %v; progress seen at %d points, first %d/%d", runs, rb.FinishedAt.Sub(start).Round(time.Millisecond), len(midway), midway[0].Done, midway[0].Total)
 	for _, id := range []string{ids[0], ids[runs/2], ids[runs-1]} {
 		if r := do(t, "GET", e.url+"/v1/runs/"+id+"/snapshot", "tok-a", nil); r.status != 200 {
 			t.Fatalf("snapshot of rebuilt run %s: %d", id, r.status)
