@@ -77,7 +77,7 @@ func TestText_LongClientIDsAligned(t *testing.T) {
 	if strings.Index(row1, "projector-0") != at || strings.Index(row2, " - ")+1 != at || strings.Index(head, "HOST") != strings.Index(row1, "/10.0.0.1") {
 		t.Fatalf("member columns not aligned:\n%s", r.Text())
 	}
-	if !strings.Contains(r.Text(), "#1 "+m1.ClientID+" (projector-0)") {
-		t.Fatalf("the partition's owner is not named by number, client id and instance id:\n%s", r.Text())
+	if !strings.Contains(r.Text(), "#1 "+m1.ClientID+" (projector-0) /10.0.0.1\n") {
+		t.Fatalf("the partition's owner is not named by number, client id, instance id and host:\n%s", r.Text())
 	}
 }

@@ -337,9 +337,8 @@ func (r *Report) Text() string {
 			}
 			if n := num[p.Owner.MemberID]; n > 0 {
 				member = fmt.Sprintf("#%d %s", n, member)
-			} else {
-				member += " " + p.Owner.Host
 			}
+			member += " " + orDash(p.Owner.Host) // each row names its owner's host too
 		}
 		if p.Err != "" {
 			member = "error: " + p.Err
