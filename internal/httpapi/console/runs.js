@@ -69,7 +69,7 @@ export function runsPage(view) {
     restart();
   } },
   FIELDS.map(([key, , label]) => field(key, label, inputs[key])),
-  h('fieldset', { class: 'range' }, h('legend', {}, 'Time range on'), inputs.sort,
+  h('fieldset', { class: 'range' }, h('legend', {}, 'Sort by, and time range on'), inputs.sort,
     field('from', 'from', inputs.from), field('to', 'to (exclusive)', inputs.to)),
   field('order', 'Order', inputs.order),
   h('div', { class: 'search-actions' },

@@ -34,6 +34,7 @@ import (
 // the failed first attempt's error opens, the stale badge follows the
 // snapshot, and Resync clears it.
 func TestConsole_RunGoesLive(t *testing.T) {
+	t.Parallel() // each test has its own dev process and tab; they mostly wait
 	chrome := chromium(t)
 	_, schema := testenv.Postgres(t, 5)
 	rdb := testenv.Redis(t)
@@ -142,6 +143,7 @@ func TestConsole_RunGoesLive(t *testing.T) {
 // good one for the tab, and streams with it (EventSource sends it as
 // ?access_token=).
 func TestConsole_AsksForToken(t *testing.T) {
+	t.Parallel() // each test has its own dev process and tab; they mostly wait
 	chrome := chromium(t)
 	_, schema := testenv.Postgres(t, 5)
 	testenv.Redis(t)
@@ -509,6 +511,23 @@ func (b *browser) waitRows(ids []string, what string) {
 	b.t.Helper()
 	want, _ := json.Marshal(ids)
 	b.waitTrue(fmt.Sprintf(`JSON.stringify([...document.querySelectorAll('[data-testid=run-row]')].map(r => r.dataset.runId)) === %s`, jsString(string(want))), what)
+}
+
+// viewShot saves what the 1,400 px viewport shows (not the whole page):
+// console-docs-1400.png is the README's picture (docs/console.png).
+func (b *browser) viewShot(name string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		b.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	p := filepath.Join(b.dir, name)
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("screenshot %s", p)
 }
 
 // shots saves the view at 1,400 px and at 390 px wide (name-1400.png,

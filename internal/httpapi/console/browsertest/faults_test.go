@@ -49,6 +49,7 @@ func waitState(b *browser, state, text string, since time.Time) time.Duration {
 // possibly out of date; the runs list then shows its error, not "No runs
 // yet" with zero counts. With Redis back, the indicator is Live again.
 func TestConsole_RedisStopped(t *testing.T) {
+	t.Parallel() // each test has its own dev process and tab; they mostly wait
 	chrome := chromium(t)
 	_, schema := testenv.Postgres(t, 5)
 	rs := testenv.StartRedis(t)
@@ -91,6 +92,7 @@ func TestConsole_RedisStopped(t *testing.T) {
 // shows the failed read (never "No events."), and the snapshot from Redis
 // stays on the page.
 func TestConsole_PostgresStopped(t *testing.T) {
+	t.Parallel() // each test has its own dev process and tab; they mostly wait
 	chrome := chromium(t)
 	testenv.Redis(t)
 	pg := testenv.StartPostgres(t)

@@ -124,6 +124,7 @@ func waitProjected(t *testing.T, ids []string) {
 // letters (list, inspect, retry with confirmation) and a rebuild with its
 // progress; each view at 1,400 and 390 px without sideways scrolling.
 func TestConsole_Views(t *testing.T) {
+	t.Parallel() // each test has its own dev process and tab; they mostly wait
 	chrome := chromium(t)
 	pool, schema := testenv.Postgres(t, 5)
 	rdb := testenv.Redis(t)
@@ -161,6 +162,9 @@ func TestConsole_Views(t *testing.T) {
 	b.waitTrue(`document.querySelector('[data-testid=counts-note]').dataset.exact === 'true'`, "the counts labelled exact")
 	b.waitText(`[data-testid=counts-note]`, "1,101 runs")
 	b.waitTrue(`document.querySelectorAll('[data-testid=run-row]').length === 50`, "a first page of 50 runs")
+	b.do(chromedp.EmulateViewport(wideWidth, 860))
+	b.viewShot("console-docs-1400.png")
+	b.do(chromedp.EmulateViewport(wideWidth, 1000))
 	b.do(chromedp.Click(chromedp.CSS(`[data-testid=load-more]`)))
 	b.waitTrue(`document.querySelectorAll('[data-testid=run-row]').length === 100`, "a second page via nextCursor")
 	b.shots("runs-list")
