@@ -18,6 +18,7 @@ import (
 	"github.com/runstream/runstream/internal/bench/etlbench"
 	"github.com/runstream/runstream/internal/bench/exportbench"
 	"github.com/runstream/runstream/internal/bench/harness"
+	"github.com/runstream/runstream/internal/bench/listbench"
 	"github.com/runstream/runstream/internal/bench/projectbench"
 	"github.com/runstream/runstream/internal/bench/readbench"
 	"github.com/runstream/runstream/internal/bench/relaybench"
@@ -35,6 +36,7 @@ func benchCommands() []command {
 		benchETL.command(),
 		benchRead.command(),
 		benchExport.command(),
+		benchList.command(),
 	}
 }
 
@@ -612,6 +614,28 @@ var benchExport = benchTarget[exportbench.Config, *exportbench.Report]{
 	},
 	wire:    func(cfg *exportbench.Config, stderr io.Writer) { cfg.Progress = stderr },
 	measure: exportbench.Run,
+}
+
+var benchList = benchTarget[listbench.Config, *listbench.Report]{
+	name:    "list",
+	summary: "runs list (GET /v1/runs) over a tenant of --runs runs: p50/p99 per page kind",
+	about: "Writes --runs snapshots of one tenant through the projector's write path (snapshot and runs\n" +
+		"catalog), counts as many runs into a fresh store schema (storeRuns), serves the API on loopback\n" +
+		"and times --requests requests of each page kind the console asks for: first page, page 100 via\n" +
+		"cursors, a rare status, runIdPrefix searches, engineRunRef, planId, startedAt sort with a time\n" +
+		"range, and a filter no single index answers (target: every p99 < 100 ms). The bench deletes its\n" +
+		"keys and schema. See bench/README.md.",
+	flags: func(fs *flag.FlagSet, cfg *listbench.Config) {
+		fs.StringVar(&cfg.RedisURL, "redis-url", defaultRedisURL, "Redis of the catalog (bench keys runstream:runs:{tenant_listbench_...} and runstream:run:{lb-...} are written and deleted)")
+		fs.StringVar(&cfg.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL for storeRuns (a fresh schema bench_<random>, dropped at the end); empty: no store")
+		fs.IntVar(&cfg.Runs, "runs", 100000, "runs of the tenant")
+		fs.IntVar(&cfg.Requests, "requests", 200, "requests timed per page kind")
+	},
+	check: func(cfg *listbench.Config) error {
+		return benchFlagErrors(benchPositive(harness.Flag("runs", cfg.Runs), harness.Flag("requests", cfg.Requests)), nil)
+	},
+	wire:    func(cfg *listbench.Config, stderr io.Writer) { cfg.Progress = stderr },
+	measure: listbench.Run,
 }
 
 // profileFlag is a profile flag: its name, the path given, and the
