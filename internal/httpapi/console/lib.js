@@ -184,6 +184,7 @@ export const conn = {
   ready: null,       // the last /readyz verdict; null before the first answer
   reachable: true,   // the last /readyz answered at all
   stream: 'none',    // the page's SSE stream: none | connecting | live | reconnecting
+  streamState: null, // the stream's last `state` event when degraded: {state, reason, message}
   operator: null,    // readiness shows checks only to operators (or without tokens)
   since: Date.now(), // when the state last changed
   listeners: new Set(),
@@ -194,6 +195,9 @@ export const conn = {
     if (!this.reachable) return 'offline';
     const c = this.checks;
     if (c && c.redis && c.redis !== 'ok') return 'degraded';
+    // The stream says so itself (its hub PINGs Redis every second), also
+    // to a tenant's token, which /readyz tells no details.
+    if (this.streamState?.state === 'degraded' && this.stream === 'live') return 'degraded';
     if (c && c.postgres && c.postgres !== 'ok') return 'store';
     if (this.ready === false) return 'notready';
     if (this.stream === 'live') return 'live';
@@ -207,7 +211,9 @@ export const conn = {
     const both = c.redis && c.redis !== 'ok' && c.postgres && c.postgres !== 'ok';
     return {
       offline: '○ Offline: the API does not answer',
-      degraded: both ? '▲ Degraded: snapshots unavailable (Redis) · Store unavailable (Postgres)' : '▲ Degraded: snapshots unavailable (Redis)',
+      degraded: both ? '▲ Degraded: snapshots unavailable (Redis) · Store unavailable (Postgres)'
+        : this.streamState?.reason === 'snapshot_missing' && !(c.redis && c.redis !== 'ok') ? '▲ Degraded: snapshot missing from Redis (being rebuilt)'
+          : '▲ Degraded: snapshots unavailable (Redis)',
       store: '▲ Store unavailable (Postgres)',
       notready: '▲ Degraded: the API is not ready',
       reconnecting: '○ Reconnecting…',
@@ -219,10 +225,12 @@ export const conn = {
     const c = this.checks;
     const lines = c ? Object.entries(c).map(([k, v]) => `${k}: ${v}`) : [];
     if (this.stream === 'live') lines.push('live updates: connected');
+    if (this.streamState?.message) lines.push(`stream: ${this.streamState.message}`);
     return lines.join('\n');
   },
   on(fn) { this.listeners.add(fn); return () => this.listeners.delete(fn); },
-  setStream(s) { this.stream = s; this.render(); },
+  setStream(s) { this.stream = s; if (s === 'none' || s === 'connecting') this.streamState = null; this.render(); },
+  setStreamState(d) { this.streamState = d?.state === 'degraded' ? d : null; this.render(); },
   render() {
     const st = this.state();
     const el = $('[data-testid=live]');
@@ -290,6 +298,8 @@ export function watch(path, handlers, probe, onOpen) {
     for (const [name, fn] of Object.entries(handlers)) {
       es.addEventListener(name, e => fn(JSON.parse(e.data)));
     }
+    // `state`: the stream's own word on Redis (degraded / live).
+    es.addEventListener('state', e => conn.setStreamState(JSON.parse(e.data)));
     es.onerror = () => {
       if (stopped) return;
       conn.setStream('reconnecting');

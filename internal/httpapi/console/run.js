@@ -112,14 +112,19 @@ export function runPage(view, id) {
   function renderOutdated() {
     const st = conn.state();
     const why = {
-      degraded: 'Snapshots are unavailable (Redis is down)',
+      degraded: conn.streamState?.reason === 'snapshot_missing' && conn.checks?.redis === 'ok'
+        ? 'Redis has no snapshot of this run any more; the projectors are rebuilding it'
+        : 'Snapshots are unavailable (Redis is down)',
       offline: 'The API does not answer',
       notready: 'The API is not ready',
       reconnecting: 'Live updates are reconnecting',
       store: null, // snapshots still flow; the events section says what failed
     }[st];
     outdated.hidden = !why || !snap;
-    if (why && snap) outdated.textContent = `${why}: this run's state below is as of ${clock(snapAt)} and may be out of date.`;
+    if (why && snap) {
+      outdated.textContent = `${why}: this run's state below is as of ${clock(snapAt)} and may be out of date.`;
+      if (st === 'degraded' && conn.streamState?.message && conn.streamState.reason !== 'snapshot_missing') outdated.textContent += ` The stream says: ${conn.streamState.message}.`;
+    }
     view.classList.toggle('outdated', !!why && !!snap);
   }
 
