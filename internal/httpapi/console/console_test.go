@@ -3,6 +3,9 @@ package console
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -83,5 +86,51 @@ func TestAssets_NoExternalReferences(t *testing.T) {
 				t.Errorf("%s contains %q", name, bad)
 			}
 		}
+	}
+}
+
+// TestAssets_ModulesEmbedded holds the embed list to the directory: every
+// .js, .css and .html file is served, and every module an asset imports
+// ('./x.js') is one of them, so a new module cannot be left out of the
+// binary (the page would fail to load it with a 200 of index.html).
+func TestAssets_ModulesEmbedded(t *testing.T) {
+	served := map[string]bool{}
+	for _, n := range assetNames {
+		served[n] = true
+	}
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		switch filepath.Ext(e.Name()) {
+		case ".js", ".css", ".html":
+			if !served[e.Name()] {
+				t.Errorf("%s is in the console's directory but not in assetNames (and the go:embed line)", e.Name())
+			}
+		}
+	}
+	importRE := regexp.MustCompile(`(?m)^import .* from '\./([^']+)';$`)
+	h := Handler()
+	imports := 0
+	for _, n := range assetNames {
+		b, err := files.ReadFile(n)
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		for _, m := range importRE.FindAllStringSubmatch(string(b), -1) {
+			imports++
+			if !served[m[1]] {
+				t.Errorf("%s imports ./%s, which is not embedded", n, m[1])
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/"+m[1], nil))
+			if ct := rec.Header().Get("Content-Type"); rec.Code != http.StatusOK || ct != "text/javascript; charset=utf-8" {
+				t.Errorf("GET /%s (imported by %s): %d %q, want 200 text/javascript", m[1], n, rec.Code, ct)
+			}
+		}
+	}
+	if imports < len(assetNames)-3 { // app.js imports every other module
+		t.Fatalf("found %d imports in the console's modules: the import pattern no longer matches how they import", imports)
 	}
 }
