@@ -520,7 +520,7 @@ var benchRead = benchTarget[readCLI, *readbench.Report]{
 		"change, with each round and its load average. About 3 minutes with the defaults; it needs\n" +
 		"about --spread-watchers + 300 open files in each process. See bench/README.md.",
 	flags: func(fs *flag.FlagSet, cli *readCLI) {
-		fs.StringVar(&cli.RedisURL, "redis-url", defaultRedisURL, "Redis the in-process API reads (bench keys runstream:run:{bench-...} are written and deleted)")
+		fs.StringVar(&cli.RedisURL, "redis-url", defaultRedisURL, "Redis the in-process API reads (bench keys runstream:run:{bench-...} are written and deleted); on a Redis others use, give the bench a database of its own (redis://host:port/N): the SSE phase's update channel must carry only its changes")
 		fs.StringVar(&cli.PostgresURL, "postgres-url", defaultPostgresURL, "Postgres (readiness only)")
 		fs.BoolVar(&cli.gets, "gets", true, "run the GET phase and redis-benchmark (--gets=false: the SSE phase only)")
 		fs.IntVar(&cli.Clients, "clients", 64, "concurrent snapshot GET clients (and redis-benchmark clients)")

@@ -37,8 +37,9 @@ type baseline struct {
 	all     map[*baseConn]bool
 	closed  bool
 
-	// dropped counts frames a connection's queue had no room for.
-	dropped atomic.Int64
+	// dropped counts frames a connection's queue had no room for;
+	// foreign the messages that were not a change of the round.
+	dropped, foreign atomic.Int64
 }
 
 type baselineChange struct {
@@ -105,6 +106,7 @@ func (b *baseline) dispatch(payload string) {
 	defer b.mu.Unlock()
 	c, ok := b.frames[payload]
 	if !ok {
+		b.foreign.Add(1)
 		return
 	}
 	for bc := range b.conns[c.run] {

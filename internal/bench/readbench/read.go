@@ -151,8 +151,15 @@ func (r *Report) WriteText(w io.Writer) error {
 				shape = ""
 			}
 			fmt.Fprintf(&b, "    %s: p99 ratio %.2fx, target <= %.1fx: %s; %d changes, one every %.1f ms\n", s.Name, s.Ratio, s.TargetRatio, met(s.Met()), s.Changes, s.EveryMs)
+			var foreign int64
+			for _, rr := range s.Rounds {
+				foreign += rr.Baseline.Foreign
+			}
+			if foreign > 0 {
+				fmt.Fprintf(&b, "    WARNING: %d messages on the updates channel were not the bench's (another publisher on this Redis database; the API's hub parses each): give the bench a database of its own (--redis-url redis://host:port/N)\n", foreign)
+			}
 			for i, rr := range s.Rounds {
-				fmt.Fprintf(&b, "      round %d (load %.2f, %s first): runstream p50 %.2f p99 %.2f ms (%d/%d), baseline p50 %.2f p99 %.2f ms (%d/%d), ratio %.2fx\n",
+				fmt.Fprintf(&b, "      round %d (load %.2f, %s first): runstream p50 %.2f p99 %.2f ms (%d/%d delivered), baseline p50 %.2f p99 %.2f ms (%d/%d), ratio %.2fx\n",
 					i+1, rr.Load1, rr.First, msOf(rr.Runstream.Latency.P50), msOf(rr.Runstream.Latency.P99), rr.Runstream.Deliveries, rr.Runstream.Expected,
 					msOf(rr.Baseline.Latency.P50), msOf(rr.Baseline.Latency.P99), rr.Baseline.Deliveries, rr.Baseline.Expected, rr.Ratio)
 			}
@@ -224,7 +231,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	rep := &Report{Clients: cfg.Clients, Runs: cfg.Runs, TargetRatio: 0.5, Rounds: cfg.Rounds}
 	if !cfg.SkipGets {
-		if err := measureGetPhase(ctx, cfg, newAPI, opts.Addr, rep); err != nil {
+		if err := measureGetPhase(ctx, cfg, newAPI, opts, rep); err != nil {
 			return nil, err
 		}
 	}
@@ -241,7 +248,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 // measureGetPhase serves the GETs from an API of its own, stopped before
 // the SSE phase, then runs redis-benchmark.
-func measureGetPhase(ctx context.Context, cfg Config, newAPI func() (*httpapi.Server, error), redisAddr string, rep *Report) error {
+func measureGetPhase(ctx context.Context, cfg Config, newAPI func() (*httpapi.Server, error), redisOpts *redis.Options, rep *Report) error {
 	srv, err := newAPI()
 	if err != nil {
 		return err
@@ -259,7 +266,7 @@ func measureGetPhase(ctx context.Context, cfg Config, newAPI func() (*httpapi.Se
 	if err != nil {
 		return err
 	}
-	rate, err := redisBenchmark(ctx, cfg, redisAddr)
+	rate, err := redisBenchmark(ctx, cfg, redisOpts.Addr, redisOpts.DB)
 	if err != nil {
 		return err
 	}
@@ -456,9 +463,9 @@ func progress(w io.Writer, what string, start time.Time, n *atomic.Int64) (stop 
 
 var rpsRE = regexp.MustCompile(`([0-9.]+) requests per second`)
 
-// redisBenchmark runs redis-benchmark's GET over the same keys with the same
-// client count and returns its rate.
-func redisBenchmark(ctx context.Context, cfg Config, addr string) (float64, error) {
+// redisBenchmark runs redis-benchmark's GET over the same keys (database
+// db) with the same client count and returns its rate.
+func redisBenchmark(ctx context.Context, cfg Config, addr string, db int) (float64, error) {
 	bin := cfg.RedisBenchmark
 	if bin == "" {
 		p, err := exec.LookPath("redis-benchmark")
@@ -473,7 +480,7 @@ func redisBenchmark(ctx context.Context, cfg Config, addr string) (float64, erro
 	}
 	n := cmp.Or(cfg.RedisBenchmarkRequests, 200000)
 	out, err := exec.CommandContext(ctx, bin, "-h", host, "-p", port, "-c", strconv.Itoa(cfg.Clients),
-		"-n", strconv.Itoa(n), "-r", strconv.Itoa(cfg.Runs), "-q",
+		"-n", strconv.Itoa(n), "-r", strconv.Itoa(cfg.Runs), "--dbnum", strconv.Itoa(db), "-q",
 		"GET", "runstream:run:{bench-__rand_int__}").CombinedOutput()
 	if err != nil {
 		return 0, fmt.Errorf("redis-benchmark: %w: %s", err, out)

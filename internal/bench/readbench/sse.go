@@ -131,7 +131,11 @@ type ArmRound struct {
 	Expected   int64 `json:"expected"`
 	Missed     int64 `json:"missed"`
 	// ConnectMs is the time until every watcher had its first event.
-	ConnectMs      float64 `json:"connectMs"`
+	ConnectMs float64 `json:"connectMs"`
+	// Foreign are messages on the updates channel during the baseline arm
+	// that were not this round's changes: another publisher on the same
+	// Redis database, whose notifications the API's hub parses too.
+	Foreign        int64   `json:"foreignMessages,omitempty"`
 	HeapPerWatcher float64 `json:"heapPerWatcherBytes"`
 	RSSPerWatcher  float64 `json:"rssPerWatcherBytes"`
 	CPUPerChangeMs float64 `json:"cpuPerChangeMs"`
@@ -416,6 +420,9 @@ func measureArm(ctx context.Context, env *sseEnv, newAPI func() (*httpapi.Server
 		if g, want := got[k], watchersOf(changes[k].run); g > want {
 			return nil, fmt.Errorf("change %d reached its run's %d watchers %d times: an event delivered twice", k+1, want, g)
 		}
+	}
+	if base != nil {
+		ar.Foreign = base.foreign.Load()
 	}
 	ar.Deliveries = int64(len(lats))
 	ar.Missed = ar.Expected - ar.Deliveries
