@@ -82,8 +82,10 @@ local upd = tonumber(ARGV[4])
 redis.call('ZADD', p, 'GT', upd, id)
 local seq = tonumber(ARGV[2])
 local cur = redis.call('HGET', KEYS[2], id)
+local cst, cstart, cplan, cref = nil, '', '', ''
 if cur then
-  local cseq, cst, cupd, cstart, cplan, cref = string.match(cur, '^(%-?%d+)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
+  local cseq
+  cseq, cst, cstart, cplan, cref = string.match(cur, '^(%-?%d+)|([^|]*)|[^|]*|([^|]*)|([^|]*)|(.*)$')
   if cseq and tonumber(cseq) >= seq then
     return 0
   end
@@ -107,10 +109,11 @@ redis.call('ZADD', p .. ':status:' .. ARGV[3], upd, id)
 if ARGV[6] ~= '' then
   redis.call('ZADD', p .. ':plan:' .. ARGV[6], upd, id)
 end
-if ARGV[7] ~= '' then
+-- The ref and startedAt rarely change: written only when they do.
+if ARGV[7] ~= '' and ARGV[7] ~= cref then
   redis.call('ZADD', p .. ':ref', 0, ARGV[7] .. '\0' .. id)
 end
-if ARGV[5] ~= '' then
+if ARGV[5] ~= '' and ARGV[5] ~= cstart then
   redis.call('ZADD', p .. ':started', tonumber(ARGV[5]), id)
 end
 return 1
