@@ -75,26 +75,19 @@ func (s *Server) lagGroups(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), operatorTimeout)
 	defer cancel()
 	out := lagGroupsAnswer{Topic: s.cfg.LagTopic, Groups: []lag.Report{}}
-	names := slices.Clone(s.cfg.LagGroups)
+	var found []string
 	if s.cfg.TopicGroups != nil {
-		found, err := s.cfg.TopicGroups(ctx, s.cfg.LagTopic)
-		if err != nil {
+		var err error
+		if found, err = s.cfg.TopicGroups(ctx, s.cfg.LagTopic); err != nil {
 			if r.Context().Err() != nil {
 				return r.Context().Err()
 			}
 			s.log.Warn("listing the topic's consumer groups failed", "topic", s.cfg.LagTopic, "err", err, "requestId", requestID(r.Context()))
 			out.ListError = "the brokers did not list their consumer groups: only the configured groups (--lag-groups) are reported; retry"
 		}
-		slices.Sort(found)
-		for _, g := range found {
-			if !slices.Contains(names, g) {
-				names = append(names, g)
-			}
-		}
 	}
-	if len(names) > maxLagGroupsReported {
-		names, out.Truncated = names[:maxLagGroupsReported], true
-	}
+	var names []string
+	names, out.Truncated = lag.GroupList(s.cfg.LagGroups, found, maxLagGroupsReported)
 	out.Groups = make([]lag.Report, len(names))
 	var (
 		wg     sync.WaitGroup

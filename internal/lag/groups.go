@@ -3,6 +3,7 @@ package lag
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -52,4 +53,22 @@ func TopicGroups(ctx context.Context, cl *kgo.Client, topic string) ([]string, e
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// GroupList is the groups a report of every group of a topic covers: the
+// configured ones first, in their order (reported even before they
+// commit), then the found ones by name, at most max; truncated says that
+// some were left out.
+func GroupList(configured, found []string, max int) (groups []string, truncated bool) {
+	groups = slices.Clone(configured)
+	found = slices.Sorted(slices.Values(found))
+	for _, g := range found {
+		if !slices.Contains(groups, g) {
+			groups = append(groups, g)
+		}
+	}
+	if len(groups) > max {
+		return groups[:max], true
+	}
+	return groups, false
 }
