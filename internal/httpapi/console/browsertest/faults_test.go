@@ -90,7 +90,8 @@ func TestConsole_RedisStopped(t *testing.T) {
 // TestConsole_PostgresStopped stops the store while a run page is open:
 // the indicator says "Store unavailable (Postgres)", the events section
 // shows the failed read (never "No events."), and the snapshot from Redis
-// stays on the page.
+// stays on the page; the runs list answers from Redis and says it could
+// not compare with the store.
 func TestConsole_PostgresStopped(t *testing.T) {
 	t.Parallel() // each test has its own dev process and tab; they mostly wait
 	chrome := chromium(t)
@@ -101,7 +102,8 @@ func TestConsole_PostgresStopped(t *testing.T) {
 	base, _, stop := startDev(t, env)
 	defer stop()
 	b := newBrowser(t, chrome)
-	openRun(t, b, base, "console_"+testenv.RandomID(4))
+	tenant := "console_" + testenv.RandomID(4)
+	id := openRun(t, b, base, tenant)
 
 	stopped := time.Now()
 	pg.Stop()
@@ -116,8 +118,17 @@ func TestConsole_PostgresStopped(t *testing.T) {
 	b.waitText(`.status-line [data-testid=status]`, "RUNNING")
 	b.shots("run-postgres-down")
 
+	// The runs list still answers from Redis, and says it could not check
+	// its count against the store.
+	b.navigate(base + "/#/runs?tenant=" + tenant)
+	b.waitRows([]string{id.RunID}, "the run listed from Redis with the store down")
+	b.waitText(`[data-testid=store-unknown]`, "The store (Postgres) did not answer")
+	b.shots("runs-postgres-down")
+
 	pg.Start()
 	waitState(b, "live", "Live", time.Now())
-	b.waitTrue(`document.querySelector('[data-testid=events-error]').hidden`, "the events error to clear once the store is back")
+	b.waitTrue(`!document.querySelector('[data-testid=store-unknown]')`, "the list to re-read once the store is back")
+	b.navigate(base + "/#/runs/" + id.RunID)
+	b.waitTrue(`document.querySelectorAll('[data-testid=event-row]').length === 3 && document.querySelector('[data-testid=events-error]').hidden`, "the events read again, without an error")
 	b.noExceptions()
 }

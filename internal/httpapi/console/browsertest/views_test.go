@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -312,6 +313,18 @@ func TestConsole_Views(t *testing.T) {
 	b.waitText(`[data-testid=rebuild-counts]`, "1,101 of 1,101 runs rebuilt")
 	b.waitTrue(`document.querySelector('[data-testid=rebuild-progress]').value === 100`, "the progress bar full")
 	b.shots("rebuild")
+
+	// Selected runs.
+	b.navigate(base + "/#/rebuilds")
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=rebuild-runs]`), strings.Join(s.ids[:3], "\n")),
+		chromedp.Click(chromedp.CSS(`[data-testid=rebuild-start]`)))
+	b.waitText(`[data-testid=confirm-text]`, "3 runs")
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
+	b.waitText(`[data-testid=rebuild-state]`, "DONE")
+	b.waitText(`[data-testid=rebuild-counts]`, "3 of 3 runs rebuilt")
+	b.navigate(base + "/#/rebuilds")
+	b.waitTrue(`document.querySelectorAll('[data-testid=rebuild-list] li').length === 2`, "both rebuilds listed")
+	b.shots("rebuilds")
 	b.noExceptions()
 }
 
