@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -563,5 +564,44 @@ func TestOperator_LagGroupsTruncated(t *testing.T) {
 	got := getJSON[lagGroupsJSON](t, e.url+"/v1/lag/groups", "tok-op")
 	if !got.Truncated || len(got.Groups) != 100 || got.Groups[0].Group != "zz-configured" || got.Groups[1].Group != "g000" || measured != 100 {
 		t.Fatalf("truncated %v, %d groups (first %q, %q), %d measured; want 100 measured, the configured first", got.Truncated, len(got.Groups), got.Groups[0].Group, got.Groups[1].Group, measured)
+	}
+}
+
+// With Redis down a rebuild is refused (503); when Redis goes down while
+// one runs, it stops at the page it was on, failed and saying why, after
+// trying a few runs alone, not by waiting out every run.
+func TestOperator_RebuildFailsWhenRedisIsDown(t *testing.T) {
+	pool, _ := testenv.Postgres(t, 20)
+	if _, err := postgres.Migrate(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	st, err := postgres.New(pool, postgres.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := testenv.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: proc.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	e := newEnvOn(t, httpapi.Config{AuthTokens: roleTokens}, pool, rdb)
+	const runs = 3000
+	appendRuns(t, st, "tenant_a", runs)
+	r := do(t, "POST", e.url+"/v1/rebuilds", "tok-op", []byte(`{"tenantId":"tenant_a"}`))
+	if r.status != http.StatusAccepted {
+		t.Fatalf("start: %d %s", r.status, r.body)
+	}
+	rb := rebuildOf(t, r.body)
+	proc.Stop()
+	start := time.Now()
+	testenv.WaitFor(t, 60*time.Second, "the rebuild to stop", func() bool {
+		rb = rebuildOf(t, do(t, "GET", e.url+"/v1/rebuilds/"+rb.ID, "tok-op", nil).body)
+		return rb.State != "running"
+	})
+	if rb.State != "failed" || rb.Error == nil || !strings.Contains(*rb.Error, "Redis or Postgres") || rb.Failed < 1 || rb.Failed > 3 || rb.Done >= runs || rb.Total != runs {
+		t.Fatalf("Redis down during a rebuild: %+v (error %v), want failed before the end after at most 3 runs tried alone", rb, rb.Error)
+	}
+	t.Logf("failed %v after Redis stopped, %d of %d done: %s", time.Since(start).Round(time.Millisecond), rb.Done, runs, *rb.Error)
+	r = do(t, "POST", e.url+"/v1/rebuilds", "tok-op", []byte(`{"tenantId":"tenant_a"}`))
+	if code, _, msg := r.errBody(t); r.status != http.StatusServiceUnavailable || code != "UNAVAILABLE" || !strings.Contains(msg, "Redis") {
+		t.Fatalf("a rebuild with Redis down: %d %s %q, want 503 naming Redis", r.status, code, msg)
 	}
 }

@@ -180,11 +180,17 @@ func (s *Server) startRebuild(w http.ResponseWriter, r *http.Request) error {
 	}
 	ids := slices.Compact(slices.Sorted(slices.Values(req.RunIDs)))
 	total := int64(len(ids))
+	ctx, cancel := context.WithTimeout(r.Context(), operatorTimeout)
+	defer cancel()
+	// A rebuild that cannot write is refused now rather than failing later.
+	if err := s.redis.Ping(ctx).Err(); err != nil {
+		if r.Context().Err() != nil {
+			return r.Context().Err()
+		}
+		return &store.Error{Code: store.CodeUnavailable, Message: "Redis (the snapshots) did not answer, so a rebuild could not write; retry when it is back", Err: err}
+	}
 	if req.TenantID != "" {
-		ctx, cancel := context.WithTimeout(r.Context(), operatorTimeout)
-		total, err = s.ops.RunCount(ctx, req.TenantID)
-		cancel()
-		if err != nil {
+		if total, err = s.ops.RunCount(ctx, req.TenantID); err != nil {
 			return storeUnavailable(r, err)
 		}
 	}
@@ -229,7 +235,11 @@ func (s *Server) runRebuild(ctx context.Context, rb *rebuildState, tenant string
 		after = page[len(page)-1]
 		written, failed, err := s.rebuildPage(ctx, page)
 		s.rebuilds.update(rb, func(rb *rebuildState) {
-			rb.Done += int64(len(page))
+			if err == nil {
+				rb.Done += int64(len(page))
+			} else {
+				rb.Done += int64(written + failed) // the runs handled before it stopped
+			}
 			rb.Written += int64(written)
 			rb.Failed += int64(failed)
 			rb.Total = max(rb.Total, rb.Done)
@@ -242,29 +252,30 @@ func (s *Server) runRebuild(ctx context.Context, rb *rebuildState, tenant string
 
 // rebuildPage rebuilds a page of runs. When the page fails as a whole each
 // run is tried alone, so one bad run is counted and the others written;
-// it returns an error, ending the rebuild, only when every run failed
-// (Redis or Postgres down).
+// it returns an error, ending the rebuild, when the first runs tried alone
+// all fail too (Redis or Postgres down: trying the page's other runs one
+// by one would only wait out their timeouts).
 func (s *Server) rebuildPage(ctx context.Context, page []string) (written, failed int, err error) {
 	n, err := snapshots.Rebuild(ctx, s.redis, s.store, page, rebuildWorkers)
 	if err == nil || ctx.Err() != nil {
 		return n, 0, err
 	}
-	var last error
-	for _, id := range page {
+	const firstAlone = 3
+	for i, id := range page {
 		n, err := snapshots.Rebuild(ctx, s.redis, s.store, []string{id}, 1)
 		if ctx.Err() != nil {
 			return written, failed, ctx.Err()
 		}
 		if err != nil {
 			failed++
-			last = err
 			s.log.Warn("rebuilding a run failed", "runId", id, "err", err)
+			if failed == i+1 && (failed == firstAlone || failed == len(page)) {
+				// Stopped here: the page's untried runs are neither done nor failed.
+				return written, failed, fmt.Errorf("rebuilding runs failed, one by one too (is Redis or Postgres down?): %w", err)
+			}
 			continue
 		}
 		written += n
-	}
-	if failed == len(page) {
-		return written, failed, fmt.Errorf("every run of a page failed (Redis or Postgres down?); the last: %w", last)
 	}
 	return written, failed, nil
 }
