@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -215,12 +216,55 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// storeRunCount is the store's count of the tenant's runs, or nil when the
-// store cannot say within storeRunsTimeout.
+// storeRunsMaxAge is how long a tenant's storeRuns is reused: counting a
+// tenant of 100,000 runs costs the store milliseconds, and storeRuns only
+// has to tell the console that runs are missing, not the last second's
+// count.
+const storeRunsMaxAge = 5 * time.Second
+
+// maxCachedRunCounts bounds the tenants whose storeRuns is remembered.
+const maxCachedRunCounts = 4096
+
+// runCountCache remembers each tenant's storeRuns for storeRunsMaxAge.
+type runCountCache struct {
+	mu sync.Mutex
+	m  map[string]runCount
+}
+
+type runCount struct {
+	n  int64
+	at time.Time
+}
+
+func (c *runCountCache) get(tenant string, now time.Time) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[tenant]
+	if !ok || now.Sub(e.at) > storeRunsMaxAge {
+		return 0, false
+	}
+	return e.n, true
+}
+
+func (c *runCountCache) put(tenant string, n int64, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedRunCounts {
+		c.m = map[string]runCount{} // forget all: bounded, and refilled within storeRunsMaxAge
+	}
+	c.m[tenant] = runCount{n: n, at: now}
+}
+
+// storeRunCount is the store's count of the tenant's runs (at most
+// storeRunsMaxAge old), or nil when the store cannot say within
+// storeRunsTimeout.
 func (s *Server) storeRunCount(ctx context.Context, tenant string) *int64 {
 	rc, ok := s.store.(runCounter)
 	if !ok || rc == nil {
 		return nil
+	}
+	if n, ok := s.runCounts.get(tenant, time.Now()); ok {
+		return &n
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeRunsTimeout)
 	defer cancel()
@@ -229,5 +273,6 @@ func (s *Server) storeRunCount(ctx context.Context, tenant string) *int64 {
 		s.log.Debug("the store did not count the tenant's runs; storeRuns is null", "tenantId", tenant, "err", err)
 		return nil
 	}
+	s.runCounts.put(tenant, n, time.Now())
 	return &n
 }

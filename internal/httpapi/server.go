@@ -143,6 +143,9 @@ type Server struct {
 	ops        opsStore     // the operator routes' store access; nil: 503
 	rebuilds   *rebuilds    // operators' rebuilds in this process
 	tickets    *rateLimiter // tenants' stream tickets
+
+	// runCounts is the runs list's storeRuns per tenant (runlist.go).
+	runCounts runCountCache
 }
 
 // New builds the API on st (required) and rdb (snapshot reads; may be nil,

@@ -159,7 +159,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			k -= m.per
 		}
-		started := base.Add(time.Duration(i) * (30 * 24 * time.Hour) / time.Duration(cfg.Runs))
+		started := base.Add(time.Duration(i) * (30 * 24 * time.Hour / time.Duration(cfg.Runs)))
 		updated := started.Add(time.Duration((i*31)%7200) * time.Second)
 		s := store.RunSnapshot{RunID: id, TenantID: tenant, ProjectID: "p", EnvironmentID: "prod",
 			PlanID: fmt.Sprintf("plan-%02d", i%40), PlanVersion: "1", Status: status, LastEventSeq: 6,
