@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
@@ -16,9 +17,10 @@ import (
 // after a dependency stops: the console polls /readyz every 3 s.
 const indicatorWithin = 8 * time.Second
 
-// openRun appends a run with one finished step and opens its page until
-// its events are shown and its stream is live.
-func openRun(t *testing.T, b *browser, base, tenant string) workload.Identity {
+// openRun appends a run with one finished step and, once the projector
+// wrote its snapshot to rdb, opens its page until its events are shown and
+// its stream is live.
+func openRun(t *testing.T, b *browser, rdb *redis.Client, base, tenant string) workload.Identity {
 	t.Helper()
 	id := workload.NewIdentity(tenant)
 	t0 := time.Now().Add(-20 * time.Second)
@@ -27,6 +29,7 @@ func openRun(t *testing.T, b *browser, base, tenant string) workload.Identity {
 		workload.Event(id, store.EventStepStarted, "extract", 1, 1, t0.Add(time.Second), nil),
 		workload.Event(id, store.EventStepCompleted, "extract", 1, 1, t0.Add(3*time.Second), map[string]any{"durationMs": 2000}),
 	)
+	waitProjected(t, rdb, []string{id.RunID})
 	b.do(chromedp.Navigate(base + "/#/runs/" + id.RunID))
 	b.waitText(`.status-line [data-testid=status]`, "RUNNING")
 	b.waitTrue(`document.querySelectorAll('[data-testid=event-row]').length === 3`, "the run's 3 events")
@@ -59,7 +62,9 @@ func TestConsole_RedisStopped(t *testing.T) {
 	defer stop()
 	b := newBrowser(t, chrome)
 	tenant := "console_" + testenv.RandomID(4)
-	openRun(t, b, base, tenant)
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rdb.Close()
+	openRun(t, b, rdb, base, tenant)
 
 	stopped := time.Now()
 	rs.Stop()
@@ -95,7 +100,7 @@ func TestConsole_RedisStopped(t *testing.T) {
 func TestConsole_PostgresStopped(t *testing.T) {
 	t.Parallel() // each test has its own dev process and tab; they mostly wait
 	chrome := chromium(t)
-	testenv.Redis(t)
+	rdb := testenv.Redis(t)
 	pg := testenv.StartPostgres(t)
 	env := devEnv(t, "")
 	env["RUNSTREAM_POSTGRES_URL"] = pg.URL()
@@ -103,7 +108,7 @@ func TestConsole_PostgresStopped(t *testing.T) {
 	defer stop()
 	b := newBrowser(t, chrome)
 	tenant := "console_" + testenv.RandomID(4)
-	id := openRun(t, b, base, tenant)
+	id := openRun(t, b, rdb, base, tenant)
 
 	stopped := time.Now()
 	pg.Stop()

@@ -93,10 +93,9 @@ func appendBatch(t *testing.T, base string, evs []store.RunEventWrite) {
 	}
 }
 
-// waitProjected waits until every run of ids has a snapshot in Redis.
-func waitProjected(t *testing.T, ids []string) {
+// waitProjected waits until every run of ids has a snapshot in rdb.
+func waitProjected(t *testing.T, rdb *redis.Client, ids []string) {
 	t.Helper()
-	rdb := testenv.Redis(t)
 	keys := make([]string, len(ids))
 	for i, id := range ids {
 		keys[i] = snapshots.Key(id)
@@ -123,7 +122,8 @@ func waitProjected(t *testing.T, ids []string) {
 // survive a reload, the store/catalog gap banner, the not-found page, the
 // durations' clocks, the lag page with two groups and their owners, dead
 // letters (list, inspect, retry with confirmation) and a rebuild with its
-// progress; each view at 1,400 and 390 px without sideways scrolling.
+// progress, and the lag page's failed refresh when the API goes away; each
+// view at 1,400 and 390 px without sideways scrolling.
 func TestConsole_Views(t *testing.T) {
 	t.Parallel() // each test has its own dev process and tab; they mostly wait
 	chrome := chromium(t)
@@ -150,7 +150,7 @@ func TestConsole_Views(t *testing.T) {
 	)
 	s.counts[store.RunRunning]++
 	all := append(append([]string{}, s.ids...), special.RunID)
-	waitProjected(t, all)
+	waitProjected(t, rdb, all)
 
 	// ---- the runs list: exact counts over more than 1,000 runs ----
 	b.do(chromedp.Navigate(base + "/#/runs?tenant=" + tenant))
@@ -203,7 +203,7 @@ func TestConsole_Views(t *testing.T) {
 	// ---- the store has runs the catalog does not: said, not hidden ----
 	gapTenant := "console_gap_" + testenv.RandomID(4)
 	gap := seedRuns(t, base, gapTenant, 3)
-	waitProjected(t, gap.ids)
+	waitProjected(t, rdb, gap.ids)
 	dropCatalog(t, rdb, gapTenant, gap.ids)
 	b.navigate(base + "/#/runs?tenant=" + gapTenant)
 	b.waitText(`[data-testid=catalog-gap]`, "3 runs in the store, 0 with snapshots")
@@ -325,6 +325,19 @@ func TestConsole_Views(t *testing.T) {
 	b.navigate(base + "/#/rebuilds")
 	b.waitTrue(`document.querySelectorAll('[data-testid=rebuild-list] li').length === 2`, "both rebuilds listed")
 	b.shots("rebuilds")
+
+	// ---- the API goes away under the lag page: a failed refresh is shown
+	// as such, over the last good answer, and the indicator says Offline ----
+	b.navigate(base + "/#/lag")
+	b.waitVisible(`[data-testid=lag-group][data-group="console-test-etl"]`)
+	b.waitVisible(`[data-testid=refreshed-at]`)
+	stop()
+	b.waitText(`[data-testid=refresh-error]`, "Refresh failed")
+	b.waitText(`[data-testid=refresh-error]`, "the API did not answer")
+	b.waitText(`[data-testid=refresh-error]`, "Showing the last good answer")
+	b.waitVisible(`[data-testid=lag-group][data-group="console-test-etl"]`)
+	b.waitTrue(`document.querySelector('[data-testid=live]').dataset.state === 'offline'`, "the indicator to say Offline")
+	b.shots("lag-refresh-failed")
 	b.noExceptions()
 }
 
