@@ -66,14 +66,14 @@ func TestConsole_RunGoesLive(t *testing.T) {
 	row := fmt.Sprintf(`tr[data-run-id=%q]`, id.RunID)
 	b.waitText(row+` [data-testid=status]`, "RUNNING")
 	b.waitText(`[data-testid=count-RUNNING]`, "1")
-	b.screenshot("01-runs-list.png")
+	b.shots("live-runs-list")
 
 	b.do(chromedp.Click(chromedp.CSS(row + ` [data-testid=run-link]`)))
 	b.waitText(`.status-line [data-testid=status]`, "RUNNING")
 	b.waitText(`[data-step-id="model.orders"] [data-testid=status]`, "RUNNING")
 	b.waitText(`[data-testid=last-seq]`, "4")
 	b.waitLive()
-	b.screenshot("02-run-running.png")
+	b.shots("live-run-running")
 
 	const errMsg = "connection to the warehouse refused: too many clients"
 	appendEvents(t, base, "",
@@ -99,7 +99,7 @@ func TestConsole_RunGoesLive(t *testing.T) {
 	b.waitText(`[data-step-id="model.orders"] [data-attempt="1"] [data-testid=attempt-error-message]`, errMsg)
 	b.waitText(`[data-step-id="model.orders"] [data-attempt="1"] [data-testid=status]`, "FAILED")
 	b.waitText(`[data-step-id="model.orders"] [data-attempt="2"] [data-testid=status]`, "SUCCESS")
-	b.screenshot("03-run-completed-error-open.png")
+	b.shots("live-run-completed-error-open")
 
 	// A projector that saw a gap marks the snapshot stale and publishes it:
 	// the badge appears live; the operator's Resync rebuilds it from the
@@ -123,7 +123,7 @@ func TestConsole_RunGoesLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.waitVisible(`.status-line [data-testid=stale-badge]`)
-	b.screenshot("04-run-stale.png")
+	b.shots("live-run-stale")
 	b.do(chromedp.Click(chromedp.CSS(`[data-testid=resync]`)))
 	b.waitText(`[data-testid=resync-result]`, "Resynced from the store at event 8")
 	b.waitTrue(`document.querySelector('.status-line [data-testid=stale-badge]').hidden`, "the stale badge to go away after Resync")
@@ -134,7 +134,7 @@ func TestConsole_RunGoesLive(t *testing.T) {
 	b.waitText(row+` [data-testid=status]`, "COMPLETED")
 	b.waitText(`[data-testid=count-COMPLETED]`, "1")
 	b.waitText(`[data-testid=count-RUNNING]`, "0")
-	b.screenshot("05-runs-list-completed.png")
+	b.shots("live-runs-list-completed")
 	b.noExceptions()
 }
 
@@ -159,7 +159,7 @@ func TestConsole_AsksForToken(t *testing.T) {
 
 	b.do(chromedp.Navigate(base + "/"))
 	b.waitVisible(`[data-testid=token-dialog]`)
-	b.screenshot("10-token-prompt.png")
+	b.shots("token-prompt")
 	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=token-input]`), "wrong-token"),
 		chromedp.Click(chromedp.CSS(`[data-testid=token-submit]`)))
 	b.waitText(`[data-testid=token-error]`, "refused")
@@ -179,7 +179,7 @@ func TestConsole_AsksForToken(t *testing.T) {
 	b.waitLive()
 	appendEvents(t, base, token, workload.Event(id, store.EventRunCompleted, "", 1, 1, time.Now(), nil))
 	b.waitText(`.status-line [data-testid=status]`, "COMPLETED")
-	b.screenshot("11-authenticated-run.png")
+	b.shots("token-authenticated-run")
 
 	// A tenant's token: no operator links, and an operator page reached
 	// by its URL says what it needs instead of showing nothing.
