@@ -258,6 +258,8 @@ type rebuildJSON struct {
 	Written    int64      `json:"written"`
 	FinishedAt *time.Time `json:"finishedAt"`
 	Error      *string    `json:"error"`
+	Process    string     `json:"process"`
+	Note       string     `json:"note"`
 }
 
 // appendRuns appends a RunStarted for n new runs of tenant through the
@@ -317,6 +319,9 @@ func TestOperator_RebuildTenant(t *testing.T) {
 	rb := rebuildOf(t, r.body)
 	if rb.State != "running" || rb.Total != runs || rb.TenantID != "tenant_a" || rb.FinishedAt != nil || rb.Error != nil {
 		t.Fatalf("started: %+v, want running with total %d", rb, runs)
+	}
+	if rb.Process == "" || !strings.Contains(rb.Note, "memory of API process "+rb.Process) {
+		t.Fatalf("started: process %q note %q, want the answer to say its state is kept by this API process", rb.Process, rb.Note)
 	}
 	second := do(t, "POST", e.url+"/v1/rebuilds", "tok-op", mustJSON(t, map[string]any{"runIds": other}))
 	if code, _, msg := second.errBody(t); second.status != http.StatusConflict || code != "CONFLICT" || !strings.Contains(msg, rb.ID) {

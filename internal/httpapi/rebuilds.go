@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -48,7 +49,20 @@ type rebuildState struct {
 	StartedAt  time.Time  `json:"startedAt"`
 	FinishedAt *time.Time `json:"finishedAt"`
 	Error      *string    `json:"error"`
+	// Process is the API process that runs it and keeps its state in
+	// memory (host and pid); Note says so in words.
+	Process string `json:"process"`
+	Note    string `json:"note"`
 }
+
+// thisProcess names this API process in a rebuild's state.
+var thisProcess = func() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
+}()
 
 // rebuilds is the process's rebuilds: the running one and the last few.
 type rebuilds struct {
@@ -82,7 +96,9 @@ func (b *rebuilds) start(tenant string, total int64) (*rebuildState, error) {
 	if b.ctx.Err() != nil {
 		return nil, &store.Error{Code: store.CodeUnavailable, Message: "the API process is shutting down; start the rebuild on another"}
 	}
-	rb := &rebuildState{ID: uuid.NewString(), State: "running", TenantID: tenant, Total: total, StartedAt: time.Now().UTC()}
+	rb := &rebuildState{ID: uuid.NewString(), State: "running", TenantID: tenant, Total: total, StartedAt: time.Now().UTC(),
+		Process: thisProcess,
+		Note:    "kept in the memory of API process " + thisProcess + ": ask it for progress; another replica, or this one after a restart, does not know this rebuild, and a shutdown cancels it"}
 	b.running = rb
 	b.list = append(b.list, rb)
 	if len(b.list) > keptRebuilds+1 {

@@ -841,6 +841,10 @@ export interface components {
             finishedAt: string | null;
             /** @description Why a failed rebuild stopped. */
             error: string | null;
+            /** @description The API process that runs the rebuild and keeps its state in memory (host/pid): GET it from that process; another replica, or this one after a restart, answers 404. */
+            process: string;
+            /** @description The same, in words, for a console to show. */
+            note: string;
         };
         RebuildAnswer: {
             rebuild: components["schemas"]["Rebuild"];
