@@ -251,11 +251,15 @@ export const conn = {
     this.soon = setTimeout(() => this.poll(), 100);
   },
   async poll() {
+    // One poll at a time: a request made while one is out (sawFailure)
+    // waits for it, so failures never multiply the polling loops.
+    if (this.polling) { this.again = true; return; }
+    this.polling = true;
     clearTimeout(this.timer);
     try {
       const headers = { Accept: 'application/json' };
       if (token) headers.Authorization = `Bearer ${token}`;
-      const res = await fetch('/readyz', { headers, cache: 'no-store' });
+      const res = await fetch('/readyz', { headers, cache: 'no-store', signal: AbortSignal.timeout(5000) });
       const body = await res.json();
       this.reachable = true;
       this.ready = !!body.ready;
@@ -264,10 +268,13 @@ export const conn = {
     } catch {
       this.reachable = false;
     }
+    this.polling = false;
     this.render();
     document.body.classList.toggle('operator', !!this.operator);
     // A tenant's token lists its own tenant: no tenant field then.
     document.body.classList.toggle('tenant-token', !!token && !this.operator);
+    clearTimeout(this.timer);
+    if (this.again) { this.again = false; this.timer = setTimeout(() => this.poll(), 100); return; }
     this.timer = setTimeout(() => this.poll(), READY_POLL_MS);
   },
 };
