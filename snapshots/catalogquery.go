@@ -60,6 +60,11 @@ type CatalogPage struct {
 // reads whole (and sorts itself); beyond it, it scans a sorted index.
 const lexSetMax = 2000
 
+// wholeSetMax is the largest status or plan set a query with other
+// filters reads whole (and sorts itself); beyond it, it scans the sort
+// field's index.
+const wholeSetMax = 5000
+
 // QueryCatalog answers q from the tenant's catalog. The plan, most
 // selective first: an engineRunRef or runIdPrefix matching at most
 // lexSetMax runs is read whole (ZRANGEBYLEX, then the catalog entries) and
@@ -123,14 +128,35 @@ func queryLex(ctx context.Context, rdb redis.UniversalClient, q *CatalogQuery) (
 			ids[i] = m[strings.LastIndexByte(m, 0)+1:]
 		}
 	}
-	entries, err := CatalogEntries(ctx, rdb, q.TenantID, ids)
-	if err != nil {
-		return page, false, err
+	page, err = queryWhole(ctx, rdb, q, ids)
+	return page, err == nil, err
+}
+
+// queryWhole answers q from ids, every run that may match: their catalog
+// entries are read (HMGET, in pipelined chunks), filtered, sorted and
+// paged here, and matched is exact.
+func queryWhole(ctx context.Context, rdb redis.UniversalClient, q *CatalogQuery, ids []string) (CatalogPage, error) {
+	var page CatalogPage
+	pipe := rdb.Pipeline()
+	var cmds []*redis.SliceCmd
+	for lo := 0; lo < len(ids); lo += 1000 {
+		cmds = append(cmds, pipe.HMGet(ctx, CatalogMetaKey(q.TenantID), ids[lo:min(lo+1000, len(ids))]...))
+	}
+	if len(cmds) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return page, err
+		}
 	}
 	var match []CatalogEntry
-	for _, id := range ids {
-		if e, found := entries[id]; found && q.matches(&e, true) {
-			match = append(match, e)
+	for c, cmd := range cmds {
+		for i, v := range cmd.Val() {
+			str, ok := v.(string)
+			if !ok {
+				continue
+			}
+			if e, ok := parseCatalogEntry(ids[c*1000+i], str); ok && q.matches(&e, true) {
+				match = append(match, e)
+			}
 		}
 	}
 	slices.SortFunc(match, func(a, b CatalogEntry) int {
@@ -158,7 +184,7 @@ func queryLex(ctx context.Context, rdb redis.UniversalClient, q *CatalogQuery) (
 		last := page.Entries[len(page.Entries)-1]
 		page.Next = &CatalogPos{Score: q.score(&last), RunID: last.RunID}
 	}
-	return page, true, nil
+	return page, nil
 }
 
 func compareEntries(s1 int64, id1 string, s2 int64, id2 string) int {
@@ -227,6 +253,36 @@ func queryScored(ctx context.Context, rdb redis.UniversalClient, q *CatalogQuery
 	}
 	filtered := residual.Status != "" || residual.PlanID != "" || residual.RunIDPrefix != "" || residual.EngineRunRef != ""
 	residual.ByStarted = false // the index holds only started runs
+	if filtered && (q.Status != "" || q.PlanID != "") {
+		// The other filters need each run's entry anyway: when the status
+		// or plan set (the smaller) is small, read it whole and sort here
+		// rather than scan the sort field's index for its few runs.
+		pipe := rdb.Pipeline()
+		var sets []string
+		var cards []*redis.IntCmd
+		if q.Status != "" {
+			sets = append(sets, CatalogStatusKey(q.TenantID, q.Status))
+			cards = append(cards, pipe.ZCard(ctx, sets[len(sets)-1]))
+		}
+		if q.PlanID != "" {
+			sets = append(sets, CatalogPlanKey(q.TenantID, q.PlanID))
+			cards = append(cards, pipe.ZCard(ctx, sets[len(sets)-1]))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return page, err
+		}
+		set, n := sets[0], cards[0].Val()
+		if len(sets) == 2 && cards[1].Val() < n {
+			set, n = sets[1], cards[1].Val()
+		}
+		if n <= wholeSetMax {
+			ids, err := rdb.ZRange(ctx, set, 0, -1).Result()
+			if err != nil {
+				return page, err
+			}
+			return queryWhole(ctx, rdb, q, ids)
+		}
+	}
 
 	lo, hi := "-inf", "+inf"
 	if q.HasFrom {

@@ -313,13 +313,14 @@ func mapsEqual(a, b map[string]int64) bool {
 	return true
 }
 
-// TestListRuns_ExactCountsBeyondAThousandAndScanLimited: 6,000 runs of one
+// TestListRuns_ExactCountsBeyondAThousandAndScanLimited: 8,500 runs of one
 // tenant. The counts are exact (the old list counted only the 1,000 most
-// recent runs). A planId filter sorted by startedAt, which no single index
-// answers, whose runs are the oldest started: the first page is
+// recent runs). A rare status is answered by its own index, exactly. A
+// runId prefix matching 2,500 runs (too many to read whole) sorted by
+// startedAt, whose runs are the oldest started: the first page is
 // scanLimited (it read its bound of index entries without filling the
-// page) with a cursor, never an empty answer without one; the cursors
-// reach every matching run.
+// page) with a cursor, never an empty answer without one, and the cursors
+// reach every matching run in order.
 func TestListRuns_ExactCountsBeyondAThousandAndScanLimited(t *testing.T) {
 	t.Parallel()
 	tenant := "t_many_" + testenv.RandomID(4)
@@ -330,8 +331,8 @@ func TestListRuns_ExactCountsBeyondAThousandAndScanLimited(t *testing.T) {
 	for _, st := range snapshots.RunStatuses {
 		want[st] = 0
 	}
-	var rare []string
-	for i := range 6000 {
+	var old []string
+	for i := range 8500 {
 		st := store.RunCompleted
 		switch {
 		case i%1000 == 7:
@@ -339,32 +340,39 @@ func TestListRuns_ExactCountsBeyondAThousandAndScanLimited(t *testing.T) {
 		case i < 1500:
 			st = store.RunRunning
 		}
-		s := snap(tenant, fmt.Sprintf("many-%05d", i), st, 3, base.Add(time.Duration(i)*time.Millisecond))
+		id := fmt.Sprintf("many-b-%05d", i)
+		if i < 2500 {
+			id = fmt.Sprintf("many-a-%05d", i) // the oldest started
+			old = append(old, id)
+		}
+		s := snap(tenant, id, st, 3, base.Add(time.Duration(i)*time.Millisecond))
 		s.PlanID = "common"
 		s.StartedAt = store.FormatPersistedAt(base.Add(time.Duration(i) * time.Second))
-		if i < 4 {
-			s.PlanID = "rare" // the oldest started
-			rare = append(rare, s.RunID)
-		}
 		want[st]++
 		snaps = append(snaps, s)
 	}
 	writeSnapshots(t, e.redis, snaps)
 	a := listPage(t, e, "tok-a", "status=FAILED")
-	if !mapsEqual(a.Counts, want) || a.Total != 6000 {
-		t.Fatalf("counts %v total %d, want %v and 6000", a.Counts, a.Total, want)
+	if !mapsEqual(a.Counts, want) || a.Total != 8500 {
+		t.Fatalf("counts %v total %d, want %v and 8500", a.Counts, a.Total, want)
 	}
-	if len(a.Runs) != 6 || a.Matched == nil || *a.Matched != 6 {
-		t.Fatalf("status=FAILED: %d runs, matched %v; want 6", len(a.Runs), a.Matched)
+	if len(a.Runs) != 9 || a.Matched == nil || *a.Matched != 9 {
+		t.Fatalf("status=FAILED: %d runs, matched %v; want 9", len(a.Runs), a.Matched)
 	}
-	got, pages := listAll(t, e, "tok-a", "sort=startedAt&planId=rare&limit=10")
-	if !pages[0].ScanLimited || pages[0].NextCursor == "" || pages[0].Matched != nil {
-		t.Fatalf("first page of a filter no index answers (%d pages, %v): scanLimited %v, cursor %q, matched %v; want scanLimited with a cursor, matched null", len(pages), got,
-			pages[0].ScanLimited, pages[0].NextCursor, pages[0].Matched)
+	got, pages := listAll(t, e, "tok-a", "sort=startedAt&runIdPrefix=many-a&limit=200")
+	if !pages[0].ScanLimited || pages[0].NextCursor == "" || pages[0].Matched != nil || len(pages[0].Runs) != 0 {
+		t.Fatalf("first page of a filter no index answers: %d runs, scanLimited %v, cursor %q, matched %v; want none yet, scanLimited with a cursor, matched null",
+			len(pages[0].Runs), pages[0].ScanLimited, pages[0].NextCursor, pages[0].Matched)
 	}
-	slices.Reverse(rare)
-	if !slices.Equal(got, rare) {
-		t.Fatalf("scan-limited paging listed %v, want %v", got, rare)
+	slices.Reverse(old)
+	if !slices.Equal(got, old) {
+		t.Fatalf("scan-limited paging listed %d runs, want the %d oldest started, newest first", len(got), len(old))
+	}
+	// A status and plan combination sorted by startedAt, its status set
+	// small enough to read whole: exact, with matched.
+	got, pages = listAll(t, e, "tok-a", "sort=startedAt&order=asc&status=FAILED&planId=common&limit=4")
+	if len(got) != 9 || pages[0].Matched == nil || *pages[0].Matched != 9 || pages[0].ScanLimited {
+		t.Fatalf("status+plan by startedAt: %d runs, matched %v, scanLimited %v; want 9, 9, false", len(got), pages[0].Matched, pages[0].ScanLimited)
 	}
 }
 
