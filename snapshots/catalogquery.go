@@ -58,7 +58,7 @@ type CatalogPage struct {
 
 // lexSetMax is the largest runId-prefix or engineRunRef match the query
 // reads whole (and sorts itself); beyond it, it scans a sorted index.
-const lexSetMax = 2000
+const lexSetMax = 10000
 
 // wholeSetMax is the largest status or plan set a query with other
 // filters reads whole (and sorts itself); beyond it, it scans the sort
@@ -67,7 +67,8 @@ const wholeSetMax = 5000
 
 // QueryCatalog answers q from the tenant's catalog. The plan, most
 // selective first: an engineRunRef or runIdPrefix matching at most
-// lexSetMax runs is read whole (ZRANGEBYLEX, then the catalog entries) and
+// lexSetMax runs (or, with other filters, a status or plan set of at most
+// wholeSetMax) is read whole (ZRANGEBYLEX, then the catalog entries) and
 // filtered and sorted here; otherwise one sorted index, by the sort field,
 // is walked from the page's start by rank (the cursor's run is found with
 // ZRANK, so a page costs the same at any depth): the tenant's status or
@@ -253,6 +254,8 @@ func queryScored(ctx context.Context, rdb redis.UniversalClient, q *CatalogQuery
 	}
 	filtered := residual.Status != "" || residual.PlanID != "" || residual.RunIDPrefix != "" || residual.EngineRunRef != ""
 	residual.ByStarted = false // the index holds only started runs
+	// A runId prefix alone is checked on the index's members.
+	needMeta := residual.Status != "" || residual.PlanID != "" || residual.EngineRunRef != ""
 	if filtered && (q.Status != "" || q.PlanID != "") {
 		// The other filters need each run's entry anyway: when the status
 		// or plan set (the smaller) is small, read it whole and sort here
@@ -371,15 +374,18 @@ func queryScored(ctx context.Context, rdb redis.UniversalClient, q *CatalogQuery
 			scores = append(scores, s)
 		}
 		var entries map[string]CatalogEntry
-		if filtered {
+		if needMeta {
 			if entries, err = CatalogEntries(ctx, rdb, q.TenantID, ids); err != nil {
 				return page, err
 			}
 		}
 		for i, id := range ids {
 			e, found := entries[id]
-			if filtered && (!found || !residual.matches(&e, false)) {
+			if needMeta && (!found || !residual.matches(&e, false)) {
 				continue
+			}
+			if !strings.HasPrefix(id, q.RunIDPrefix) {
+				continue // checked on the member: no entry needed
 			}
 			if !found {
 				// Unfiltered pages need only the runIds (and a run indexed

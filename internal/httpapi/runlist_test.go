@@ -313,10 +313,10 @@ func mapsEqual(a, b map[string]int64) bool {
 	return true
 }
 
-// TestListRuns_ExactCountsBeyondAThousandAndScanLimited: 8,500 runs of one
+// TestListRuns_ExactCountsBeyondAThousandAndScanLimited: 16,000 runs of one
 // tenant. The counts are exact (the old list counted only the 1,000 most
 // recent runs). A rare status is answered by its own index, exactly. A
-// runId prefix matching 2,500 runs (too many to read whole) sorted by
+// runId prefix matching 11,000 runs (too many to read whole) sorted by
 // startedAt, whose runs are the oldest started: the first page is
 // scanLimited (it read its bound of index entries without filling the
 // page) with a cursor, never an empty answer without one, and the cursors
@@ -332,7 +332,7 @@ func TestListRuns_ExactCountsBeyondAThousandAndScanLimited(t *testing.T) {
 		want[st] = 0
 	}
 	var old []string
-	for i := range 8500 {
+	for i := range 16000 {
 		st := store.RunCompleted
 		switch {
 		case i%1000 == 7:
@@ -341,7 +341,7 @@ func TestListRuns_ExactCountsBeyondAThousandAndScanLimited(t *testing.T) {
 			st = store.RunRunning
 		}
 		id := fmt.Sprintf("many-b-%05d", i)
-		if i < 2500 {
+		if i < 11000 {
 			id = fmt.Sprintf("many-a-%05d", i) // the oldest started
 			old = append(old, id)
 		}
@@ -353,11 +353,11 @@ func TestListRuns_ExactCountsBeyondAThousandAndScanLimited(t *testing.T) {
 	}
 	writeSnapshots(t, e.redis, snaps)
 	a := listPage(t, e, "tok-a", "status=FAILED")
-	if !mapsEqual(a.Counts, want) || a.Total != 8500 {
-		t.Fatalf("counts %v total %d, want %v and 8500", a.Counts, a.Total, want)
+	if !mapsEqual(a.Counts, want) || a.Total != 16000 {
+		t.Fatalf("counts %v total %d, want %v and 16000", a.Counts, a.Total, want)
 	}
-	if len(a.Runs) != 9 || a.Matched == nil || *a.Matched != 9 {
-		t.Fatalf("status=FAILED: %d runs, matched %v; want 9", len(a.Runs), a.Matched)
+	if len(a.Runs) != 16 || a.Matched == nil || *a.Matched != 16 {
+		t.Fatalf("status=FAILED: %d runs, matched %v; want 16", len(a.Runs), a.Matched)
 	}
 	got, pages := listAll(t, e, "tok-a", "sort=startedAt&runIdPrefix=many-a&limit=200")
 	if !pages[0].ScanLimited || pages[0].NextCursor == "" || pages[0].Matched != nil || len(pages[0].Runs) != 0 {
@@ -368,11 +368,16 @@ func TestListRuns_ExactCountsBeyondAThousandAndScanLimited(t *testing.T) {
 	if !slices.Equal(got, old) {
 		t.Fatalf("scan-limited paging listed %d runs, want the %d oldest started, newest first", len(got), len(old))
 	}
+	// A runId prefix of at most 10,000 runs is read whole: exact.
+	got, pages = listAll(t, e, "tok-a", "sort=startedAt&runIdPrefix=many-a-0&limit=200")
+	if len(got) != 10000 || pages[0].Matched == nil || *pages[0].Matched != 10000 || pages[0].ScanLimited || !slices.Equal(got, old[1000:]) {
+		t.Fatalf("runIdPrefix of 10,000 runs: %d runs, matched %v, scanLimited %v; want the 10,000, exact", len(got), pages[0].Matched, pages[0].ScanLimited)
+	}
 	// A status and plan combination sorted by startedAt, its status set
 	// small enough to read whole: exact, with matched.
 	got, pages = listAll(t, e, "tok-a", "sort=startedAt&order=asc&status=FAILED&planId=common&limit=4")
-	if len(got) != 9 || pages[0].Matched == nil || *pages[0].Matched != 9 || pages[0].ScanLimited {
-		t.Fatalf("status+plan by startedAt: %d runs, matched %v, scanLimited %v; want 9, 9, false", len(got), pages[0].Matched, pages[0].ScanLimited)
+	if len(got) != 16 || pages[0].Matched == nil || *pages[0].Matched != 16 || pages[0].ScanLimited {
+		t.Fatalf("status+plan by startedAt: %d runs, matched %v, scanLimited %v; want 16, 16, false", len(got), pages[0].Matched, pages[0].ScanLimited)
 	}
 }
 
