@@ -33,7 +33,8 @@ type sseStream struct {
 	// hijacked
 	conn     net.Conn
 	cancel   context.CancelFunc
-	deadline time.Time // the connection's write deadline
+	timeout  time.Duration // sseWriteTimeout
+	deadline time.Time     // the connection's write deadline
 
 	// through net/http
 	w  http.ResponseWriter
@@ -99,17 +100,17 @@ func hijackSSE(w http.ResponseWriter, rc *http.ResponseController) (*sseStream, 
 			}
 		}
 	}()
-	return &sseStream{done: ctx.Done(), conn: conn, cancel: cancel, deadline: time.Now().Add(sseWriteTimeout)}, nil
+	return &sseStream{done: ctx.Done(), conn: conn, cancel: cancel, timeout: sseWriteTimeout, deadline: time.Now().Add(sseWriteTimeout)}, nil
 }
 
 // write sends one complete event (or comment) frame.
 func (s *sseStream) write(frame []byte) error {
 	if s.conn != nil {
-		// Every write has between half of sseWriteTimeout and all of it:
-		// the deadline moves only when less than half is left, not on every
+		// Every write has between half of the timeout and all of it: the
+		// deadline moves only when less than half is left, not on every
 		// event (a runtime timer update per watcher per change).
-		if now := time.Now(); s.deadline.Sub(now) < sseWriteTimeout/2 {
-			s.deadline = now.Add(sseWriteTimeout)
+		if now := time.Now(); s.deadline.Sub(now) < s.timeout/2 {
+			s.deadline = now.Add(s.timeout)
 			_ = s.conn.SetWriteDeadline(s.deadline)
 		}
 		_, err := s.conn.Write(frame)
