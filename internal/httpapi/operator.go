@@ -47,8 +47,13 @@ const operatorTimeout = 10 * time.Second
 // partitions' oldest records.
 const maxLagGroupsReported = 100
 
-// lagGroupsParallel is how many groups are measured at once.
-const lagGroupsParallel = 4
+// lagGroupsParallel is how many groups one request measures at once, and
+// maxLagGroupsInflight how many requests measure at once (consoles
+// refreshing the lag page): past it, 503 with Retry-After.
+const (
+	lagGroupsParallel    = 4
+	maxLagGroupsInflight = 2
+)
 
 // lagGroupsAnswer is GET /v1/lag/groups's answer.
 type lagGroupsAnswer struct {
@@ -72,6 +77,10 @@ func (s *Server) lagGroups(w http.ResponseWriter, r *http.Request) error {
 	if _, err := query(r); err != nil {
 		return err
 	}
+	if !s.lagMeasures.tryAcquire() {
+		return limitError(http.StatusServiceUnavailable, 2, "%d lag measurements of every group are running in this API process; retry after Retry-After", maxLagGroupsInflight)
+	}
+	defer s.lagMeasures.release()
 	ctx, cancel := context.WithTimeout(r.Context(), operatorTimeout)
 	defer cancel()
 	out := lagGroupsAnswer{Topic: s.cfg.LagTopic, Groups: []lag.Report{}}

@@ -610,3 +610,44 @@ func TestOperator_RebuildFailsWhenRedisIsDown(t *testing.T) {
 		t.Fatalf("a rebuild with Redis down: %d %s %q, want 503 naming Redis", r.status, code, msg)
 	}
 }
+
+// At most two GET /v1/lag/groups measure at once in a process (consoles
+// refreshing the lag page); a third is 503 with Retry-After, not queued.
+func TestOperator_LagGroupsBounded(t *testing.T) {
+	inside := make(chan struct{}, 8)
+	release := make(chan struct{})
+	e := newEnv(t, httpapi.Config{AuthTokens: roleTokens, LagGroups: []string{"g"},
+		Lag: func(ctx context.Context, g string) (lag.Report, error) {
+			inside <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return lag.Report{Group: g, Exists: true, State: "Stable", Partitions: []lag.Partition{}}, nil
+		}})
+	var wg sync.WaitGroup
+	statuses := make(chan int, 2)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses <- do(t, "GET", e.url+"/v1/lag/groups", "tok-op", nil).status
+		}()
+	}
+	<-inside
+	<-inside
+	r := do(t, "GET", e.url+"/v1/lag/groups", "tok-op", nil)
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
+		t.Fatalf("a third measurement at once: %d (Retry-After %q) %s, want 503 with Retry-After", r.status, r.header.Get("Retry-After"), r.body)
+	}
+	close(release)
+	wg.Wait()
+	for range 2 {
+		if st := <-statuses; st != 200 {
+			t.Fatalf("a measurement within the bound: %d", st)
+		}
+	}
+	if r := do(t, "GET", e.url+"/v1/lag/groups", "tok-op", nil); r.status != 200 {
+		t.Fatalf("after the others finished: %d, want 200", r.status)
+	}
+}

@@ -136,13 +136,14 @@ type Server struct {
 	closing chan struct{} // closed when shutdown starts: SSE streams end
 	close   sync.Once
 
-	appends    semaphore // in-flight appends
-	consistent semaphore // in-flight ?consistent=true rebuilds
-	watchers   watcherLimits
-	resyncs    *rateLimiter // tenants' resyncs of their own runs
-	ops        opsStore     // the operator routes' store access; nil: 503
-	rebuilds   *rebuilds    // operators' rebuilds in this process
-	tickets    *rateLimiter // tenants' stream tickets
+	appends     semaphore // in-flight appends
+	consistent  semaphore // in-flight ?consistent=true rebuilds
+	watchers    watcherLimits
+	resyncs     *rateLimiter // tenants' resyncs of their own runs
+	ops         opsStore     // the operator routes' store access; nil: 503
+	rebuilds    *rebuilds    // operators' rebuilds in this process
+	lagMeasures semaphore    // in-flight GET /v1/lag/groups measurements
+	tickets     *rateLimiter // tenants' stream tickets
 
 	// runCounts is the runs list's storeRuns per tenant (runlist.go).
 	runCounts runCountCache
@@ -190,11 +191,12 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 	}
 	s := &Server{cfg: cfg, store: st, redis: rdb, log: log.With("component", "api"), metrics: m,
 		tokens: map[[32]byte]string{}, closing: make(chan struct{}),
-		appends:    make(semaphore, cfg.Limits.MaxInflightAppends),
-		consistent: make(semaphore, cfg.Limits.MaxConsistentReads),
-		resyncs:    &rateLimiter{perMin: cfg.Limits.TenantResyncsPerMinute, buckets: map[string]*bucket{}, now: time.Now},
-		tickets:    &rateLimiter{perMin: ticketsPerMinute, buckets: map[string]*bucket{}, now: time.Now},
-		rebuilds:   newRebuilds(),
+		appends:     make(semaphore, cfg.Limits.MaxInflightAppends),
+		consistent:  make(semaphore, cfg.Limits.MaxConsistentReads),
+		resyncs:     &rateLimiter{perMin: cfg.Limits.TenantResyncsPerMinute, buckets: map[string]*bucket{}, now: time.Now},
+		tickets:     &rateLimiter{perMin: ticketsPerMinute, buckets: map[string]*bucket{}, now: time.Now},
+		rebuilds:    newRebuilds(),
+		lagMeasures: make(semaphore, maxLagGroupsInflight),
 	}
 	s.ops, _ = st.(opsStore)
 	if rdb != nil {
