@@ -58,7 +58,7 @@ type CatalogPage struct {
 
 // lexSetMax is the largest runId-prefix or engineRunRef match the query
 // reads whole (and sorts itself); beyond it, it scans a sorted index.
-const lexSetMax = 10000
+const lexSetMax = 2000
 
 // wholeSetMax is the largest status or plan set a query with other
 // filters reads whole (and sorts itself); beyond it, it scans the sort

@@ -144,7 +144,7 @@ export interface paths {
         };
         /**
          * A tenant's runs: searched, sorted, paged, with exact counts
-         * @description Runs of the caller's tenant (an operator names it with tenantId) from the runs catalog the projector keeps in Redis. Filters combine (AND). The most selective index answers: an engineRunRef or runIdPrefix matching at most 10,000 runs, or (with other filters) a status or plan of at most 5,000 runs, is read whole and matched is exact; otherwise one sorted index of the sort field is walked and the other filters are checked run by run, at most 5,000 index entries a page: a page that stops there before it is full has scanLimited true and a nextCursor that continues the scan (it may hold fewer runs than limit, even none). Times are compared at millisecond precision. Redis unavailable: 503.
+         * @description Runs of the caller's tenant (an operator names it with tenantId) from the runs catalog the projector keeps in Redis. Filters combine (AND). The most selective index answers: an engineRunRef or runIdPrefix matching at most 2,000 runs, or (with other filters) a status or plan of at most 5,000 runs, is read whole and matched is exact; otherwise one sorted index of the sort field is walked and the other filters are checked run by run, at most 5,000 index entries a page: a page that stops there before it is full has scanLimited true and a nextCursor that continues the scan (it may hold fewer runs than limit, even none). Times are compared at millisecond precision. Redis unavailable: 503.
          */
         get: operations["listRuns"];
         put?: never;
