@@ -10,6 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// measureTimeout is the least time one group's measurement is given.
+const measureTimeout = 5 * time.Second
+
 // Exporter refreshes the lag gauges of some groups from one owned loop
 // (a scrape never waits on a broker round trip).
 type Exporter struct {
@@ -61,7 +64,9 @@ func (e *Exporter) Run(ctx context.Context) error {
 
 func (e *Exporter) refresh(ctx context.Context) {
 	for _, g := range e.groups {
-		rctx, cancel := context.WithTimeout(ctx, e.interval)
+		// At least measureTimeout: a short refresh interval must not
+		// make every measurement time out on a busy broker.
+		rctx, cancel := context.WithTimeout(ctx, max(e.interval, measureTimeout))
 		rep, err := Measure(rctx, e.client, g)
 		cancel()
 		if err != nil {

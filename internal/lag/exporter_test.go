@@ -49,7 +49,7 @@ func TestExporter_EveryListedGroup(t *testing.T) {
 	commit("runstream-etl", 3, 8)       // 5 behind on partition 0
 
 	reg := prometheus.NewRegistry()
-	e, err := lag.NewExporter(cl, []string{"runstream-projector", "runstream-etl", "never-joined"}, 50*time.Millisecond, reg, nil)
+	e, err := lag.NewExporter(cl, []string{"runstream-projector", "runstream-etl", "never-joined"}, 200*time.Millisecond, reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
