@@ -372,7 +372,14 @@ func measureArm(ctx context.Context, env *sseEnv, newAPI func() (*httpapi.Server
 		if n >= ar.Expected {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			win.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
 	}
 	cpu := win.Stop()
 	window := time.Since(start)
