@@ -86,6 +86,10 @@ func startDev(t *testing.T, env map[string]string) (base, broker string, stop fu
 	if m := brokerRE.FindStringSubmatch(out.String()); m != nil {
 		broker = m[1]
 	}
+	// The banner says where the console is (make dev prints it).
+	if !regexp.MustCompile(`(?m)^\s*console\s+` + regexp.QuoteMeta(base) + `/\s`).MatchString(out.String()) {
+		t.Errorf("dev's banner does not print the console's URL %s/:\n%s", base, out.String())
+	}
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
