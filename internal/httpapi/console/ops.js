@@ -43,6 +43,14 @@ export function lagPage(view, group) {
     } catch (e) {
       if (gone) return;
       if (e.status === 403) { denied = true; status.replaceChildren(); body.replaceChildren(forbidden('The lag page', e)); return; }
+      if (e.status === 404 && group) {
+        // An unknown group: said once, not asked again every few seconds.
+        denied = true;
+        status.replaceChildren();
+        body.replaceChildren(h('div', { class: 'not-found', testid: 'not-found' }, h('p', {}, `No consumer group ${group}: ${errorText(e)}`),
+          h('a', { href: '#/lag' }, 'All consumer groups')));
+        return;
+      }
       refreshLine(status, okAt, e);
       if (!okAt) body.replaceChildren(h('div', { class: 'notice error', role: 'alert', testid: 'lag-error' }, 'Could not read consumer lag: ', errorText(e)));
       else body.classList.add('outdated');

@@ -194,7 +194,7 @@ export function runsPage(view) {
             : 'No runs yet. Append events with POST /v1/events, or start runstream dev --demo.'));
       return;
     }
-    const cols = ['Run', 'Status', 'Plan', 'Engine run', 'Steps', 'Started', 'Updated', 'Duration'];
+    const cols = ['Run', 'Status', 'Plan', 'Engine run', 'Steps', 'Started', 'Updated', 'Duration (event time)'];
     const td = (label, attrs, ...kids) => h('td', { 'data-label': label, ...attrs }, ...kids);
     keepFocus(() => body.replaceChildren(h('div', { class: 'table-box' }, h('table', { class: 'runs cards', testid: 'runs-table' },
       h('thead', {}, h('tr', {}, cols.map(c => h('th', { scope: 'col', 'aria-sort': sortOf(c) }, c)))),
@@ -206,7 +206,7 @@ export function runsPage(view) {
         td('Steps', { class: 'num' }, r.steps ?? '—', r.failedSteps ? h('span', { class: 'failed-count' }, ` (${r.failedSteps} failed)`) : null),
         td('Started', { testid: 'run-started', 'data-at': r.startedAt || '' }, when(r.startedAt)),
         td('Updated', { testid: 'run-updated', 'data-at': r.updatedAt || '' }, when(r.updatedAt)),
-        td('Duration', { class: 'num' }, dur(r.totalDurationMs)))))))));
+        td('Duration', { class: 'num', title: 'completedAt − startedAt by event time (payload sourceOccurredAt, else emittedAt)' }, dur(r.totalDurationMs)))))))));
   }
   const sortOf = c => (c === SORTS[f.sort] ? (f.order === 'asc' ? 'ascending' : 'descending') : null);
   const tenantLabel = () => token && !conn.operator ? 'this token\'s tenant' : tenant ? `tenant ${tenant}` : 'the default tenant';

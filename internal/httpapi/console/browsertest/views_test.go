@@ -253,6 +253,8 @@ func TestConsole_Views(t *testing.T) {
 	b.waitTrue(`location.hash === '#/lag/console-test-etl' && document.querySelectorAll('[data-testid=lag-group]').length === 1`, "the one group's deep link")
 	b.waitText(`[data-testid=lag-owner]`, "etl-instance-1")
 	b.shots("lag-group")
+	b.navigate(base + "/#/lag/no-such-group")
+	b.waitText(`[data-testid=lag-group][data-group="no-such-group"]`, "no committed offsets")
 
 	// ---- dead letters: list, inspect, retry one and all, each confirmed ----
 	for i, id := range []string{s.ids[1], s.ids[2]} {
