@@ -559,6 +559,9 @@ var benchRead = benchTarget[readCLI, *readbench.Report]{
 		if cli.spread.Runs > cli.spread.Watchers {
 			errs = append(errs, fmt.Errorf("--spread-runs (%d) must be at most --spread-watchers (%d)", cli.spread.Runs, cli.spread.Watchers))
 		}
+		if len(errs) > 0 { // named by flag; Validate would name the same by shape
+			return benchFlagErrors(errs, nil)
+		}
 		if len(cli.Shapes) > 0 {
 			exe, err := os.Executable()
 			if err != nil {
