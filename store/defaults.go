@@ -13,4 +13,8 @@ const (
 	// DefaultProjectorGroup is the projectors' consumer group
 	// (RUNSTREAM_GROUP), and the group lag is reported for by default.
 	DefaultProjectorGroup = "runstream-projector"
+	// DefaultETLGroup is the analytics ETL's consumer group, its own so it
+	// reads every partition beside the projectors; lag is exported for it
+	// by default too.
+	DefaultETLGroup = "runstream-etl"
 )

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/runstream/runstream/internal/etl"
+	"github.com/runstream/runstream/store"
 )
 
 // maxLagGroups bounds --lag-groups: each group costs a DescribeGroups, an
@@ -20,14 +20,14 @@ type lagGroupsFlag struct{ raw string }
 
 func (f *lagGroupsFlag) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.raw, "lag-groups", "",
-		"consumer groups of the topic whose lag is exported as runstream_consumer_lag_{records,seconds}, comma-separated (default: --group and the ETL's "+etl.DefaultGroup+")")
+		"consumer groups of the topic whose lag is exported as runstream_consumer_lag_{records,seconds}, comma-separated (default: --group and the ETL's "+store.DefaultETLGroup+")")
 }
 
 // groups resolves the flag: the listed groups, or the projector's group
 // (--group) and the ETL's default group when none are listed.
 func (f *lagGroupsFlag) groups(projectorGroup string) ([]string, error) {
 	if strings.TrimSpace(f.raw) == "" {
-		return slices.Compact([]string{projectorGroup, etl.DefaultGroup}), nil
+		return slices.Compact([]string{projectorGroup, store.DefaultETLGroup}), nil
 	}
 	var out []string
 	for _, g := range strings.Split(f.raw, ",") {

@@ -19,7 +19,7 @@ import (
 )
 
 // DefaultGroup is the consumer group of the ETL when none is given.
-const DefaultGroup = "runstream-etl"
+const DefaultGroup = store.DefaultETLGroup
 
 // Config configures an [ETL].
 type Config struct {

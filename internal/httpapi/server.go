@@ -20,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/runstream/runstream/internal/etl"
 	"github.com/runstream/runstream/internal/httpapi/console"
 	"github.com/runstream/runstream/internal/lag"
 	"github.com/runstream/runstream/snapshots"
@@ -169,7 +168,7 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 		cfg.LagGroup = store.DefaultProjectorGroup
 	}
 	if cfg.LagGroups == nil {
-		cfg.LagGroups = slices.Compact([]string{cfg.LagGroup, etl.DefaultGroup})
+		cfg.LagGroups = slices.Compact([]string{cfg.LagGroup, store.DefaultETLGroup})
 	}
 	if cfg.LagTopic == "" {
 		cfg.LagTopic = store.DefaultTopic
