@@ -70,53 +70,57 @@ var RunStatuses = []string{store.RunPending, store.RunApproved, store.RunRunning
 // retries.
 //
 // KEYS[1] the tenant's run index, KEYS[2] its catalog hash; the other
-// catalog keys are KEYS[1] plus a suffix (same hash tag, same slot).
-// ARGV[1] runId, ARGV[2] lastEventSeq, ARGV[3] status, ARGV[4] updatedAt
-// ms, ARGV[5] startedAt ms or "", ARGV[6] planId or "", ARGV[7]
-// engineRunRef or "". Returns 1 when catalogued, 0 when the catalog
-// already held this watermark or a higher one.
+// catalog keys are KEYS[1] plus a suffix (same hash tag, same slot). ARGV
+// holds 7 values per run, any number of runs of the tenant: runId,
+// lastEventSeq, status, updatedAt ms, startedAt ms or "", planId or "",
+// engineRunRef or "". Returns how many runs it catalogued (the others
+// were already catalogued at their watermark or a higher one).
 var catalogScript = redis.NewScript(`
 local p = KEYS[1]
-local id = ARGV[1]
-local upd = tonumber(ARGV[4])
-redis.call('ZADD', p, 'GT', upd, id)
-local seq = tonumber(ARGV[2])
-local cur = redis.call('HGET', KEYS[2], id)
-local cst, cstart, cplan, cref = nil, '', '', ''
-if cur then
-  local cseq
-  cseq, cst, cstart, cplan, cref = string.match(cur, '^(%-?%d+)|([^|]*)|[^|]*|([^|]*)|([^|]*)|(.*)$')
-  if cseq and tonumber(cseq) >= seq then
-    return 0
+local filed = 0
+for i = 1, #ARGV, 7 do
+  local id = ARGV[i]
+  local upd = tonumber(ARGV[i + 3])
+  local st, started, plan, ref = ARGV[i + 2], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
+  redis.call('ZADD', p, 'GT', upd, id)
+  local cur = redis.call('HGET', KEYS[2], id)
+  local cseq, cst, cstart, cplan, cref = nil, nil, '', '', ''
+  if cur then
+    cseq, cst, cstart, cplan, cref = string.match(cur, '^(%-?%d+)|([^|]*)|[^|]*|([^|]*)|([^|]*)|(.*)$')
   end
-  if cst and cst ~= ARGV[3] then
-    redis.call('ZREM', p .. ':status:' .. cst, id)
+  if not (cseq and tonumber(cseq) >= tonumber(ARGV[i + 1])) then
+    if cur then
+      if cst and cst ~= st then
+        redis.call('ZREM', p .. ':status:' .. cst, id)
+      end
+      if cplan and cplan ~= '' and cplan ~= plan then
+        redis.call('ZREM', p .. ':plan:' .. cplan, id)
+      end
+      if cref and cref ~= '' and cref ~= ref then
+        redis.call('ZREM', p .. ':ref', cref .. '\0' .. id)
+      end
+      if cstart and cstart ~= '' and started == '' then
+        redis.call('ZREM', p .. ':started', id)
+      end
+    else
+      redis.call('ZADD', p .. ':ids', 0, id)
+    end
+    redis.call('HSET', KEYS[2], id, ARGV[i + 1] .. '|' .. st .. '|' .. ARGV[i + 3] .. '|' .. started .. '|' .. plan .. '|' .. ref)
+    redis.call('ZADD', p .. ':status:' .. st, upd, id)
+    if plan ~= '' then
+      redis.call('ZADD', p .. ':plan:' .. plan, upd, id)
+    end
+    -- The ref and startedAt rarely change: written only when they do.
+    if ref ~= '' and ref ~= cref then
+      redis.call('ZADD', p .. ':ref', 0, ref .. '\0' .. id)
+    end
+    if started ~= '' and started ~= cstart then
+      redis.call('ZADD', p .. ':started', tonumber(started), id)
+    end
+    filed = filed + 1
   end
-  if cplan and cplan ~= '' and cplan ~= ARGV[6] then
-    redis.call('ZREM', p .. ':plan:' .. cplan, id)
-  end
-  if cref and cref ~= '' and cref ~= ARGV[7] then
-    redis.call('ZREM', p .. ':ref', cref .. '\0' .. id)
-  end
-  if cstart and cstart ~= '' and ARGV[5] == '' then
-    redis.call('ZREM', p .. ':started', id)
-  end
-else
-  redis.call('ZADD', p .. ':ids', 0, id)
 end
-redis.call('HSET', KEYS[2], id, ARGV[2] .. '|' .. ARGV[3] .. '|' .. ARGV[4] .. '|' .. ARGV[5] .. '|' .. ARGV[6] .. '|' .. ARGV[7])
-redis.call('ZADD', p .. ':status:' .. ARGV[3], upd, id)
-if ARGV[6] ~= '' then
-  redis.call('ZADD', p .. ':plan:' .. ARGV[6], upd, id)
-end
--- The ref and startedAt rarely change: written only when they do.
-if ARGV[7] ~= '' and ARGV[7] ~= cref then
-  redis.call('ZADD', p .. ':ref', 0, ARGV[7] .. '\0' .. id)
-end
-if ARGV[5] ~= '' and ARGV[5] ~= cstart then
-  redis.call('ZADD', p .. ':started', tonumber(ARGV[5]), id)
-end
-return 1
+return filed
 `)
 
 // CatalogEntry is one run's entry in its tenant's catalog.
@@ -166,15 +170,46 @@ func parseCatalogEntry(runID, v string) (CatalogEntry, bool) {
 	return e, true
 }
 
-// queueCatalog queues the catalog script for s on pipe.
-func queueCatalog(ctx context.Context, pipe redis.Pipeliner, s *store.RunSnapshot) *redis.Cmd {
+// catalogBatch gathers the catalog script's arguments per tenant, so a
+// pipeline sends one EVALSHA per tenant and catalogBatchRuns runs rather
+// than one per write: the script's call overhead is most of its cost.
+type catalogBatch map[string][]any
+
+// catalogBatchRuns bounds the runs of one catalog script call (Redis runs
+// nothing else while a script runs).
+const catalogBatchRuns = 32
+
+// add gathers s (skipped without a tenant), queueing the tenant's call on
+// pipe once it holds catalogBatchRuns runs.
+func (b catalogBatch) add(ctx context.Context, pipe redis.Pipeliner, s *store.RunSnapshot) {
+	if s.TenantID == "" {
+		return
+	}
 	e := CatalogEntryOf(s)
 	started := ""
 	if e.StartedMs >= 0 {
 		started = strconv.FormatInt(e.StartedMs, 10)
 	}
-	return catalogScript.EvalSha(ctx, pipe, []string{IndexKey(s.TenantID), CatalogMetaKey(s.TenantID)},
-		s.RunID, e.LastEventSeq, e.Status, e.UpdatedMs, started, e.PlanID, e.EngineRunRef)
+	args := append(b[s.TenantID], s.RunID, e.LastEventSeq, e.Status, e.UpdatedMs, started, e.PlanID, e.EngineRunRef)
+	if len(args) >= 7*catalogBatchRuns {
+		queueCatalogCall(ctx, pipe, s.TenantID, args)
+		args = nil
+	}
+	b[s.TenantID] = args
+}
+
+// flush queues the calls of what add gathered.
+func (b catalogBatch) flush(ctx context.Context, pipe redis.Pipeliner) {
+	for tenant, args := range b {
+		if len(args) > 0 {
+			queueCatalogCall(ctx, pipe, tenant, args)
+		}
+		delete(b, tenant)
+	}
+}
+
+func queueCatalogCall(ctx context.Context, pipe redis.Pipeliner, tenant string, args []any) {
+	catalogScript.EvalSha(ctx, pipe, []string{IndexKey(tenant), CatalogMetaKey(tenant)}, args...)
 }
 
 // loadScripts loads the snapshot write and catalog scripts.
@@ -195,15 +230,12 @@ func loadScripts(ctx context.Context, rdb redis.UniversalClient) error {
 func Catalog(ctx context.Context, rdb redis.UniversalClient, snaps []store.RunSnapshot) error {
 	run := func() error {
 		pipe := rdb.Pipeline()
-		n := 0
+		batch := catalogBatch{}
 		for i := range snaps {
-			if snaps[i].TenantID == "" {
-				continue
-			}
-			queueCatalog(ctx, pipe, &snaps[i])
-			n++
+			batch.add(ctx, pipe, &snaps[i])
 		}
-		if n == 0 {
+		batch.flush(ctx, pipe)
+		if pipe.Len() == 0 {
 			return nil
 		}
 		_, err := pipe.Exec(ctx)

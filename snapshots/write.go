@@ -103,9 +103,9 @@ func LoadScript(ctx context.Context, rdb redis.UniversalClient) error {
 }
 
 // WriteAll runs the guarded writes, and the catalog updates of their
-// snapshots (the catalog script, which also moves the run in its tenant's
-// [IndexKey] with ZADD GT), in one pipeline: two EVALSHAs per write. On a
-// cluster go-redis splits it by node. The results are in the order of ws.
+// snapshots (the catalog script, which also moves each run in its
+// tenant's [IndexKey] with ZADD GT, called once per tenant and up to 32
+// runs), in one pipeline. On a cluster go-redis splits it by node. The results are in the order of ws.
 // An error means Redis failed (some writes may have landed; each landed
 // write is complete and guarded, so retrying is safe).
 func WriteAll(ctx context.Context, rdb redis.UniversalClient, ws []Write) ([]Result, error) {
@@ -134,6 +134,7 @@ func runWrites(ctx context.Context, rdb redis.UniversalClient, ws []Write) ([]Re
 	pipe := rdb.Pipeline()
 	channel := UpdatesChannelOf(rdb)
 	cmds := make([]*redis.Cmd, len(ws))
+	catalog := catalogBatch{}
 	// The snapshots and notifications are encoded into large buffers, each
 	// argument a slice of one, never overwritten before Exec sent it: a
 	// buffer that grows moves to a new array and leaves the old one be.
@@ -150,10 +151,9 @@ func runWrites(ctx context.Context, rdb redis.UniversalClient, ws []Write) ([]Re
 		buf = NotificationOf(&w.Snapshot).Append(buf)
 		note := buf[start:len(buf):len(buf)]
 		cmds[i] = evalWrite(ctx, pipe, channel, w.Snapshot.RunID, w.Expected, body, note, w.Mode, w.Snapshot.LastEventSeq)
-		if w.Snapshot.TenantID != "" {
-			queueCatalog(ctx, pipe, &w.Snapshot)
-		}
+		catalog.add(ctx, pipe, &w.Snapshot)
 	}
+	catalog.flush(ctx, pipe)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
