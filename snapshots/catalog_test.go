@@ -290,3 +290,43 @@ func TestReindex_CataloguesRunsWrittenBeforeTheCatalog(t *testing.T) {
 	}
 	checkCatalog(t, ctx, rdb, tenant, snaps)
 }
+
+// TestCatalog_RedisCluster: on a Redis Cluster the catalog script, whose
+// keys share the tenant's hash tag, runs in the tenant's slot; queries and
+// DeleteCatalog work there too.
+func TestCatalog_RedisCluster(t *testing.T) {
+	rdb := testenv.RedisCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tenant := "cluster-" + testenv.RandomID(6)
+	at := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	var ws []Write
+	for i := range 40 {
+		s := store.RunSnapshot{RunID: fmt.Sprintf("cl-%02d-%s", i, testenv.RandomID(3)), TenantID: tenant, Status: RunStatuses[i%len(RunStatuses)],
+			LastEventSeq: 2, PlanID: fmt.Sprintf("plan-%d", i%3), EngineRunRef: fmt.Sprintf("ref-%d", i), StartedAt: store.FormatPersistedAt(at),
+			UpdatedAt: store.FormatPersistedAt(at.Add(time.Duration(i) * time.Second))}
+		ws = append(ws, Write{Snapshot: s, Expected: -1})
+		t.Cleanup(func() { rdb.Del(context.Background(), Key(s.RunID)) })
+	}
+	if _, err := WriteAll(ctx, rdb, ws); err != nil {
+		t.Fatal(err)
+	}
+	counts, total, err := CatalogCounts(ctx, rdb, tenant)
+	if err != nil || total != 40 || counts[store.RunPending] != 6 {
+		t.Fatalf("counts %v total %d err %v; want 40 runs, 6 PENDING", counts, total, err)
+	}
+	page, err := QueryCatalog(ctx, rdb, CatalogQuery{TenantID: tenant, PlanID: "plan-1", ByStarted: true, Limit: 5})
+	if err != nil || len(page.Entries) != 5 || page.Next == nil {
+		t.Fatalf("planId by startedAt on a cluster: %+v %v", page, err)
+	}
+	page, err = QueryCatalog(ctx, rdb, CatalogQuery{TenantID: tenant, EngineRunRef: "ref-7", Limit: 5})
+	if err != nil || len(page.Entries) != 1 || page.Entries[0].EngineRunRef != "ref-7" {
+		t.Fatalf("engineRunRef on a cluster: %+v %v", page, err)
+	}
+	if err := DeleteCatalog(ctx, rdb, tenant); err != nil {
+		t.Fatal(err)
+	}
+	if _, total, _ := CatalogCounts(ctx, rdb, tenant); total != 0 {
+		t.Fatalf("%d runs left after DeleteCatalog", total)
+	}
+}
