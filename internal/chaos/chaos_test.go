@@ -673,7 +673,11 @@ func (h *harness) inject(f faultSpec) {
 		h.pg, h.standby = h.standby, nil
 	case redisEmpty:
 		h.redis.Kill()
-		h.redis.Restart()
+		// As a primary, empty: after a redis-failover h.redis is the
+		// promoted replica, whose process was started with --replicaof
+		// (Restart would bring it back as a replica of its own replica:
+		// READONLY everywhere, nothing converges).
+		h.redis.RestartAsPrimary()
 	case cutAPIPostgres, cutRelayBroker, cutProjectorRedis:
 		h.cut(f)
 	case redisFailover:

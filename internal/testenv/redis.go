@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -258,6 +259,17 @@ func (r *RedisProcess) SentinelPrimary(ctx context.Context, name string) (string
 		return "", fmt.Errorf("sentinel get-master-addr-by-name %s answered %v", name, hp)
 	}
 	return net.JoinHostPort(hp[0], hp[1]), nil
+}
+
+// RestartAsPrimary starts a server that is not running again as a primary:
+// without the --replicaof it may have been started with (a replica that
+// Sentinel promoted, then killed, comes back as what it last was).
+func (r *RedisProcess) RestartAsPrimary() {
+	r.t.Helper()
+	if i := slices.Index(r.args, "--replicaof"); i >= 0 {
+		r.args = slices.Delete(slices.Clone(r.args), i, min(i+3, len(r.args)))
+	}
+	r.start()
 }
 
 // RestartAsReplicaOf starts a server that is not running again, empty
