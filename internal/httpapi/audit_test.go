@@ -30,10 +30,7 @@ type auditEnv struct {
 
 func newAuditEnv(t *testing.T, cfg httpapi.Config) auditEnv {
 	t.Helper()
-	pool, _ := testenv.Postgres(t, 20)
-	if _, err := postgres.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, 20)
 	reg := prometheus.NewRegistry()
 	st, err := postgres.New(pool, postgres.Config{Registerer: reg, AuditGrace: 5 * time.Millisecond})
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/store"
-	"github.com/runstream/runstream/store/postgres"
 )
 
 // wantBadRequest fails t unless r is 400 SCHEMA_VALIDATION_FAILED naming
@@ -82,10 +81,7 @@ func TestPathRunID_ValidatedLikeBodies(t *testing.T) {
 // stored payload can break a jsonb cast of the table.
 func TestAppend_EscapedNULAndLoneSurrogatesRejected(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.Postgres(t, 10)
-	if _, err := postgres.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, 10)
 	e := newEnvOn(t, httpapi.Config{}, pool, testenv.Redis(t))
 	body := func(payload string) (string, []byte) {
 		w := workload.Event(workload.NewIdentity("tenant_a"), store.EventStepCompleted, "s1", 1, 1, time.Now(), nil)

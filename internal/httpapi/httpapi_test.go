@@ -33,11 +33,19 @@ type env struct {
 
 func newEnv(t *testing.T, cfg httpapi.Config) *env {
 	t.Helper()
-	pool, _ := testenv.Postgres(t, 20)
+	pool := migratedPool(t, 20)
+	return newEnvOn(t, cfg, pool, testenv.Redis(t))
+}
+
+// migratedPool is a test schema of its own (testenv.Postgres) with
+// runstream's migrations applied.
+func migratedPool(t *testing.T, conns int32) *pgxpool.Pool {
+	t.Helper()
+	pool, _ := testenv.Postgres(t, conns)
 	if _, err := postgres.Migrate(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}
-	return newEnvOn(t, cfg, pool, testenv.Redis(t))
+	return pool
 }
 
 func newEnvOn(t *testing.T, cfg httpapi.Config, pool *pgxpool.Pool, rdb *redis.Client) *env {
@@ -464,10 +472,7 @@ func TestPostgresDown_503WithRetryAfter(t *testing.T) {
 
 func TestReadyz_ReflectsDependencies(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.Postgres(t, 5)
-	if _, err := postgres.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, 5)
 	st, _ := postgres.New(pool, postgres.Config{})
 	broken := httpapi.Check{Name: "kafka", Fn: func(context.Context) error { return fmt.Errorf("no brokers") }}
 	for _, tc := range []struct {

@@ -11,7 +11,6 @@ import (
 	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/store"
-	"github.com/runstream/runstream/store/postgres"
 )
 
 // TestWatch_RedisGoneThenBackEmpty: with Redis killed, open run and tenant
@@ -21,10 +20,7 @@ import (
 // live again with the new state.
 func TestWatch_RedisGoneThenBackEmpty(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.Postgres(t, 5)
-	if _, err := postgres.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, 5)
 	rp := testenv.StartRedis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: rp.Addr, DialTimeout: 300 * time.Millisecond,
 		ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
@@ -76,10 +72,7 @@ func TestWatch_RedisGoneThenBackEmpty(t *testing.T) {
 func TestWatch_RedisBackWithAChangeMissed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, _ := testenv.Postgres(t, 5)
-	if _, err := postgres.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, 5)
 	rp := testenv.StartRedis(t)
 	admin := redis.NewClient(&redis.Options{Addr: rp.Addr})
 	t.Cleanup(func() { admin.Close() })

@@ -42,10 +42,7 @@ type servedEnv struct {
 
 func serve(t *testing.T, cfg httpapi.Config) *servedEnv {
 	t.Helper()
-	pool, _ := testenv.Postgres(t, 20)
-	if _, err := postgres.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, 20)
 	reg := prometheus.NewRegistry()
 	st, err := postgres.New(pool, postgres.Config{Registerer: reg})
 	if err != nil {

@@ -149,10 +149,7 @@ func getJSON[T any](t *testing.T, url, token string) T {
 // would publish, and retried one at a time, by ids or all: each retry
 // moves the rows back into the outbox.
 func TestOperator_DeadLetters(t *testing.T) {
-	pool, _ := testenv.Postgres(t, 20)
-	if _, err := postgres.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, 20)
 	st, err := postgres.New(pool, postgres.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -298,10 +295,7 @@ func rebuildOf(t *testing.T, body []byte) rebuildJSON {
 // seen on the way; a second rebuild meanwhile is 409 CONFLICT naming the
 // running one; other tenants' runs are left alone.
 func TestOperator_RebuildTenant(t *testing.T) {
-	pool, _ := testenv.Postgres(t, 20)
-	if _, err := postgres.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, 20)
 	st, err := postgres.New(pool, postgres.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -385,10 +379,7 @@ func TestOperator_RebuildTenant(t *testing.T) {
 // Shutting the server down cancels a running rebuild: it ends failed,
 // saying so, before it finished.
 func TestOperator_RebuildCancelledAtShutdown(t *testing.T) {
-	pool, _ := testenv.Postgres(t, 20)
-	if _, err := postgres.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, 20)
 	st, err := postgres.New(pool, postgres.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -576,10 +567,7 @@ func TestOperator_LagGroupsTruncated(t *testing.T) {
 // one runs, it stops at the page it was on, failed and saying why, after
 // trying a few runs alone, not by waiting out every run.
 func TestOperator_RebuildFailsWhenRedisIsDown(t *testing.T) {
-	pool, _ := testenv.Postgres(t, 20)
-	if _, err := postgres.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, 20)
 	st, err := postgres.New(pool, postgres.Config{})
 	if err != nil {
 		t.Fatal(err)

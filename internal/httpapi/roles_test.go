@@ -106,10 +106,7 @@ func (c *countingStore) ProjectSnapshot(ctx context.Context, runID string) (stor
 // TestConsistentReads_OwnershipFirstAndBounded: another tenant's
 // ?consistent=true costs no rebuild, and rebuilds past the limit get 503.
 func TestConsistentReads_OwnershipFirstAndBounded(t *testing.T) {
-	pool, _ := testenv.Postgres(t, 20)
-	if _, err := postgres.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, 20)
 	pst, err := postgres.New(pool, postgres.Config{Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
