@@ -15,6 +15,7 @@ import (
 	"github.com/runstream/runstream/internal/config"
 	"github.com/runstream/runstream/internal/etl"
 	"github.com/runstream/runstream/internal/lag"
+	"github.com/runstream/runstream/internal/retry"
 	"github.com/runstream/runstream/store"
 )
 
@@ -90,12 +91,8 @@ func runLag(ctx context.Context, env *environment, args []string) error {
 		if !*watch {
 			return nil
 		}
-		t := time.NewTimer(*interval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !retry.Sleep(ctx, *interval) {
 			return nil
-		case <-t.C:
 		}
 	}
 }
@@ -179,12 +176,8 @@ func lagAll(ctx context.Context, env *environment, cl *kgo.Client, topic string,
 		if !watch {
 			return nil
 		}
-		t := time.NewTimer(interval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !retry.Sleep(ctx, interval) {
 			return nil
-		case <-t.C:
 		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/runstream/runstream/internal/bench/harness"
 	"github.com/runstream/runstream/internal/httpapi"
+	"github.com/runstream/runstream/internal/retry"
 	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 )
@@ -341,15 +342,9 @@ func measureArm(ctx context.Context, env *sseEnv, newAPI func() (*httpapi.Server
 	sent := make([]int64, len(changes))
 	start := time.Now()
 	for k := range changes {
-		if d := time.Until(start.Add(time.Duration(k) * sh.Every)); d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				win.Stop()
-				return nil, ctx.Err()
-			case <-t.C:
-			}
+		if d := time.Until(start.Add(time.Duration(k) * sh.Every)); d > 0 && !retry.Sleep(ctx, d) {
+			win.Stop()
+			return nil, ctx.Err()
 		}
 		c := &changes[k]
 		sent[k] = time.Now().UnixNano()
@@ -372,13 +367,9 @@ func measureArm(ctx context.Context, env *sseEnv, newAPI func() (*httpapi.Server
 		if n >= ar.Expected {
 			break
 		}
-		t := time.NewTimer(20 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !retry.Sleep(ctx, 20*time.Millisecond) {
 			win.Stop()
 			return nil, ctx.Err()
-		case <-t.C:
 		}
 	}
 	cpu := win.Stop()
