@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runstream/runstream/internal/config"
-	"github.com/runstream/runstream/internal/etl"
 	"github.com/runstream/runstream/internal/lag"
 	"github.com/runstream/runstream/internal/retry"
 	"github.com/runstream/runstream/store"
@@ -26,7 +25,7 @@ func runLag(ctx context.Context, env *environment, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	watch := fs.Bool("watch", false, "refresh like top until Ctrl-C")
 	interval := fs.Duration("interval", 2*time.Second, "refresh interval with --watch")
-	all := fs.Bool("all", false, "every consumer group of --topic: --group, the ETL's ("+etl.DefaultGroup+") and those the brokers know with offsets on, or members assigned, the topic (as GET /v1/lag/groups; at most "+fmt.Sprint(maxLagGroupsReported)+")")
+	all := fs.Bool("all", false, "every consumer group of --topic: --group, the ETL's ("+store.DefaultETLGroup+") and those the brokers know with offsets on, or members assigned, the topic (as GET /v1/lag/groups; at most "+fmt.Sprint(maxLagGroupsReported)+")")
 	topic := fs.String("topic", store.DefaultTopic, "the run-event topic whose groups --all reports")
 	if err := parseFlags(fs, env, args, "runstream lag [flags]",
 		"Consumer-group lag per partition: committed offset, end offset, lag in records, and lag in\nseconds from the timestamp of the oldest unconsumed record. Says when the group is\nrebalancing or empty rather than printing zeros. Each partition names its owner: member\nnumber, client id, instance id and host. --all reports every consumer group of the topic."); err != nil {
@@ -45,7 +44,7 @@ func runLag(ctx context.Context, env *environment, args []string) error {
 	}
 	defer cl.Close()
 	if *all {
-		return lagAll(ctx, env, cl, *topic, []string{*group, etl.DefaultGroup}, *asJSON, *watch, *interval)
+		return lagAll(ctx, env, cl, *topic, defaultLagGroups(*group), *asJSON, *watch, *interval)
 	}
 	for {
 		mctx, cancel := context.WithTimeout(ctx, 15*time.Second)

@@ -27,7 +27,7 @@ func (f *lagGroupsFlag) register(fs *flag.FlagSet) {
 // (--group) and the ETL's default group when none are listed.
 func (f *lagGroupsFlag) groups(projectorGroup string) ([]string, error) {
 	if strings.TrimSpace(f.raw) == "" {
-		return slices.Compact([]string{projectorGroup, store.DefaultETLGroup}), nil
+		return defaultLagGroups(projectorGroup), nil
 	}
 	var out []string
 	for _, g := range strings.Split(f.raw, ",") {
@@ -43,6 +43,12 @@ func (f *lagGroupsFlag) groups(projectorGroup string) ([]string, error) {
 		return nil, fmt.Errorf("--lag-groups (RUNSTREAM_LAG_GROUPS) lists %d groups, at most %d are exported: list the groups you alert on", len(out), maxLagGroups)
 	}
 	return out, nil
+}
+
+// defaultLagGroups are the groups lag is reported for unless told: the
+// projectors' (--group) and the ETL's default group.
+func defaultLagGroups(projectorGroup string) []string {
+	return slices.Compact([]string{projectorGroup, store.DefaultETLGroup})
 }
 
 // checkGroupName accepts what Kafka accepts as a group id in practice:
