@@ -129,7 +129,7 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 	if err := s.acquireWatcher(head.TenantID); err != nil {
 		return err
 	}
-	defer s.watchers.release(head.TenantID)
+	defer s.releaseWatcher(head.TenantID)
 	lastSeq := int64(-1)
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		if n, err := strconv.ParseInt(strings.TrimSuffix(v, "s"), 10, 64); err == nil {
@@ -141,8 +141,6 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 		return nil // client gone
 	}
 	defer st.close()
-	s.metrics.watchers.Inc()
-	defer s.metrics.watchers.Dec()
 	lastStale := false
 	send := func(c *runChange) error {
 		h := c.head
@@ -252,7 +250,7 @@ func (s *Server) watchTenant(w http.ResponseWriter, r *http.Request) error {
 	if err := s.acquireWatcher(tenant); err != nil {
 		return err
 	}
-	defer s.watchers.release(tenant)
+	defer s.releaseWatcher(tenant)
 	watcher, stop := s.hub.watchTenant(tenant, s.metrics)
 	defer stop()
 	s.hub.waitReady(r.Context())
@@ -261,8 +259,6 @@ func (s *Server) watchTenant(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	defer st.close()
-	s.metrics.watchers.Inc()
-	defer s.metrics.watchers.Dec()
 	if st.write([]byte(": watching tenant "+tenant+"\n\n")) != nil {
 		return nil
 	}
@@ -340,6 +336,8 @@ func (s *Server) resyncRun(w http.ResponseWriter, r *http.Request) error {
 }
 
 // acquireWatcher takes a live-stream slot for tenant, or says why not.
+// The streams gauge counts held slots, so it is up before the client sees
+// the stream's headers and cannot lag behind a 429/503 it explains.
 func (s *Server) acquireWatcher(tenant string) error {
 	err := s.watchers.acquire(s.cfg.Limits, tenant)
 	var he *httpError
@@ -350,7 +348,16 @@ func (s *Server) acquireWatcher(tenant string) error {
 		}
 		s.metrics.rejected.WithLabelValues(limit).Inc()
 	}
+	if err == nil {
+		s.metrics.watchers.Inc()
+	}
 	return err
+}
+
+// releaseWatcher gives back a slot taken by acquireWatcher.
+func (s *Server) releaseWatcher(tenant string) {
+	s.watchers.release(tenant)
+	s.metrics.watchers.Dec()
 }
 
 // headOfStream answers HEAD on a watch route: the stream's headers, no
