@@ -39,12 +39,29 @@ func scanDeadLetter(row pgx.CollectableRow) (DeadLetter, error) {
 	return d, err
 }
 
+// listDeadLettersQuery and listDeadLettersAfterQuery are two statements
+// each, not one with `$1 = ” OR d.run_id = $1`: a prepared statement's
+// generic plan for that cannot use the index on (run_id, id) of migration
+// 0008, so filtering by run would read the whole table.
+func listDeadLettersQuery(runID string, limit int) (string, []any) {
+	if runID == "" {
+		return `SELECT ` + deadLetterColumns + ` ORDER BY d.failed_at, d.id LIMIT $1`, []any{limit}
+	}
+	return `SELECT ` + deadLetterColumns + ` WHERE d.run_id = $1 ORDER BY d.failed_at, d.id LIMIT $2`, []any{runID, limit}
+}
+
+func listDeadLettersAfterQuery(runID string, afterID int64, limit int) (string, []any) {
+	if runID == "" {
+		return `SELECT ` + deadLetterColumns + ` WHERE d.id > $1 ORDER BY d.id LIMIT $2`, []any{afterID, limit}
+	}
+	return `SELECT ` + deadLetterColumns + ` WHERE d.run_id = $1 AND d.id > $2 ORDER BY d.id LIMIT $3`, []any{runID, afterID, limit}
+}
+
 // ListDeadLetters returns up to limit dead letters, oldest failure first,
 // optionally of one run.
 func ListDeadLetters(ctx context.Context, pool *pgxpool.Pool, runID string, limit int) ([]DeadLetter, error) {
-	rows, err := pool.Query(ctx, `SELECT `+deadLetterColumns+`
-		WHERE $1 = '' OR d.run_id = $1
-		ORDER BY d.failed_at, d.id LIMIT $2`, runID, limit)
+	sql, args := listDeadLettersQuery(runID, limit)
+	rows, err := pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing dead letters: %w", err)
 	}
@@ -56,9 +73,8 @@ func ListDeadLetters(ctx context.Context, pool *pgxpool.Pool, runID string, limi
 // optionally of one run: the pages of a listing that keeps its place
 // while letters are retried or added (the primary key walks it).
 func ListDeadLettersAfter(ctx context.Context, pool *pgxpool.Pool, runID string, afterID int64, limit int) ([]DeadLetter, error) {
-	rows, err := pool.Query(ctx, `SELECT `+deadLetterColumns+`
-		WHERE d.id > $2 AND ($1 = '' OR d.run_id = $1)
-		ORDER BY d.id LIMIT $3`, runID, afterID, limit)
+	sql, args := listDeadLettersAfterQuery(runID, afterID, limit)
+	rows, err := pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing dead letters after id %d: %w", afterID, err)
 	}
