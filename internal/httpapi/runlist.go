@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -93,7 +94,11 @@ func parseListQuery(q url.Values, tenant string) (*listQuery, error) {
 	}
 	c.Limit = int(limit)
 	h := fnv.New64a()
-	for _, p := range []string{tenant, c.Status, c.RunIDPrefix, c.EngineRunRef, c.PlanID, q.Get("sort"), q.Get("order"), q.Get("from"), q.Get("to")} {
+	// The parsed values, not the raw ones: sort=updatedAt and no sort, or
+	// two spellings of one instant, are the same query.
+	for _, p := range []string{tenant, c.Status, c.RunIDPrefix, c.EngineRunRef, c.PlanID,
+		strconv.FormatBool(c.ByStarted), strconv.FormatBool(c.Asc),
+		fmt.Sprint(c.HasFrom, c.From), fmt.Sprint(c.HasTo, c.To)} {
 		h.Write([]byte(p))
 		h.Write([]byte{0})
 	}

@@ -402,6 +402,18 @@ func TestListRuns_CursorBoundToQueryAnd400s(t *testing.T) {
 	if p := listPage(t, e, "tok-a", "limit=3&status=RUNNING&cursor="+c); len(p.Runs) != 3 {
 		t.Fatalf("the same query with another limit: %d runs, want 3", len(p.Runs))
 	}
+	// Spelled differently, the same query: the defaults written out, and
+	// one instant in two offsets.
+	if p := listPage(t, e, "tok-a", "limit=3&status=RUNNING&sort=updatedAt&order=desc&cursor="+c); len(p.Runs) != 3 {
+		t.Fatalf("the same query with its defaults written out: %d runs, want 3", len(p.Runs))
+	}
+	f := listPage(t, e, "tok-a", "limit=2&status=RUNNING&from=2026-03-01T12:00:00Z")
+	if f.NextCursor == "" {
+		t.Fatal("no cursor after a full page from a time")
+	}
+	if p := listPage(t, e, "tok-a", "limit=3&status=RUNNING&from="+url.QueryEscape("2026-03-01T13:00:00+01:00")+"&cursor="+url.QueryEscape(f.NextCursor)); len(p.Runs) != 3 {
+		t.Fatalf("the same from in another offset: %d runs, want 3", len(p.Runs))
+	}
 	for _, q := range []string{"limit=2&cursor=" + c, "limit=2&status=RUNNING&order=asc&cursor=" + c, "status=RUNNING&sort=startedAt&cursor=" + c,
 		"status=RUNNING&from=2026-01-01T00:00:00Z&cursor=" + c} {
 		r := do(t, "GET", e.url+"/v1/runs?"+q, "tok-a", nil)
