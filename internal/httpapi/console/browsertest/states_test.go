@@ -286,7 +286,7 @@ func TestConsole_RebuildRunning(t *testing.T) {
 	b.waitTrue(`document.querySelector('[data-testid=rebuild-progress]').value === 40`, "the progress bar at 40 (200 of 501)")
 	var api struct {
 		Rebuild struct {
-			State              string
+			State               string
 			Total, Done, Failed int64
 		}
 	}
