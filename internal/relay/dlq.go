@@ -40,7 +40,7 @@ func scanDeadLetter(row pgx.CollectableRow) (DeadLetter, error) {
 }
 
 // listDeadLettersQuery and listDeadLettersAfterQuery are two statements
-// each, not one with `$1 = ” OR d.run_id = $1`: a prepared statement's
+// each, not one with "run_id = $1 unless $1 is empty": a prepared statement's
 // generic plan for that cannot use the index on (run_id, id) of migration
 // 0008, so filtering by run would read the whole table.
 func listDeadLettersQuery(runID string, limit int) (string, []any) {

@@ -13,7 +13,7 @@ import (
 // (GET /v1/dead-letters?runId=, relay dlq list --run) reads index
 // outbox_dead_letters_run_id, not the whole table, with the statement and
 // arguments the listing sends. It fails without migration 0008, or with a
-// single statement whose `$1 = '' OR run_id = $1` a generic plan cannot
+// single statement whose "run_id = $1 unless $1 is empty" a generic plan cannot
 // narrow.
 func TestDeadLetters_RunFilterUsesItsIndex(t *testing.T) {
 	f := newFixture(t)
