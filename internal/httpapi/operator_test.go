@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -39,7 +40,12 @@ var operatorRoutes = []struct{ method, path, body string }{
 // A tenant's token is refused on every operator route (403), no token
 // is 401, and nothing was done: no rebuild started, nothing retried.
 func TestOperator_TenantTokenForbiddenOnEveryRoute(t *testing.T) {
-	e := newEnv(t, httpapi.Config{AuthTokens: roleTokens})
+	// A Redis of its own: the rebuilds listed at the end are every
+	// replica's of that Redis, so none of another test's.
+	rp := testenv.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: rp.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	e := newEnvOn(t, httpapi.Config{AuthTokens: roleTokens}, migratedPool(t, 20), rdb)
 	for _, rt := range operatorRoutes {
 		if r := do(t, rt.method, e.url+rt.path, "tok-a", []byte(rt.body)); r.status != http.StatusForbidden {
 			t.Errorf("%s %s with a tenant's token: %d %s, want 403", rt.method, rt.path, r.status, r.body)
@@ -314,8 +320,14 @@ func TestOperator_RebuildTenant(t *testing.T) {
 	if rb.State != "running" || rb.Total != runs || rb.TenantID != "tenant_a" || rb.FinishedAt != nil || rb.Error != nil {
 		t.Fatalf("started: %+v, want running with total %d", rb, runs)
 	}
-	if rb.Process == "" || !strings.Contains(rb.Note, "memory of API process "+rb.Process) {
-		t.Fatalf("started: process %q note %q, want the answer to say its state is kept by this API process", rb.Process, rb.Note)
+	if rb.Process == "" || !strings.Contains(rb.Note, "runs in API process "+rb.Process) || !strings.Contains(rb.Note, "any API replica answers") {
+		t.Fatalf("started: process %q note %q, want the answer to say which process runs it and that any replica answers for it", rb.Process, rb.Note)
+	}
+	// Another API replica on the same Redis answers for it at once, and
+	// does not run it: its own rebuild is not refused.
+	replica := newEnvOn(t, httpapi.Config{AuthTokens: roleTokens}, pool, testenv.Redis(t))
+	if got := rebuildOf(t, do(t, "GET", replica.url+"/v1/rebuilds/"+rb.ID, "tok-op", nil).body); got.ID != rb.ID || got.TenantID != "tenant_a" || got.Total != runs {
+		t.Fatalf("another replica's answer for the rebuild just started: %+v", got)
 	}
 	second := do(t, "POST", e.url+"/v1/rebuilds", "tok-op", mustJSON(t, map[string]any{"runIds": other}))
 	if code, _, msg := second.errBody(t); second.status != http.StatusConflict || code != "CONFLICT" || !strings.Contains(msg, rb.ID) {
@@ -336,6 +348,9 @@ func TestOperator_RebuildTenant(t *testing.T) {
 	}
 	if rb.State != "done" || rb.Done != runs || rb.Total != runs || rb.Written != runs || rb.Failed != 0 || rb.FinishedAt == nil || rb.Error != nil {
 		t.Fatalf("finished: %+v, want done with %d written", rb, runs)
+	}
+	if got := rebuildOf(t, do(t, "GET", replica.url+"/v1/rebuilds/"+rb.ID, "tok-op", nil).body); !reflect.DeepEqual(got, rb) {
+		t.Fatalf("the other replica's answer for the finished rebuild:\n%+v\nwant the same as the process that ran it:\n%+v", got, rb)
 	}
 	if len(midway) == 0 {
 		t.Fatal("no progress was seen between 0 and the total: progress is not updated as it goes")
@@ -368,11 +383,81 @@ func TestOperator_RebuildTenant(t *testing.T) {
 	if rb2.State != "done" || rb2.Total != 4 || rb2.Done != 4 || rb2.Written != 3 || rb2.TenantID != "" {
 		t.Fatalf("runIds rebuild: %+v, want done, 4 handled, 3 written", rb2)
 	}
-	list := getJSON[struct {
-		Rebuilds []rebuildJSON `json:"rebuilds"`
-	}](t, e.url+"/v1/rebuilds", "tok-op")
-	if len(list.Rebuilds) != 2 || list.Rebuilds[0].ID != rb2.ID || list.Rebuilds[1].ID != rb.ID {
-		t.Fatalf("list: %+v, want the two, newest first", list)
+	// Both listed, newest first, by either replica (the list is every
+	// replica's, so other tests' rebuilds of this Redis may be in it too).
+	for _, url := range []string{e.url, replica.url} {
+		list := getJSON[struct {
+			Rebuilds []rebuildJSON `json:"rebuilds"`
+		}](t, url+"/v1/rebuilds", "tok-op")
+		var ours []string
+		for _, b := range list.Rebuilds {
+			if b.ID == rb.ID || b.ID == rb2.ID {
+				ours = append(ours, b.ID)
+			}
+		}
+		if !slices.Equal(ours, []string{rb2.ID, rb.ID}) {
+			t.Fatalf("list from %s: %+v, want both rebuilds, newest first", url, list)
+		}
+	}
+}
+
+// A rebuild whose API process stops renewing its lease (killed, or cut off
+// from Redis) reads as failed, abandoned, on every replica; and a replica
+// answers 503 for the rebuilds while Redis, which keeps them, is out.
+func TestOperator_RebuildAbandoned(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migratedPool(t, 20)
+	st, err := postgres.New(pool, postgres.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := testenv.StartRedis(t)
+	admin := redis.NewClient(&redis.Options{Addr: rp.Addr, DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { admin.Close() })
+	if err := admin.Do(ctx, "ACL", "SETUSER", "runner", "on", ">pw", "~*", "&*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	runnerRedis := redis.NewClient(&redis.Options{Addr: rp.Addr, Username: "runner", Password: "pw",
+		DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { runnerRedis.Close() })
+	cfg := httpapi.WithRebuildLease(httpapi.Config{AuthTokens: roleTokens}, 600*time.Millisecond)
+	runner := newEnvOn(t, cfg, pool, runnerRedis)
+	other := newEnvOn(t, cfg, pool, admin)
+	appendRuns(t, st, "tenant_a", 3000)
+
+	r := do(t, "POST", runner.url+"/v1/rebuilds", "tok-op", []byte(`{"tenantId":"tenant_a"}`))
+	if r.status != http.StatusAccepted {
+		t.Fatalf("start: %d %s", r.status, r.body)
+	}
+	rb := rebuildOf(t, r.body)
+	// The running rebuild's process is cut off from Redis, as if killed:
+	// its lease is no longer renewed and its final state never lands.
+	if err := admin.Do(ctx, "ACL", "SETUSER", "runner", "off").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Do(ctx, "CLIENT", "KILL", "USER", "runner").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var got rebuildJSON
+	testenv.WaitFor(t, 15*time.Second, "the other replica to report the rebuild abandoned", func() bool {
+		got = rebuildOf(t, do(t, "GET", other.url+"/v1/rebuilds/"+rb.ID, "tok-op", nil).body)
+		return got.State != "running"
+	})
+	if got.State != "failed" || got.Error == nil || !strings.Contains(*got.Error, "abandoned") || !strings.Contains(*got.Error, rb.Process) {
+		t.Fatalf("a rebuild whose process stopped renewing its lease: %+v, want failed, abandoned, naming the process", got)
+	}
+	if got.Done >= got.Total {
+		t.Fatalf("abandoned at %d of %d: the test wants it cut off mid-way", got.Done, got.Total)
+	}
+
+	// Redis out: the rebuilds' state is unknown, 503 not 404.
+	rp.Stop()
+	for _, path := range []string{"/v1/rebuilds/" + rb.ID, "/v1/rebuilds"} {
+		r := do(t, "GET", other.url+path, "tok-op", nil)
+		if code, _, msg := r.errBody(t); r.status != http.StatusServiceUnavailable || code != "UNAVAILABLE" || !strings.Contains(msg, "Redis") {
+			t.Fatalf("GET %s with Redis stopped: %d %s %q, want 503 UNAVAILABLE naming Redis", path, r.status, code, msg)
+		}
 	}
 }
 

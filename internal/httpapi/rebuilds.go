@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"slices"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
@@ -18,16 +21,32 @@ import (
 )
 
 // Rebuilds write the store's projection of many runs to Redis in the
-// background (snapshots.Rebuild: never over a newer snapshot). Their state
-// is kept in memory by the API process that runs them: another replica,
-// or this one after a restart, does not know them. One runs at a time per
-// process; shutdown cancels it.
+// background (snapshots.Rebuild: never over a newer snapshot). A rebuild
+// runs in the API process that accepted it (one at a time per process;
+// shutdown cancels it), and that process publishes its state to Redis as it
+// goes, so every replica behind a load balancer answers GET
+// /v1/rebuilds/{id} alike. While it runs the process renews a lease key;
+// a rebuild still "running" whose lease expired was abandoned (its process
+// was killed, or lost Redis) and reads as failed.
 const (
 	maxRebuildRunIDs = 1000 // runIds of one POST /v1/rebuilds
 	rebuildPageRuns  = 200  // runs read from the store and written at once
 	rebuildWorkers   = 4    // concurrent store reads of a page
-	keptRebuilds     = 20   // finished rebuilds GET /v1/rebuilds remembers
+	keptRebuilds     = 20   // rebuilds GET /v1/rebuilds lists, newest first
+
+	// The registry's keys share one hash tag, so a pipeline of them is one
+	// slot on Redis Cluster.
+	rebuildKeyPrefix  = "runstream:rebuilds:{rebuilds}:"
+	rebuildIndexKey   = rebuildKeyPrefix + "index" // sorted set: id by start (unix ms)
+	rebuildIndexed    = 100                        // ids the index keeps
+	rebuildKeptFor    = 7 * 24 * time.Hour         // a rebuild's state key lives this long
+	rebuildKeptSaid   = "7 days"                   // rebuildKeptFor in messages
+	defaultLease      = 15 * time.Second           // a running rebuild's lease
+	rebuildPublishTry = 3 * time.Second            // one publish's Redis budget
 )
+
+func rebuildStateKey(id string) string { return rebuildKeyPrefix + id }
+func rebuildLeaseKey(id string) string { return rebuildKeyPrefix + id + ":lease" }
 
 // rebuildState is a rebuild's state on the wire.
 type rebuildState struct {
@@ -49,8 +68,8 @@ type rebuildState struct {
 	StartedAt  time.Time  `json:"startedAt"`
 	FinishedAt *time.Time `json:"finishedAt"`
 	Error      *string    `json:"error"`
-	// Process is the API process that runs it and keeps its state in
-	// memory (host and pid); Note says so in words.
+	// Process is the API process that runs it (host and pid); Note says
+	// where its state is kept, in words.
 	Process string `json:"process"`
 	Note    string `json:"note"`
 }
@@ -64,19 +83,30 @@ var thisProcess = func() string {
 	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }()
 
-// rebuilds is the process's rebuilds: the running one and the last few.
+// rebuilds is the process's rebuilds (the running one and the last few,
+// the answer when Redis does not) and the registry in Redis they are
+// published to.
 type rebuilds struct {
+	rdb   redis.UniversalClient // nil: memory only
+	log   *slog.Logger
+	lease time.Duration
+
 	mu      sync.Mutex
 	list    []*rebuildState // oldest first, at most keptRebuilds finished + 1 running
 	running *rebuildState
 	ctx     context.Context // cancelled at shutdown
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+
+	publishMu sync.Mutex // one publish at a time, so a later state is never overwritten by an earlier one
 }
 
-func newRebuilds() *rebuilds {
+func newRebuilds(rdb redis.UniversalClient, log *slog.Logger, lease time.Duration) *rebuilds {
+	if lease <= 0 {
+		lease = defaultLease
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &rebuilds{ctx: ctx, cancel: cancel}
+	return &rebuilds{rdb: rdb, log: log, lease: lease, ctx: ctx, cancel: cancel}
 }
 
 // shutdown cancels the running rebuild and waits for it to stop.
@@ -96,9 +126,11 @@ func (b *rebuilds) start(tenant string, total int64) (*rebuildState, error) {
 	if b.ctx.Err() != nil {
 		return nil, &store.Error{Code: store.CodeUnavailable, Message: "the API process is shutting down; start the rebuild on another"}
 	}
+	// startRebuild refuses without Redis, so the state is always published.
+	note := fmt.Sprintf("runs in API process %s; its state is kept in Redis for %s, so any API replica answers for it; a shutdown of that process cancels it, and if the process dies it reads as failed (abandoned) within %s",
+		thisProcess, rebuildKeptSaid, b.lease)
 	rb := &rebuildState{ID: uuid.NewString(), State: "running", TenantID: tenant, Total: total, StartedAt: time.Now().UTC(),
-		Process: thisProcess,
-		Note:    "kept in the memory of API process " + thisProcess + ": ask it for progress; another replica, or this one after a restart, does not know this rebuild, and a shutdown cancels it"}
+		Process: thisProcess, Note: note}
 	b.running = rb
 	b.list = append(b.list, rb)
 	if len(b.list) > keptRebuilds+1 {
@@ -106,6 +138,15 @@ func (b *rebuilds) start(tenant string, total int64) (*rebuildState, error) {
 	}
 	b.wg.Add(1)
 	return rb, nil
+}
+
+// abandonStart undoes start when the rebuild could not be published.
+func (b *rebuilds) abandonStart(rb *rebuildState) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.running = nil
+	b.list = slices.DeleteFunc(b.list, func(x *rebuildState) bool { return x == rb })
+	b.wg.Done()
 }
 
 // update changes rb under the lock.
@@ -129,8 +170,8 @@ func (b *rebuilds) finish(rb *rebuildState, err error) {
 	b.running = nil
 }
 
-// get returns a copy of rebuild id.
-func (b *rebuilds) get(id string) (rebuildState, bool) {
+// local returns a copy of rebuild id from this process's memory.
+func (b *rebuilds) local(id string) (rebuildState, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, rb := range b.list {
@@ -141,8 +182,8 @@ func (b *rebuilds) get(id string) (rebuildState, bool) {
 	return rebuildState{}, false
 }
 
-// all returns copies of the rebuilds, newest first.
-func (b *rebuilds) all() []rebuildState {
+// localAll returns copies of this process's rebuilds, newest first.
+func (b *rebuilds) localAll() []rebuildState {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := make([]rebuildState, 0, len(b.list))
@@ -150,6 +191,154 @@ func (b *rebuilds) all() []rebuildState {
 		out = append(out, *b.list[i])
 	}
 	return out
+}
+
+// publish writes rb's state to the registry: with its lease renewed while
+// it runs, its lease deleted once it ended; first also indexes it.
+func (b *rebuilds) publish(ctx context.Context, rb *rebuildState, first bool) error {
+	if b.rdb == nil {
+		return nil
+	}
+	b.publishMu.Lock()
+	defer b.publishMu.Unlock()
+	b.mu.Lock()
+	cp := *rb
+	b.mu.Unlock()
+	body, err := json.Marshal(cp)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, rebuildPublishTry)
+	defer cancel()
+	_, err = b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, rebuildStateKey(cp.ID), body, rebuildKeptFor)
+		if cp.State == "running" {
+			p.Set(ctx, rebuildLeaseKey(cp.ID), cp.Process, b.lease)
+		} else {
+			p.Del(ctx, rebuildLeaseKey(cp.ID))
+		}
+		if first {
+			p.ZAdd(ctx, rebuildIndexKey, redis.Z{Score: float64(cp.StartedAt.UnixMilli()), Member: cp.ID})
+			p.ZRemRangeByRank(ctx, rebuildIndexKey, 0, -rebuildIndexed-1)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("publishing rebuild %s to Redis: %w", cp.ID, err)
+	}
+	return nil
+}
+
+// publishFinal publishes rb's final state, retrying for a while: until it
+// lands, other replicas see the rebuild running and then abandoned.
+func (b *rebuilds) publishFinal(rb *rebuildState) {
+	tries := 4 // over about 2s besides the tries themselves
+	if b.ctx.Err() != nil {
+		tries = 1 // shutting down: do not hold the process up
+	}
+	var err error
+	for try := range tries {
+		if err = b.publish(context.Background(), rb, false); err == nil {
+			return
+		}
+		if try < tries-1 {
+			time.Sleep(time.Duration(250<<try) * time.Millisecond)
+		}
+	}
+	b.log.Warn("the rebuild's final state did not reach Redis: other API replicas will report it abandoned once its lease expires", "rebuild", rb.ID, "err", err)
+}
+
+// heartbeat republishes rb (renewing its lease) every third of the lease
+// until stop is closed.
+func (b *rebuilds) heartbeat(rb *rebuildState, stop <-chan struct{}) {
+	t := time.NewTicker(b.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if err := b.publish(context.Background(), rb, false); err != nil {
+				b.log.Warn("renewing the rebuild's lease failed", "rebuild", rb.ID, "err", err)
+			}
+		}
+	}
+}
+
+// read returns the registry's states of ids (a missing one left out, an
+// abandoned one turned failed), in the order of ids.
+func (b *rebuilds) read(ctx context.Context, ids []string) ([]rebuildState, error) {
+	if len(ids) == 0 {
+		return []rebuildState{}, nil
+	}
+	// Each lease is read before its state: a rebuild that ended published
+	// its final state before it deleted its lease, so a running state
+	// read after a missing lease was really left running.
+	leases := make([]*redis.IntCmd, len(ids))
+	states := make([]*redis.StringCmd, len(ids))
+	_, err := b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			leases[i] = p.Exists(ctx, rebuildLeaseKey(id))
+			states[i] = p.Get(ctx, rebuildStateKey(id))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]rebuildState, 0, len(ids))
+	for i := range ids {
+		body, err := states[i].Bytes()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var rb rebuildState
+		if err := json.Unmarshal(body, &rb); err != nil {
+			return nil, fmt.Errorf("rebuild state %s in Redis is not JSON: %w", ids[i], err)
+		}
+		if rb.State == "running" && leases[i].Val() == 0 {
+			msg := fmt.Sprintf("abandoned: API process %s stopped renewing the rebuild's lease after %d of %d runs (it was killed, crashed, or lost Redis); start the rebuild again", rb.Process, rb.Done, rb.Total)
+			rb.State, rb.Error = "failed", &msg
+		}
+		out = append(out, rb)
+	}
+	return out, nil
+}
+
+// get returns rebuild id from the registry, or from this process's memory
+// when Redis does not answer.
+func (b *rebuilds) get(ctx context.Context, id string) (rebuildState, bool, error) {
+	if b.rdb != nil {
+		rbs, err := b.read(ctx, []string{id})
+		if err == nil {
+			if len(rbs) == 0 {
+				return rebuildState{}, false, nil
+			}
+			return rbs[0], true, nil
+		}
+		if rb, ok := b.local(id); ok {
+			return rb, true, nil
+		}
+		return rebuildState{}, false, err
+	}
+	rb, ok := b.local(id)
+	return rb, ok, nil
+}
+
+// all returns the newest rebuilds of the registry (this process's memory
+// when there is no Redis).
+func (b *rebuilds) all(ctx context.Context) ([]rebuildState, error) {
+	if b.rdb == nil {
+		return b.localAll(), nil
+	}
+	ids, err := b.rdb.ZRevRange(ctx, rebuildIndexKey, 0, keptRebuilds-1).Result()
+	if err != nil {
+		return nil, err
+	}
+	return b.read(ctx, ids)
 }
 
 // rebuildRequest is POST /v1/rebuilds's body.
@@ -210,24 +399,39 @@ func (s *Server) startRebuild(w http.ResponseWriter, r *http.Request) error {
 			return storeUnavailable(r, err)
 		}
 	}
-	rb, err := s.rebuilds.start(req.TenantID, total)
+	b := s.rebuilds
+	rb, err := b.start(req.TenantID, total)
 	if err != nil {
 		return err
 	}
+	// Published before it is acknowledged, so any replica asked next knows it.
+	if err := b.publish(ctx, rb, true); err != nil {
+		b.abandonStart(rb)
+		if r.Context().Err() != nil {
+			return r.Context().Err()
+		}
+		return &store.Error{Code: store.CodeUnavailable, Message: "Redis did not take the rebuild's state, so no API replica could report its progress; retry when Redis answers", Err: err}
+	}
 	s.log.Info("operator rebuild started", "rebuild", rb.ID, "tenantId", req.TenantID, "runs", total, "requestId", requestID(r.Context()))
+	started, _ := b.local(rb.ID)
 	go func() {
-		defer s.rebuilds.wg.Done()
-		err := s.runRebuild(s.rebuilds.ctx, rb, req.TenantID, ids)
-		s.rebuilds.finish(rb, err)
-		final, _ := s.rebuilds.get(rb.ID)
+		defer b.wg.Done()
+		stop := make(chan struct{})
+		beat := make(chan struct{})
+		go func() { defer close(beat); b.heartbeat(rb, stop) }()
+		err := s.runRebuild(b.ctx, rb, req.TenantID, ids)
+		close(stop)
+		<-beat
+		b.finish(rb, err)
+		b.publishFinal(rb)
+		final, _ := b.local(rb.ID)
 		if err != nil {
 			s.log.Warn("operator rebuild failed", "rebuild", rb.ID, "done", final.Done, "failed", final.Failed, "err", err)
 		} else {
 			s.log.Info("operator rebuild done", "rebuild", rb.ID, "done", final.Done, "written", final.Written, "failed", final.Failed)
 		}
 	}()
-	got, _ := s.rebuilds.get(rb.ID)
-	writeJSON(w, http.StatusAccepted, map[string]rebuildState{"rebuild": got})
+	writeJSON(w, http.StatusAccepted, map[string]rebuildState{"rebuild": started})
 	return nil
 }
 
@@ -262,6 +466,9 @@ func (s *Server) runRebuild(ctx context.Context, rb *rebuildState, tenant string
 		})
 		if err != nil {
 			return rebuildStopped(ctx, err)
+		}
+		if err := s.rebuilds.publish(ctx, rb, false); err != nil && ctx.Err() == nil {
+			s.log.Warn("publishing the rebuild's progress failed", "rebuild", rb.ID, "err", err)
 		}
 	}
 }
@@ -310,17 +517,38 @@ func (s *Server) getRebuild(w http.ResponseWriter, r *http.Request) error {
 	if err := uuid.Validate(id); err != nil {
 		return badRequest("id", fmt.Sprintf("a rebuild's id is the UUID POST /v1/rebuilds returned, got %q", id))
 	}
-	rb, ok := s.rebuilds.get(id)
+	ctx, cancel := context.WithTimeout(r.Context(), operatorTimeout)
+	defer cancel()
+	rb, ok, err := s.rebuilds.get(ctx, id)
+	if err != nil {
+		return rebuildsUnavailable(r, err)
+	}
 	if !ok {
 		return &store.Error{Code: store.CodeNotFound, Field: "id",
-			Message: fmt.Sprintf("no rebuild %s in this API process: rebuilds are kept in the memory of the process that runs them (the last %d), not across restarts or replicas", id, keptRebuilds)}
+			Message: fmt.Sprintf("no rebuild %s: it was never started, or its state expired (kept in Redis for %s)", id, rebuildKeptSaid)}
 	}
 	writeJSON(w, http.StatusOK, map[string]rebuildState{"rebuild": rb})
 	return nil
 }
 
-// listRebuilds: GET /v1/rebuilds, this process's rebuilds, newest first.
+// listRebuilds: GET /v1/rebuilds, the newest rebuilds of every API
+// replica (of this process when there is no Redis), newest first.
 func (s *Server) listRebuilds(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, map[string][]rebuildState{"rebuilds": s.rebuilds.all()})
+	ctx, cancel := context.WithTimeout(r.Context(), operatorTimeout)
+	defer cancel()
+	rbs, err := s.rebuilds.all(ctx)
+	if err != nil {
+		return rebuildsUnavailable(r, err)
+	}
+	writeJSON(w, http.StatusOK, map[string][]rebuildState{"rebuilds": rbs})
 	return nil
+}
+
+// rebuildsUnavailable is the answer when Redis, which keeps the rebuilds'
+// state, did not answer.
+func rebuildsUnavailable(r *http.Request, err error) error {
+	if r.Context().Err() != nil {
+		return r.Context().Err()
+	}
+	return &store.Error{Code: store.CodeUnavailable, Message: "Redis, which keeps the rebuilds' state, did not answer; retry when it is back", Err: err}
 }

@@ -76,6 +76,10 @@ type Config struct {
 	Gatherer prometheus.Gatherer
 	// Logger; nil means discard.
 	Logger *slog.Logger
+
+	// rebuildLease is how long a running rebuild's lease lasts unrenewed
+	// (0: 15s); tests shorten it through export_test.go.
+	rebuildLease time.Duration
 }
 
 // Validate reports a configuration error naming the setting to change.
@@ -194,7 +198,7 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 		consistent:  make(semaphore, cfg.Limits.MaxConsistentReads),
 		resyncs:     &rateLimiter{perMin: cfg.Limits.TenantResyncsPerMinute, buckets: map[string]*bucket{}, now: time.Now},
 		tickets:     &rateLimiter{perMin: ticketsPerMinute, buckets: map[string]*bucket{}, now: time.Now},
-		rebuilds:    newRebuilds(),
+		rebuilds:    newRebuilds(rdb, log.With("component", "api"), cfg.rebuildLease),
 		lagMeasures: make(semaphore, maxLagGroupsInflight),
 	}
 	s.ops, _ = st.(opsStore)

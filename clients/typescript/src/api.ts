@@ -397,14 +397,14 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * This API process's rebuilds (operators)
-         * @description The running rebuild and the last 20, newest first. Operators only (a token mapped to "*"; anyone in development mode).
+         * Recent rebuilds of every API replica (operators)
+         * @description The last 20 rebuilds started by any API replica, newest first, read from Redis (503 when it does not answer). Operators only (a token mapped to "*"; anyone in development mode).
          */
         get: operations["listRebuilds"];
         put?: never;
         /**
          * Rebuild many runs' snapshots from the store (operators)
-         * @description Starts a background rebuild of every run of a tenant, or of up to 1000 runs: each run's snapshot is projected from the store and written to Redis unless Redis holds a newer one. One runs at a time per API process (409 CONFLICT names it); its state is kept in that process's memory and a shutdown cancels it. Follow it with GET /v1/rebuilds/{id}. Operators only (a token mapped to "*"; anyone in development mode).
+         * @description Starts a background rebuild of every run of a tenant, or of up to 1000 runs: each run's snapshot is projected from the store and written to Redis unless Redis holds a newer one. One runs at a time per API process (409 CONFLICT names it); the process that runs it publishes its state to Redis as it goes (kept 7 days), so every API replica answers for it; a shutdown of that process cancels it, and if the process dies it reads as failed (abandoned) once its 15 s lease expires. 503 when Redis does not take its state. Follow it with GET /v1/rebuilds/{id}. Operators only (a token mapped to "*"; anyone in development mode).
          */
         post: operations["startRebuild"];
         delete?: never;
@@ -425,7 +425,7 @@ export interface paths {
         };
         /**
          * A rebuild's progress (operators)
-         * @description 404 for a rebuild another API process runs, or one this process no longer remembers. Operators only (a token mapped to "*"; anyone in development mode).
+         * @description Any API replica answers, from Redis (the process running it answers from its memory while Redis is out). 404 for a rebuild never started or whose record expired (7 days); 503 when Redis does not answer. Operators only (a token mapped to "*"; anyone in development mode).
          */
         get: operations["getRebuild"];
         put?: never;
@@ -841,7 +841,7 @@ export interface components {
             finishedAt: string | null;
             /** @description Why a failed rebuild stopped. */
             error: string | null;
-            /** @description The API process that runs the rebuild and keeps its state in memory (host/pid): GET it from that process; another replica, or this one after a restart, answers 404. */
+            /** @description The API process that runs the rebuild (host/pid). Its state is in Redis, so every replica answers for it; a failed rebuild whose error begins with "abandoned" lost that process (killed, crashed, or cut off from Redis). */
             process: string;
             /** @description The same, in words, for a console to show. */
             note: string;
@@ -1790,6 +1790,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     startRebuild: {
@@ -1854,6 +1855,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
 }

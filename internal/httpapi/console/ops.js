@@ -236,7 +236,7 @@ export function rebuildsPage(view) {
     }
   };
   view.append(h('h1', {}, 'Rebuilds'),
-    h('p', { class: 'muted small' }, 'A rebuild recomputes snapshots from the store (Postgres) and writes them to Redis: after Redis lost data, or to refill what the runs list says is missing. One runs at a time per API process. A single run: Resync on its page.'),
+    h('p', { class: 'muted small' }, 'A rebuild recomputes snapshots from the store (Postgres) and writes them to Redis: after Redis lost data, or to refill what the runs list says is missing. One runs at a time per API process; every API replica reports its progress. A single run: Resync on its page.'),
     h('form', { class: 'stack', testid: 'rebuild-form', onsubmit: e => {
       e.preventDefault();
       const t = tenantIn.value.trim();
@@ -255,7 +255,7 @@ export function rebuildsPage(view) {
     const rs = r.rebuilds || [];
     list.replaceChildren(rs.length ? h('ul', { class: 'plain', testid: 'rebuild-list' }, rs.map(b => h('li', {},
       h('a', { href: `#/rebuilds/${encodeURIComponent(b.id)}` }, b.id), ` · ${b.state} · ${num(b.done)}/${num(b.total)} done`, b.failed ? `, ${num(b.failed)} failed` : '', ' · started ', when(b.startedAt))))
-      : h('p', { class: 'muted' }, 'No rebuild since this API process started.'));
+      : h('p', { class: 'muted' }, 'No rebuild recorded (rebuilds are kept for 7 days).'));
   }, e => list.replaceChildren(e.status === 403 ? forbidden('The rebuild page', e) : h('p', { class: 'error', role: 'alert', testid: 'rebuild-list-error' }, `Could not list rebuilds: ${errorText(e)}`)));
   return () => {};
 }
@@ -273,7 +273,7 @@ export function rebuildPage(view, id) {
     } catch (e) {
       if (gone) return;
       if (e.status === 403) { body.replaceChildren(forbidden('The rebuild page', e)); return; }
-      if (e.status === 404) { body.replaceChildren(h('div', { class: 'not-found', testid: 'not-found' }, `No rebuild ${id} on this API process (rebuilds are kept in the process that ran them, until it restarts).`)); return; }
+      if (e.status === 404) { body.replaceChildren(h('div', { class: 'not-found', testid: 'not-found' }, `No rebuild ${id}: it was never started, or its record expired (rebuilds are kept for 7 days).`)); return; }
       status.replaceChildren(h('span', { class: 'error', role: 'alert', testid: 'refresh-error' }, `Refresh failed at ${clock(new Date())}: ${errorText(e)}`));
       timer = setTimeout(poll, REBUILD_POLL_MS * 3);
       return;
