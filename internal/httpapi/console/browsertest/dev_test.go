@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/runstream/runstream/internal/testenv"
 )
 
@@ -55,6 +57,20 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(binDir)
 	}
 	os.Exit(code)
+}
+
+// startDevOwnRedis runs startDev on a Redis server of its own, for a test
+// that stops it or must not share its keys with other tests, and returns
+// that server and a client of it.
+func startDevOwnRedis(t *testing.T, schema string) (base string, stop func(), rs *testenv.RedisProcess, rdb *redis.Client) {
+	t.Helper()
+	rs = testenv.StartRedis(t)
+	env := devEnv(t, schema)
+	env["RUNSTREAM_REDIS_URL"] = rs.URL()
+	base, _, stop = startDev(t, env)
+	rdb = redis.NewClient(&redis.Options{Addr: rs.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	return base, stop, rs, rdb
 }
 
 // startDev runs `runstream dev` as a process with env until stop is

@@ -55,15 +55,10 @@ func TestConsole_RedisStopped(t *testing.T) {
 	t.Parallel() // each test has its own dev process and tab; they mostly wait
 	chrome := chromium(t)
 	_, schema := testenv.Postgres(t, 5)
-	rs := testenv.StartRedis(t)
-	env := devEnv(t, schema)
-	env["RUNSTREAM_REDIS_URL"] = rs.URL()
-	base, _, stop := startDev(t, env)
+	base, stop, rs, rdb := startDevOwnRedis(t, schema)
 	defer stop()
 	b := newBrowser(t, chrome)
 	tenant := "console_" + testenv.RandomID(4)
-	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
-	defer rdb.Close()
 	openRun(t, b, rdb, base, tenant)
 
 	stopped := time.Now()

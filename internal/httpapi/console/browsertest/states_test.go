@@ -179,17 +179,12 @@ func TestConsole_RebuildRunning(t *testing.T) {
 	t.Parallel() // each test has its own dev process and tab; they mostly wait
 	chrome := chromium(t)
 	pool, schema := testenv.Postgres(t, 5)
-	// A Redis of its own: rebuilds may be registered in Redis, where
+	// A Redis of its own: rebuilds are registered in Redis, where
 	// another test's rebuild list would see this one.
-	rs := testenv.StartRedis(t)
-	env := devEnv(t, schema)
-	env["RUNSTREAM_REDIS_URL"] = rs.URL()
-	base, _, stop := startDev(t, env)
+	base, stop, _, rdb := startDevOwnRedis(t, schema)
 	defer stop()
 	b := newBrowser(t, chrome)
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
-	defer rdb.Close()
 
 	tenant := "console_rb_" + testenv.RandomID(4)
 	sfx := testenv.RandomID(4)
