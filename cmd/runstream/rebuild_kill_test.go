@@ -162,4 +162,3 @@ func decodeAnswer(t *testing.T, resp *http.Response, want int, into any) {
 		t.Fatalf("%s: %v: %s", resp.Request.URL, err, raw)
 	}
 }
-
