@@ -16,6 +16,7 @@ import (
 
 	"github.com/runstream/runstream/internal/lag"
 	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/internal/testenv/testkafka"
 )
 
 func runCaptured(t *testing.T, args ...string) (stdout, stderr string, err error) {
@@ -175,12 +176,7 @@ func TestRun_ConnectionHints(t *testing.T) {
 // text and JSON (the first format's fields kept), and a group that does
 // not exist exits 1 with a message naming the groups that do.
 func TestRun_LagMembersAndUnknownGroup(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "run-events"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	broker := c.ListenAddrs()[0]
+	broker := testkafka.Start(t, kfake.SeedTopics(2, "run-events")).Brokers[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	consumer, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumerGroup("g1"), kgo.ConsumeTopics("run-events"),

@@ -15,6 +15,7 @@ import (
 
 	"github.com/runstream/runstream/internal/lag"
 	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/internal/testenv/testkafka"
 )
 
 // runstream lag --all reports every consumer group of the topic: the
@@ -22,12 +23,7 @@ import (
 // never started (exit 0: it is configured, not mistyped), a group that
 // only committed on the topic, never a group of another topic.
 func TestRun_LagAllGroupsOfTheTopic(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "run-events", "other"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	broker := c.ListenAddrs()[0]
+	broker := testkafka.Start(t, kfake.SeedTopics(2, "run-events", "other")).Brokers[0]
 	ctx := context.Background()
 	admin, err := kgo.NewClient(kgo.SeedBrokers(broker))
 	if err != nil {

@@ -22,9 +22,7 @@ func TestWatch_RedisGoneThenBackEmpty(t *testing.T) {
 	t.Parallel()
 	pool := migratedPool(t, 5)
 	rp := testenv.StartRedis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: rp.Addr, DialTimeout: 300 * time.Millisecond,
-		ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
-	t.Cleanup(func() { rdb.Close() })
+	rdb := quickRedis(t, redis.Options{Addr: rp.Addr})
 	tenant := "tenant_hh_" + testenv.RandomID(3)
 	e := newEnvOn(t, httpapi.Config{DefaultTenant: tenant}, pool, rdb)
 	id := "hh-" + testenv.RandomID(4)
@@ -76,12 +74,7 @@ func TestWatch_RedisBackWithAChangeMissed(t *testing.T) {
 	rp := testenv.StartRedis(t)
 	admin := redis.NewClient(&redis.Options{Addr: rp.Addr})
 	t.Cleanup(func() { admin.Close() })
-	if err := admin.Do(ctx, "ACL", "SETUSER", "api", "on", ">pw", "~*", "&*", "+@all").Err(); err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: rp.Addr, Username: "api", Password: "pw",
-		DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
-	t.Cleanup(func() { rdb.Close() })
+	rdb := redisUser(t, admin, rp.Addr, "api")
 	tenant := "tenant_hm_" + testenv.RandomID(3)
 	e := newEnvOn(t, httpapi.Config{DefaultTenant: tenant}, pool, rdb)
 	id := "hm-" + testenv.RandomID(4)
@@ -92,12 +85,7 @@ func TestWatch_RedisBackWithAChangeMissed(t *testing.T) {
 	}
 	// Cut the API off: its user disabled, its connections (the
 	// subscription's too) closed.
-	if err := admin.Do(ctx, "ACL", "SETUSER", "api", "off").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.Do(ctx, "CLIENT", "KILL", "USER", "api").Err(); err != nil {
-		t.Fatal(err)
-	}
+	cutOffRedisUser(t, admin, "api")
 	if ev, data := run.next(t); ev != "state" || !strings.Contains(data, `"reason":"redis"`) {
 		t.Fatalf("with the API cut off from Redis: %s %s, want degraded", ev, data)
 	}
@@ -111,5 +99,39 @@ func TestWatch_RedisBackWithAChangeMissed(t *testing.T) {
 	}
 	if ev, data := run.next(t); ev != "snapshot" || !strings.Contains(data, `"lastEventSeq":4`) {
 		t.Fatalf("with Redis back: %s %s, want the snapshot that changed meanwhile", ev, data)
+	}
+}
+
+// quickRedis is a client that gives up fast (300 ms to dial or read, no
+// retries), for tests that stop Redis or cut a client off it.
+func quickRedis(t *testing.T, opts redis.Options) *redis.Client {
+	t.Helper()
+	opts.DialTimeout, opts.ReadTimeout, opts.MaxRetries = 300*time.Millisecond, 300*time.Millisecond, -1
+	c := redis.NewClient(&opts)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// redisUser creates Redis user name (every key, channel and command) with
+// admin and returns a quickRedis client of addr logged in as it, which
+// cutOffRedisUser can cut off while admin and the test go on.
+func redisUser(t *testing.T, admin *redis.Client, addr, name string) *redis.Client {
+	t.Helper()
+	if err := admin.Do(context.Background(), "ACL", "SETUSER", name, "on", ">pw", "~*", "&*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	return quickRedis(t, redis.Options{Addr: addr, Username: name, Password: "pw"})
+}
+
+// cutOffRedisUser disables user name and closes its connections: its
+// clients can no longer reach Redis (ACL SETUSER name on lets them back).
+func cutOffRedisUser(t *testing.T, admin *redis.Client, name string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := admin.Do(ctx, "ACL", "SETUSER", name, "off").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Do(ctx, "CLIENT", "KILL", "USER", name).Err(); err != nil {
+		t.Fatal(err)
 	}
 }

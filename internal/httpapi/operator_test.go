@@ -20,6 +20,7 @@ import (
 	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/internal/lag"
 	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/internal/testenv/testkafka"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
@@ -406,21 +407,14 @@ func TestOperator_RebuildTenant(t *testing.T) {
 // answers 503 for the rebuilds while Redis, which keeps them, is out.
 func TestOperator_RebuildAbandoned(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	pool := migratedPool(t, 20)
 	st, err := postgres.New(pool, postgres.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rp := testenv.StartRedis(t)
-	admin := redis.NewClient(&redis.Options{Addr: rp.Addr, DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
-	t.Cleanup(func() { admin.Close() })
-	if err := admin.Do(ctx, "ACL", "SETUSER", "runner", "on", ">pw", "~*", "&*", "+@all").Err(); err != nil {
-		t.Fatal(err)
-	}
-	runnerRedis := redis.NewClient(&redis.Options{Addr: rp.Addr, Username: "runner", Password: "pw",
-		DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
-	t.Cleanup(func() { runnerRedis.Close() })
+	admin := quickRedis(t, redis.Options{Addr: rp.Addr})
+	runnerRedis := redisUser(t, admin, rp.Addr, "runner")
 	cfg := httpapi.WithRebuildLease(httpapi.Config{AuthTokens: roleTokens}, 600*time.Millisecond)
 	runner := newEnvOn(t, cfg, pool, runnerRedis)
 	other := newEnvOn(t, cfg, pool, admin)
@@ -433,12 +427,7 @@ func TestOperator_RebuildAbandoned(t *testing.T) {
 	rb := rebuildOf(t, r.body)
 	// The running rebuild's process is cut off from Redis, as if killed:
 	// its lease is no longer renewed and its final state never lands.
-	if err := admin.Do(ctx, "ACL", "SETUSER", "runner", "off").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.Do(ctx, "CLIENT", "KILL", "USER", "runner").Err(); err != nil {
-		t.Fatal(err)
-	}
+	cutOffRedisUser(t, admin, "runner")
 	var got rebuildJSON
 	testenv.WaitFor(t, 15*time.Second, "the other replica to report the rebuild abandoned", func() bool {
 		got = rebuildOf(t, do(t, "GET", other.url+"/v1/rebuilds/"+rb.ID, "tok-op", nil).body)
@@ -520,12 +509,8 @@ type lagGroupsJSON struct {
 // that only committed on the topic; never a group of another topic.
 func TestOperator_LagGroups(t *testing.T) {
 	const topic = "run-events"
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic, "other-topic"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	admin, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	k := testkafka.Start(t, kfake.SeedTopics(4, topic, "other-topic"))
+	admin, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -556,7 +541,7 @@ func TestOperator_LagGroups(t *testing.T) {
 	}
 	for g, ms := range groups {
 		for _, m := range ms {
-			member(t, c.ListenAddrs(), g, m[0], m[1], topic)
+			member(t, k.Brokers, g, m[0], m[1], topic)
 		}
 	}
 	e := newEnv(t, httpapi.Config{AuthTokens: roleTokens,

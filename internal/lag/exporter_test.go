@@ -11,18 +11,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runstream/runstream/internal/lag"
+	"github.com/runstream/runstream/internal/testenv/testkafka"
 )
 
 // TestExporter_EveryListedGroup: the exporter reports each listed group
 // of the topic under its own group label (the projector's and the ETL's,
 // not only the first), and nothing for a listed group that does not exist.
 func TestExporter_EveryListedGroup(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "run-events"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	k := testkafka.Start(t, kfake.SeedTopics(2, "run-events"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,18 +12,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runstream/runstream/internal/lag"
+	"github.com/runstream/runstream/internal/testenv/testkafka"
 )
 
 // TopicGroups finds the groups with commits on the topic and the groups
 // whose members are assigned it before any commit, never a group of
 // another topic only.
 func TestTopicGroups_CommitsAndAssignments(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t", "u"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	k := testkafka.Start(t, kfake.SeedTopics(2, "t", "u"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +35,7 @@ func TestTopicGroups_CommitsAndAssignments(t *testing.T) {
 		}
 	}
 	// A member that joined and never commits (autocommit off, no records).
-	m, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumerGroup("joined-t"), kgo.ConsumeTopics("t"), kgo.DisableAutoCommit())
+	m, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...), kgo.ConsumerGroup("joined-t"), kgo.ConsumeTopics("t"), kgo.DisableAutoCommit())
 	if err != nil {
 		t.Fatal(err)
 	}

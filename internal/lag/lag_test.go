@@ -11,18 +11,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runstream/runstream/internal/lag"
+	"github.com/runstream/runstream/internal/testenv/testkafka"
 )
 
 // TestMeasure_KnownCommitsAndOldTimestamps commits known offsets for a
 // group, checks records lag against an independent kadm reading, and lag
 // seconds against the old timestamps the records carry.
 func TestMeasure_KnownCommitsAndOldTimestamps(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	k := testkafka.Start(t, kfake.SeedTopics(3, "t"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
