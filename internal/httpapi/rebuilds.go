@@ -182,17 +182,6 @@ func (b *rebuilds) local(id string) (rebuildState, bool) {
 	return rebuildState{}, false
 }
 
-// localAll returns copies of this process's rebuilds, newest first.
-func (b *rebuilds) localAll() []rebuildState {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := make([]rebuildState, 0, len(b.list))
-	for i := len(b.list) - 1; i >= 0; i-- {
-		out = append(out, *b.list[i])
-	}
-	return out
-}
-
 // publish writes rb's state to the registry: with its lease renewed while
 // it runs, its lease deleted once it ended; first also indexes it.
 func (b *rebuilds) publish(ctx context.Context, rb *rebuildState, first bool) error {
@@ -328,11 +317,11 @@ func (b *rebuilds) get(ctx context.Context, id string) (rebuildState, bool, erro
 	return rb, ok, nil
 }
 
-// all returns the newest rebuilds of the registry (this process's memory
-// when there is no Redis).
+// all returns the newest rebuilds of the registry (none without Redis:
+// startRebuild refuses to start one).
 func (b *rebuilds) all(ctx context.Context) ([]rebuildState, error) {
 	if b.rdb == nil {
-		return b.localAll(), nil
+		return []rebuildState{}, nil
 	}
 	ids, err := b.rdb.ZRevRange(ctx, rebuildIndexKey, 0, keptRebuilds-1).Result()
 	if err != nil {
