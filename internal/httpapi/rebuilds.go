@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/runstream/runstream/internal/retry"
 	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/validate"
@@ -221,7 +222,7 @@ func (b *rebuilds) publish(ctx context.Context, rb *rebuildState, first bool) er
 // publishFinal publishes rb's final state, retrying for a while: until it
 // lands, other replicas see the rebuild running and then abandoned.
 func (b *rebuilds) publishFinal(rb *rebuildState) {
-	tries := 4 // over about 2s besides the tries themselves
+	tries := 4 // waits of at most 0.25, 0.5 and 1 s between them
 	if b.ctx.Err() != nil {
 		tries = 1 // shutting down: do not hold the process up
 	}
@@ -231,7 +232,7 @@ func (b *rebuilds) publishFinal(rb *rebuildState) {
 			return
 		}
 		if try < tries-1 {
-			time.Sleep(time.Duration(250<<try) * time.Millisecond)
+			time.Sleep(retry.Backoff(250*time.Millisecond, time.Second, try+1))
 		}
 	}
 	b.log.Warn("the rebuild's final state did not reach Redis: other API replicas will report it abandoned once its lease expires", "rebuild", rb.ID, "err", err)
