@@ -40,6 +40,10 @@ func (s *Server) listTenant(r *http.Request, q url.Values) (string, error) {
 	return "", badRequest("tenantId", "tenantId is required when authentication is off (RUNSTREAM_AUTH_TOKENS unset)")
 }
 
+// errNoRedis answers a route that reads snapshots when the API has no
+// Redis.
+var errNoRedis = &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL)"}
+
 var runStatuses = map[string]bool{store.RunPending: true, store.RunApproved: true, store.RunRunning: true,
 	store.RunPaused: true, store.RunCompleted: true, store.RunFailed: true, store.RunCancelled: true}
 
@@ -102,7 +106,7 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if s.redis == nil {
-		return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL)"}
+		return errNoRedis
 	}
 	// Register before reading the current state, so no change between the
 	// two is missed.
@@ -242,7 +246,7 @@ func (s *Server) watchTenant(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if s.redis == nil {
-		return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL)"}
+		return errNoRedis
 	}
 	if r.Method == http.MethodHead {
 		return headOfStream(w)
@@ -309,7 +313,7 @@ func (s *Server) resyncRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if s.redis == nil {
-		return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL)"}
+		return errNoRedis
 	}
 	if err := s.authorizeRun(r, id); err != nil {
 		return err

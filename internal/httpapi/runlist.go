@@ -170,7 +170,7 @@ func (lq *listQuery) decodeCursor(v string) (*snapshots.CatalogPos, error) {
 // projector keeps there and the store's count of the tenant's runs.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	if s.redis == nil {
-		return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL)"}
+		return errNoRedis
 	}
 	q, err := query(r)
 	if err != nil {
