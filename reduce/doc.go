@@ -66,7 +66,9 @@
 // and PAUSED. The three terminal events set completedAt =
 // payload.sourceOccurredAt ?? emittedAt and totalDurationMs = completedAt -
 // startedAt in milliseconds when both parse as RFC 3339 and the difference
-// is not negative. Any status other than PAUSED clears substatus.
+// is not negative, and terminalAt = the event's persistedAt (the store's
+// clock: what the snapshot's expiry from Redis counts from). Any status
+// other than PAUSED clears substatus.
 //
 // # Step events
 //

@@ -224,6 +224,9 @@ func (r *reducer) apply(ev *store.RunEventRecord) Result {
 	default:
 		r.applyRun(ev, &res)
 	}
+	if store.IsTerminalRunStatus(s.Status) {
+		s.TerminalAt = ev.PersistedAt
+	}
 	return res
 }
 

@@ -466,6 +466,17 @@ func TestApply_Rules(t *testing.T) {
 			res:  Result{Outcome: Applied, Frozen: true, CausalViolation: true, Reason: "RunStarted after the run ended in status COMPLETED"},
 		},
 		{
+			name: "COMPLETED run keeps the terminalAt of the event that ended it",
+			prev: append(running(), mk(3, store.EventRunCompleted), mk(4, store.EventRunFailed)),
+			ev:   mk(5, store.EventRunCancelled),
+			want: func(s *store.RunSnapshot) {
+				if s.TerminalAt != mk(3, store.EventRunCompleted).PersistedAt {
+					panic("setup: terminalAt is not the RunCompleted's persistedAt")
+				}
+			},
+			res: Result{Outcome: Applied, Frozen: true, CausalViolation: true, Reason: "RunCancelled after the run ended in status COMPLETED"},
+		},
+		{
 			name: "FAILED run ignores step events",
 			prev: withStep(mk(4, store.EventRunFailed)),
 			ev:   mk(5, store.EventStepCompleted, step("a", 1, 1)),
@@ -915,6 +926,11 @@ func TestApply_Rules(t *testing.T) {
 			}
 			if tc.want != nil {
 				tc.want(&want)
+			}
+			// The event that ends the run stamps terminalAt with its
+			// persistedAt; a frozen run keeps the first one.
+			if !store.IsTerminalRunStatus(prev.Status) && store.IsTerminalRunStatus(want.Status) {
+				want.TerminalAt = tc.ev.PersistedAt
 			}
 
 			got, res := Apply(prev, tc.ev)

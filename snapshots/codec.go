@@ -67,6 +67,10 @@ func Append(b []byte, s *store.RunSnapshot) []byte {
 		b = append(b, `,"totalDurationMs":`...)
 		b = strconv.AppendInt(b, *s.TotalDurationMs, 10)
 	}
+	if s.TerminalAt != "" {
+		b = append(b, `,"terminalAt":`...)
+		b = appendString(b, s.TerminalAt)
+	}
 	b = append(b, `,"failedSteps":`...)
 	b = strconv.AppendInt(b, int64(s.FailedSteps), 10)
 	if s.Error != nil {

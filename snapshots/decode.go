@@ -148,6 +148,8 @@ func (d *decoder) snapshot(s *store.RunSnapshot) bool {
 			return d.jstr(&s.CompletedAt)
 		case "totalDurationMs":
 			return once(&seen, 4) && d.intPtr(&s.TotalDurationMs)
+		case "terminalAt":
+			return d.jstr(&s.TerminalAt)
 		case "failedSteps":
 			var n int64
 			if !d.int(&n) || int64(int(n)) != n {

@@ -41,4 +41,14 @@ type RunHead struct {
 	LastSeq int64
 	// LastPersistedAt is the persistedAt of the event at LastSeq.
 	LastPersistedAt time.Time
+	// TerminalAt is the persistedAt of the event that made the run
+	// terminal (runs.terminal_at); zero while the run is open.
+	TerminalAt time.Time
+}
+
+// ExpiredAt reports whether a run with this head is past a snapshot
+// retention of ttl at now: terminal, and its terminal event at least ttl
+// old. ttl 0 keeps every run.
+func (h *RunHead) ExpiredAt(now time.Time, ttl time.Duration) bool {
+	return ttl > 0 && !h.TerminalAt.IsZero() && !now.Before(h.TerminalAt.Add(ttl))
 }

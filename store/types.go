@@ -201,6 +201,11 @@ type RunSnapshot struct {
 	StartedAt       string         `json:"startedAt,omitempty"`
 	CompletedAt     string         `json:"completedAt,omitempty"`
 	TotalDurationMs *int64         `json:"totalDurationMs,omitempty"`
+	// TerminalAt is the persistedAt of the event that made the run
+	// terminal (the store's clock, unlike CompletedAt, which is the
+	// engine's); empty while the run is open. A terminal run leaves Redis
+	// --snapshot-ttl after it.
+	TerminalAt string `json:"terminalAt,omitempty"`
 	// FailedSteps is the contract's counter (ExecutionSemantics v1 section
 	// 1.5 rule 3, DESIGN.md 1.9): the number of StepFailed events applied
 	// to the run. A later retry or success never decrements it; a duplicate

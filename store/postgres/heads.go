@@ -56,7 +56,7 @@ func (s *Store) ConvergenceHorizon(ctx context.Context, grace time.Duration) (ti
 // to), in no particular order. A run with a later event is not among them:
 // the window holding its last event will report it.
 func (s *Store) ChangedRuns(ctx context.Context, from, to time.Time) ([]store.RunHead, error) {
-	rows, err := s.pool.Query(ctx, `SELECT e.run_id, r.tenant_id, r.last_seq, e.persisted_at
+	rows, err := s.pool.Query(ctx, `SELECT e.run_id, r.tenant_id, r.last_seq, e.persisted_at, r.terminal_at
 		FROM run_events e JOIN runs r ON r.run_id = e.run_id AND r.last_seq = e.run_seq
 		WHERE e.persisted_at >= $1 AND e.persisted_at < $2`, from, to)
 	if err != nil {
@@ -73,7 +73,7 @@ func (s *Store) ChangedRuns(ctx context.Context, from, to time.Time) ([]store.Ru
 // whose last event was persisted before the given time: a full pass walks
 // every run with it.
 func (s *Store) RunsBefore(ctx context.Context, after string, before time.Time, limit int) ([]store.RunHead, error) {
-	rows, err := s.pool.Query(ctx, `SELECT r.run_id, r.tenant_id, r.last_seq, e.persisted_at
+	rows, err := s.pool.Query(ctx, `SELECT r.run_id, r.tenant_id, r.last_seq, e.persisted_at, r.terminal_at
 		FROM runs r JOIN run_events e ON e.run_id = r.run_id AND e.run_seq = r.last_seq
 		WHERE r.run_id > $1 AND e.persisted_at < $2 ORDER BY r.run_id LIMIT $3`, after, before, limit)
 	if err != nil {
@@ -88,6 +88,10 @@ func (s *Store) RunsBefore(ctx context.Context, after string, before time.Time, 
 
 func scanHead(row pgx.CollectableRow) (store.RunHead, error) {
 	var h store.RunHead
-	err := row.Scan(&h.RunID, &h.TenantID, &h.LastSeq, &h.LastPersistedAt)
+	var terminal *time.Time
+	err := row.Scan(&h.RunID, &h.TenantID, &h.LastSeq, &h.LastPersistedAt, &terminal)
+	if terminal != nil {
+		h.TerminalAt = *terminal
+	}
 	return h, err
 }

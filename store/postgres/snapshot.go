@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/store"
@@ -52,6 +53,13 @@ func (s *Store) ProjectSnapshot(ctx context.Context, runID string) (store.RunSna
 		return store.RunSnapshot{}, &store.Error{Code: store.CodeNotFound, Message: fmt.Sprintf("run %q has no events", runID)}
 	}
 	snap.Stale = false
+	if snap.TerminalAt == "" && store.IsTerminalRunStatus(snap.Status) {
+		// A checkpoint written before snapshots carried terminalAt froze
+		// the run without it: the runs row has it (migration 0010).
+		if err := s.fillTerminalAt(ctx, &snap); err != nil {
+			return store.RunSnapshot{}, err
+		}
+	}
 	if !s.cfg.DisableSnapshotCheckpoints && snap.LastEventSeq-from >= int64(s.cfg.SnapshotEvery) {
 		if err := s.checkpoint(ctx, snap); err != nil {
 			// The checkpoint is a cache: failing to write it does not fail
@@ -76,5 +84,18 @@ func (s *Store) checkpoint(ctx context.Context, snap store.RunSnapshot) error {
 		return classify(fmt.Errorf("checkpointing the snapshot of run %q: %w", snap.RunID, err))
 	}
 	s.metrics.checkpoints.Inc()
+	return nil
+}
+
+// fillTerminalAt sets snap.TerminalAt from the run's terminal_at.
+func (s *Store) fillTerminalAt(ctx context.Context, snap *store.RunSnapshot) error {
+	var at *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT terminal_at FROM runs WHERE run_id = $1`, snap.RunID).Scan(&at)
+	if err != nil {
+		return classify(fmt.Errorf("reading when run %q ended: %w", snap.RunID, err))
+	}
+	if at != nil {
+		snap.TerminalAt = store.FormatPersistedAt(*at)
+	}
 	return nil
 }
