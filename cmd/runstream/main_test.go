@@ -63,6 +63,8 @@ func TestRun_UsageErrors(t *testing.T) {
 		{[]string{"dev"}, map[string]string{"RUNSTREAM_COMPRESSION": "lz5"}, `RUNSTREAM_COMPRESSION): unknown compression "lz5"`},
 		{[]string{"bench", "relay", "--compression", "xz"}, nil, "--compression: unknown compression"},
 		{[]string{"relay", "dlq", "frob"}, nil, "list or retry"},
+		{[]string{"relay", "--topic-retention", "30s"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1"}, "--topic-retention (RUNSTREAM_TOPIC_RETENTION) must be at least 1m0s, got 30s"},
+		{[]string{"dev"}, map[string]string{"RUNSTREAM_TOPIC_RETENTION": "-168h"}, "--topic-retention (RUNSTREAM_TOPIC_RETENTION) must be at least 1m0s"},
 		{[]string{"projector", "--snapshot-cache-mb", "-1"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1"}, "--snapshot-cache-mb"},
 		{[]string{"bench", "relay", "--settle", "-1s"}, nil, "--settle must be >= 0"},
 		{[]string{"etl", "--max-queued-records", "-5"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1", "RUNSTREAM_POSTGRES_URL": "postgres://x"}, "--max-queued-records"},

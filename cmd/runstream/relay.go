@@ -25,6 +25,7 @@ type relayFlags struct {
 	topic             string
 	partitions        int
 	replicationFactor int
+	topicRetention    time.Duration
 	batch             int
 	maxAttempts       int
 	retryWindow       time.Duration
@@ -35,6 +36,7 @@ func (f *relayFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.topic, "topic", store.DefaultTopic, "Kafka topic of run events")
 	fs.IntVar(&f.partitions, "partitions", 12, "partitions when the relay creates the topic")
 	fs.IntVar(&f.replicationFactor, "replication-factor", 0, "replication factor when the relay creates the topic (0: the broker's default)")
+	fs.DurationVar(&f.topicRetention, "topic-retention", relay.DefaultTopicRetention, "retention.ms when the relay creates the topic: how long a stopped or slow consumer group can still resume where it was (past it, it restarts at the earliest record and convergence repairs the runs it missed from the store). An existing topic is never altered; the relay warns when its retention.ms differs. A Go duration, at least 1m")
 	fs.IntVar(&f.batch, "relay-batch", 5000, "most outbox rows published per round")
 	fs.IntVar(&f.maxAttempts, "relay-max-attempts", 8, "fewest broker refusals of one event before it is dead-lettered (EVENT_BUS_DELIVERY_FAILED), which also waits for --retry-window")
 	fs.StringVar(&f.compression, "compression", relay.DefaultCompression, "codec of the produce batches: "+strings.Join(relay.Compressions, ", ")+"; the default is one every consumer reads without extra codecs (KafkaJS ships only gzip), see docs/CONSUMERS.md")
@@ -47,6 +49,9 @@ func (f *relayFlags) config(log *slog.Logger, reg prometheus.Registerer) (relay.
 	}
 	if f.replicationFactor < 0 || f.replicationFactor > 32767 {
 		return relay.Config{}, usageError{fmt.Errorf("--replication-factor (RUNSTREAM_REPLICATION_FACTOR) must be >= 0, got %d", f.replicationFactor)}
+	}
+	if f.topicRetention < relay.MinTopicRetention {
+		return relay.Config{}, usageError{fmt.Errorf("--topic-retention (RUNSTREAM_TOPIC_RETENTION) must be at least %v, got %v", relay.MinTopicRetention, f.topicRetention)}
 	}
 	if f.batch < 1 || f.maxAttempts < 1 {
 		return relay.Config{}, usageError{fmt.Errorf("--relay-batch and --relay-max-attempts must be >= 1")}
@@ -61,7 +66,7 @@ func (f *relayFlags) config(log *slog.Logger, reg prometheus.Registerer) (relay.
 		return relay.Config{}, usageError{fmt.Errorf("--compression (RUNSTREAM_COMPRESSION): %w", err)}
 	}
 	cfg := relay.Config{Topic: f.topic, Partitions: int32(f.partitions), ReplicationFactor: int16(f.replicationFactor),
-		BatchSize: f.batch, MaxAttempts: f.maxAttempts, RetryWindow: f.retryWindow, Registerer: reg, Logger: log}
+		TopicRetention: f.topicRetention, BatchSize: f.batch, MaxAttempts: f.maxAttempts, RetryWindow: f.retryWindow, Registerer: reg, Logger: log}
 	return cfg, cfg.Validate()
 }
 

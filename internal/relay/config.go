@@ -24,6 +24,11 @@ type Config struct {
 	// ReplicationFactor of the topic when the relay creates it; 0 means the
 	// broker's default.
 	ReplicationFactor int16
+	// TopicRetention is the retention.ms of the topic when the relay
+	// creates it (and what it expects of a topic that exists, warning
+	// when that differs); 0 means DefaultTopicRetention. It must be at
+	// least MinTopicRetention.
+	TopicRetention time.Duration
 	// DisableTopicCreation skips creating the topic when absent.
 	DisableTopicCreation bool
 	// BatchSize is the most outbox rows read per round; 0 means 5000.
@@ -78,6 +83,9 @@ func (c Config) Validate() error {
 	if c.ReplicationFactor < 0 {
 		errs = append(errs, fmt.Errorf("replication factor (RUNSTREAM_REPLICATION_FACTOR) must be > 0, got %d", c.ReplicationFactor))
 	}
+	if c.TopicRetention < 0 || (c.TopicRetention != 0 && c.TopicRetention < MinTopicRetention) {
+		errs = append(errs, fmt.Errorf("topic retention (--topic-retention, RUNSTREAM_TOPIC_RETENTION) must be at least %v, got %v", MinTopicRetention, c.TopicRetention))
+	}
 	if c.BatchSize < 0 {
 		errs = append(errs, fmt.Errorf("relay batch size (RUNSTREAM_RELAY_BATCH) must be > 0, got %d", c.BatchSize))
 	}
@@ -99,6 +107,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Partitions == 0 {
 		c.Partitions = 12
+	}
+	if c.TopicRetention == 0 {
+		c.TopicRetention = DefaultTopicRetention
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = 5000

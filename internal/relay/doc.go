@@ -35,6 +35,12 @@
 // counted, and the run's later events flow again (consumers see a gap and
 // resync from the store, DESIGN.md 1.12).
 //
+// The topic: when absent, the relay creates it with the configured
+// partitions and retention (retention.ms, a week by default) and a
+// max.message.bytes that fits its produce batches (TopicMaxMessageBytes). It
+// never alters a topic that exists; it warns at start when that topic's
+// retention.ms differs or its max.message.bytes is below the batches.
+//
 // Latency: the store sends NOTIFY runstream_outbox (debounced) after
 // appends and the relay LISTENs; a slow poll is the safety net.
 //

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -57,12 +56,9 @@ func ClientOptions(brokers []string) []kgo.Opt {
 		kgo.ProducerLinger(0),
 		kgo.RecordDeliveryTimeout(10 * time.Second),
 		kgo.MaxBufferedRecords(100_000),
-		// A produce batch must fit the broker's message.max.bytes, which
-		// is 1,048,588 bytes unless the cluster or topic raised it (Kafka's
-		// default and kfake's): a bigger batch is refused whole with
-		// MESSAGE_TOO_LARGE, which would retry and in the end dead-letter
-		// events that are fine. franz-go's default, 1,000,012, fits.
-		kgo.ProducerBatchMaxBytes(1_000_000),
+		// A produce batch must fit the topic's max.message.bytes; see
+		// ProduceBatchMaxBytes and TopicMaxMessageBytes.
+		kgo.ProducerBatchMaxBytes(ProduceBatchMaxBytes),
 	}
 }
 
@@ -79,28 +75,6 @@ func New(cfg Config, pool *pgxpool.Pool, client *kgo.Client) (*Relay, error) {
 	}
 	log := cfg.Logger.With("component", "relay")
 	return &Relay{cfg: cfg, pool: pool, client: client, log: log, metrics: m, vacuum: &vacuumer{pool: pool, log: log}}, nil
-}
-
-// EnsureTopic creates the topic when absent, with the configured
-// partitions and replication factor.
-func (r *Relay) EnsureTopic(ctx context.Context) error {
-	adm := kadm.NewClient(r.client)
-	rf := r.cfg.ReplicationFactor
-	if rf == 0 {
-		rf = -1 // the broker's default
-	}
-	resp, err := adm.CreateTopic(ctx, r.cfg.Partitions, rf, nil, r.cfg.Topic)
-	if err == nil {
-		err = resp.Err
-	}
-	switch {
-	case err == nil:
-		r.log.Info("created topic", "topic", r.cfg.Topic, "partitions", r.cfg.Partitions)
-		return nil
-	case errors.Is(err, kerr.TopicAlreadyExists):
-		return nil
-	}
-	return fmt.Errorf("creating topic %q (%d partitions): %w", r.cfg.Topic, r.cfg.Partitions, err)
 }
 
 // Run publishes until ctx is done. It returns nil on cancellation and an
