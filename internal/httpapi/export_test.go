@@ -8,3 +8,11 @@ func WithRebuildLease(cfg Config, d time.Duration) Config {
 	cfg.rebuildLease = d
 	return cfg
 }
+
+// WithStoreReadWait returns cfg with a snapshot read's wait for a
+// store-read slot bounded by d, and waiting called as a read starts to
+// wait (nil: nothing).
+func WithStoreReadWait(cfg Config, d time.Duration, waiting func()) Config {
+	cfg.storeReadWait, cfg.storeReadWaiting = d, waiting
+	return cfg
+}

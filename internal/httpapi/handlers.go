@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -248,7 +249,19 @@ func etag(h snapshots.Head) string {
 	return fmt.Sprintf(`"%d"`, h.LastEventSeq)
 }
 
-// getSnapshot: GET /v1/runs/{runId}/snapshot[?consistent=true].
+// Snapshot sources, the X-Runstream-Snapshot-Source header of every
+// snapshot answer.
+const (
+	sourceHeader = "X-Runstream-Snapshot-Source"
+	sourceRedis  = "redis"
+	sourceStore  = "store"
+)
+
+// getSnapshot: GET /v1/runs/{runId}/snapshot[?consistent=true]. Redis
+// answers; a run it does not hold (a terminal run past --snapshot-ttl, one
+// the projector has not reached, one Redis lost) is projected from the
+// store, so a link to an old run keeps working. Redis unreachable is 503,
+// not a store read per request.
 func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 	id, err := runID(r)
 	if err != nil {
@@ -257,42 +270,28 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 	tenant := tenantOf(r.Context())
 	var body []byte
 	var head snapshots.Head
+	source := sourceRedis
 	q, err := query(r)
 	if err != nil {
 		return err
 	}
 	switch c := q.Get("consistent"); c {
 	case "true", "1":
-		// Ownership first (one indexed lookup): another tenant's run costs
-		// no rebuild and answers as fast as an unknown one.
-		if err := s.authorizeRun(r, id); err != nil {
+		source = sourceStore
+		if body, head, err = s.storeSnapshotBody(r, id, "or read the snapshot without ?consistent=true"); err != nil {
 			return err
 		}
-		if !s.consistent.tryAcquire() {
-			s.metrics.rejected.WithLabelValues("consistent_reads").Inc()
-			return limitError(http.StatusServiceUnavailable, 1,
-				"%d consistent reads are rebuilding on this API process, its limit (--max-consistent-reads); retry, or read the snapshot without ?consistent=true", cap(s.consistent))
-		}
-		defer s.consistent.release()
-		snap, err := s.store.ProjectSnapshot(r.Context(), id)
-		if errors.Is(err, store.ErrNotFound) {
-			return notFound(id)
-		}
-		if err != nil {
-			return err
-		}
-		body, err = json.Marshal(snap)
-		if err != nil {
-			return err
-		}
-		head = snapshots.Head{TenantID: snap.TenantID, LastEventSeq: snap.LastEventSeq}
 	case "", "false", "0":
 		if s.redis == nil {
 			return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL); use ?consistent=true"}
 		}
 		body, err = s.getter.Get(r.Context(), id)
 		if errors.Is(err, redis.Nil) {
-			return notFound(id)
+			source = sourceStore
+			if body, head, err = s.storeSnapshotBody(r, id, "with backoff"); err != nil {
+				return err
+			}
+			break
 		}
 		if err != nil {
 			return &store.Error{Code: store.CodeUnavailable, Message: "the snapshot cache (Redis) is unavailable; retry or use ?consistent=true", Err: err}
@@ -309,6 +308,7 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 	tag := etag(head)
 	w.Header().Set("ETag", tag)
 	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set(sourceHeader, source)
 	if match := r.Header.Get("If-None-Match"); match != "" && match == tag {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
@@ -319,6 +319,68 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 	return nil
+}
+
+// storeSnapshot projects run id's snapshot from the store for the caller.
+// Ownership comes first (one indexed lookup), so another tenant's run
+// costs no projection and answers as fast as an unknown one; then a
+// store-read slot (acquireStoreRead, hint ends its 503's message).
+func (s *Server) storeSnapshot(r *http.Request, id, hint string) (store.RunSnapshot, error) {
+	if err := s.authorizeRun(r, id); err != nil {
+		return store.RunSnapshot{}, err
+	}
+	if err := s.acquireStoreRead(r.Context(), hint); err != nil {
+		return store.RunSnapshot{}, err
+	}
+	defer s.storeReads.release()
+	snap, err := s.store.ProjectSnapshot(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.RunSnapshot{}, notFound(id)
+	}
+	if err != nil {
+		return store.RunSnapshot{}, err
+	}
+	return snap, nil
+}
+
+// storeSnapshotBody is storeSnapshot as the JSON body and head an answer
+// sends.
+func (s *Server) storeSnapshotBody(r *http.Request, id, hint string) ([]byte, snapshots.Head, error) {
+	snap, err := s.storeSnapshot(r, id, hint)
+	if err != nil {
+		return nil, snapshots.Head{}, err
+	}
+	body, err := json.Marshal(snap)
+	if err != nil {
+		return nil, snapshots.Head{}, fmt.Errorf("encoding the store's snapshot of run %q: %w", id, err)
+	}
+	return body, snapshots.Head{TenantID: snap.TenantID, LastEventSeq: snap.LastEventSeq, Stale: snap.Stale}, nil
+}
+
+// acquireStoreRead takes one of the --max-consistent-reads slots of
+// snapshot reads from the store, waiting up to cfg.storeReadWait for one:
+// a burst of readers of runs Redis no longer holds (a hundred links to old
+// runs opened at once) queues for a few projections' time instead of
+// failing at once, and still never waits unbounded. Past the wait, 503
+// with Retry-After.
+func (s *Server) acquireStoreRead(ctx context.Context, hint string) error {
+	if s.storeReads.tryAcquire() {
+		return nil
+	}
+	if s.cfg.storeReadWaiting != nil {
+		s.cfg.storeReadWaiting()
+	}
+	ok, err := s.storeReads.acquireWithin(ctx, s.cfg.storeReadWait)
+	if err != nil {
+		return fmt.Errorf("waiting for a store read slot: %w", err)
+	}
+	if ok {
+		return nil
+	}
+	s.metrics.rejected.WithLabelValues("consistent_reads").Inc()
+	return limitError(http.StatusServiceUnavailable, 1,
+		"%d snapshot reads from the store are running on this API process, its limit (--max-consistent-reads), and none ended within %v; retry %s",
+		cap(s.storeReads), s.cfg.storeReadWait, hint)
 }
 
 // acquireAppend takes an in-flight append slot, or answers 503 at once.

@@ -406,13 +406,13 @@ func TestSnapshot_RedisAndConsistent(t *testing.T) {
 			t.Fatal(r.status)
 		}
 	}
-	if r := do(t, "GET", e.url+"/v1/runs/"+id.RunID+"/snapshot", "", nil); r.status != 404 {
-		t.Fatalf("no Redis snapshot yet: %d, want 404", r.status)
+	if r := do(t, "GET", e.url+"/v1/runs/"+id.RunID+"/snapshot", "", nil); r.status != 200 || r.header.Get("X-Runstream-Snapshot-Source") != "store" {
+		t.Fatalf("no Redis snapshot yet: %d from %q, want 200 from the store", r.status, r.header.Get("X-Runstream-Snapshot-Source"))
 	}
 	r := do(t, "GET", e.url+"/v1/runs/"+id.RunID+"/snapshot?consistent=true", "", nil)
 	var snap store.RunSnapshot
-	if err := json.Unmarshal(r.body, &snap); err != nil || r.status != 200 {
-		t.Fatalf("consistent: %d %s", r.status, r.body)
+	if err := json.Unmarshal(r.body, &snap); err != nil || r.status != 200 || r.header.Get("X-Runstream-Snapshot-Source") != "store" {
+		t.Fatalf("consistent: %d %s (source %q)", r.status, r.body, r.header.Get("X-Runstream-Snapshot-Source"))
 	}
 	if snap.LastEventSeq != 2 || snap.Status != store.RunRunning || len(snap.Steps) != 1 || r.header.Get("ETag") != `"2"` {
 		t.Fatalf("consistent snapshot %+v etag %s", snap, r.header.Get("ETag"))
@@ -420,8 +420,8 @@ func TestSnapshot_RedisAndConsistent(t *testing.T) {
 	stored := `{"runId":"` + id.RunID + `","tenantId":"tenant_a","status":"RUNNING","lastEventSeq":7,"stale":true,"futureField":1}`
 	e.redis.Set(context.Background(), snapshots.Key(id.RunID), stored, time.Minute)
 	r = do(t, "GET", e.url+"/v1/runs/"+id.RunID+"/snapshot", "", nil)
-	if r.status != 200 || string(r.body) != stored {
-		t.Fatalf("Redis snapshot: %d %s; want it as stored", r.status, r.body)
+	if r.status != 200 || string(r.body) != stored || r.header.Get("X-Runstream-Snapshot-Source") != "redis" {
+		t.Fatalf("Redis snapshot: %d %s (source %q); want it as stored, from redis", r.status, r.body, r.header.Get("X-Runstream-Snapshot-Source"))
 	}
 	tag := r.header.Get("ETag")
 	if tag != `"7-stale"` {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,8 +19,10 @@ import (
 
 // Limits bound every resource a caller can hold (DESIGN.md 1.18). Beyond a
 // limit the answer is 429 (this tenant holds too much) or 503 (the process
-// does), with Retry-After, at once: nothing waits in a queue. Zero values
-// take the defaults noted; docs/SECURITY.md lists them with their flags.
+// does), with Retry-After, at once; only a snapshot read from the store
+// waits, a second at most, for a slot (acquireStoreRead): nothing waits in
+// an unbounded queue. Zero values take the defaults noted;
+// docs/SECURITY.md lists them with their flags.
 type Limits struct {
 	// MaxHeaderBytes bounds a request's header block (431 past it); 0
 	// means 32 KiB. Go's default is 1 MiB, which lets 600 unfinished
@@ -40,8 +43,10 @@ type Limits struct {
 	// 1,000.
 	MaxWatchers          int
 	MaxWatchersPerTenant int
-	// MaxConsistentReads bounds ?consistent=true rebuilds from the store
-	// running at once; 0 means 8.
+	// MaxConsistentReads bounds snapshot projections from the store
+	// running at once: ?consistent=true, and the snapshots and watches of
+	// runs Redis does not hold. A read past it waits up to a second for a
+	// slot, then answers 503. 0 means 8.
 	MaxConsistentReads int
 	// TenantResyncsPerMinute is how many resyncs of its own runs a tenant
 	// may ask for per minute (a burst of as many, then a steady rate); 0
@@ -142,6 +147,21 @@ func (s semaphore) tryAcquire() bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// acquireWithin takes a slot, waiting at most d for one: false when none
+// came free in time, ctx's error when it ended first.
+func (s semaphore) acquireWithin(ctx context.Context, d time.Duration) (bool, error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case s <- struct{}{}:
+		return true, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-t.C:
+		return false, nil
 	}
 }
 

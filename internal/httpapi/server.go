@@ -77,9 +77,21 @@ type Config struct {
 	// Logger; nil means discard.
 	Logger *slog.Logger
 
+	// SnapshotTTL is how long Redis keeps a terminal run's snapshot after
+	// its terminal event (--snapshot-ttl): the runs list says it covers
+	// every open run and the terminal runs of that span, and the snapshot
+	// and watch of an older run are served from the store. 0 means Redis
+	// keeps every run.
+	SnapshotTTL time.Duration
+
 	// rebuildLease is how long a running rebuild's lease lasts unrenewed
 	// (0: 15s); tests shorten it through export_test.go.
 	rebuildLease time.Duration
+	// storeReadWait bounds a snapshot read's wait for a store-read slot
+	// (0: 1s); storeReadWaiting, when set, is called as a read starts
+	// waiting. Tests set both through export_test.go.
+	storeReadWait    time.Duration
+	storeReadWaiting func()
 }
 
 // Validate reports a configuration error naming the setting to change.
@@ -89,6 +101,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBatchEvents < 0 {
 		return fmt.Errorf("max batch events must be > 0, got %d", c.MaxBatchEvents)
+	}
+	if c.SnapshotTTL < 0 {
+		return fmt.Errorf("snapshot TTL (--snapshot-ttl) must be 0 (keep every run) or positive, got %v", c.SnapshotTTL)
 	}
 	for tok, tenant := range c.AuthTokens {
 		if tok == "" || tenant == "" {
@@ -140,7 +155,7 @@ type Server struct {
 	close   sync.Once
 
 	appends     semaphore // in-flight appends
-	consistent  semaphore // in-flight ?consistent=true rebuilds
+	storeReads  semaphore // in-flight snapshot projections from the store
 	watchers    watcherLimits
 	resyncs     *rateLimiter // tenants' resyncs of their own runs
 	ops         opsStore     // the operator routes' store access; nil: 503
@@ -184,6 +199,9 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 		cfg.Gatherer = prometheus.DefaultGatherer
 	}
 	cfg.Limits.setDefaults()
+	if cfg.storeReadWait == 0 {
+		cfg.storeReadWait = time.Second
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -195,7 +213,7 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 	s := &Server{cfg: cfg, store: st, redis: rdb, log: log.With("component", "api"), metrics: m,
 		tokens: map[[32]byte]string{}, closing: make(chan struct{}),
 		appends:     make(semaphore, cfg.Limits.MaxInflightAppends),
-		consistent:  make(semaphore, cfg.Limits.MaxConsistentReads),
+		storeReads:  make(semaphore, cfg.Limits.MaxConsistentReads),
 		resyncs:     &rateLimiter{perMin: cfg.Limits.TenantResyncsPerMinute, buckets: map[string]*bucket{}, now: time.Now},
 		tickets:     &rateLimiter{perMin: ticketsPerMinute, buckets: map[string]*bucket{}, now: time.Now},
 		rebuilds:    newRebuilds(rdb, log.With("component", "api"), cfg.rebuildLease),

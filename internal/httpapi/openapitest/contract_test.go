@@ -285,7 +285,11 @@ func TestContract(t *testing.T) {
 	h.run(t, call{method: "GET", path: base + "/events?afterSeq=0&limit=10", token: "tok-a", want: 200})
 	h.run(t, call{method: "GET", path: base + "/events?limit=0", token: "tok-a", want: 400, badRequest: true})
 	h.run(t, call{method: "GET", path: base + "/events", token: "tok-b", want: 404})
-	h.run(t, call{method: "GET", path: base + "/snapshot", token: "tok-a", want: 404})
+	// Redis holds no snapshot yet: the store answers.
+	h.run(t, call{method: "GET", path: base + "/snapshot", token: "tok-a", want: 200})
+	h.run(t, call{method: "GET", path: base + "/snapshot", token: "tok-a", header: http.Header{"If-None-Match": {`"2"`}}, want: 304})
+	h.run(t, call{method: "GET", path: base + "/snapshot", token: "tok-b", want: 404})
+	h.run(t, call{method: "GET", path: "/v1/runs/no-such-run/snapshot", token: "tok-a", want: 404})
 	snap := h.run(t, call{method: "GET", path: base + "/snapshot?consistent=true", token: "tok-a", want: 200})
 	var s store.RunSnapshot
 	if err := json.Unmarshal(snap, &s); err != nil || s.LastEventSeq != 2 {
