@@ -99,7 +99,11 @@ func (s *Server) getSnapshots(ctx context.Context, ids []string) ([]*store.RunSn
 // watchRun: GET /v1/runs/{runId}/watch. The current snapshot, then each
 // change; `stale` and `recovered` events when the stale flag flips
 // (ExecutionSemantics v1 1.1 UI rule); heartbeats; Last-Event-ID (a
-// lastEventSeq) skips a snapshot the client already has.
+// lastEventSeq) skips a snapshot the client already has. A run Redis does
+// not hold is read from the store: a terminal one (past --snapshot-ttl)
+// gets its final snapshot and an `end` event (endRunStream), an open one
+// (the projector has not reached it yet) its snapshot and then the live
+// stream, which the projector's writes feed as for any run.
 func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 	id, err := runID(r)
 	if err != nil {
@@ -113,11 +117,33 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 	watcher, stop := s.hub.watchRun(id, s.metrics)
 	defer stop()
 	s.hub.waitReady(r.Context())
-	body, err := s.redis.Get(r.Context(), snapshots.Key(id)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return notFound(id)
+	lastSeq := int64(-1)
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		if n, err := strconv.ParseInt(strings.TrimSuffix(v, "s"), 10, 64); err == nil {
+			lastSeq = n
+		}
 	}
-	if err != nil {
+	body, err := s.redis.Get(r.Context(), snapshots.Key(id)).Bytes()
+	switch {
+	case errors.Is(err, redis.Nil) && r.Method == http.MethodHead:
+		// The stream opens for any run the caller may read: no projection.
+		if err := s.authorizeRun(r, id); err != nil {
+			return err
+		}
+		return headOfStream(w)
+	case errors.Is(err, redis.Nil):
+		snap, err := s.storeSnapshot(r, id, "with backoff")
+		if err != nil {
+			return err
+		}
+		if body, err = json.Marshal(snap); err != nil {
+			return fmt.Errorf("encoding the store's snapshot of run %q: %w", id, err)
+		}
+		if store.IsTerminalRunStatus(snap.Status) {
+			return s.endRunStream(w, r, &snap, body, lastSeq)
+		}
+		// Open: the stream starts from its store snapshot.
+	case err != nil:
 		return s.redisErr(err)
 	}
 	head, err := snapshots.ParseHead(body)
@@ -134,12 +160,6 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer s.releaseWatcher(head.TenantID)
-	lastSeq := int64(-1)
-	if v := r.Header.Get("Last-Event-ID"); v != "" {
-		if n, err := strconv.ParseInt(strings.TrimSuffix(v, "s"), 10, 64); err == nil {
-			lastSeq = n
-		}
-	}
 	st, err := openSSE(w, r)
 	if err != nil {
 		return nil // client gone
@@ -209,6 +229,33 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
+}
+
+// endRunStream answers the watch of a terminal run Redis no longer holds
+// (its snapshot expired --snapshot-ttl after its terminal event, or Redis
+// lost it): nothing will change it, so the stream is its snapshot from the
+// store (the `snapshot` event every stream starts with) and an `end`
+// event, then the server closes it. A client that reconnects anyway
+// (EventSource does unless it handles `end` and closes) with a
+// Last-Event-ID at the run's lastEventSeq gets 204 No Content, which makes
+// an EventSource stop: the stream never turns into a reconnect loop. The
+// stream takes no watcher slot: it holds its connection for two events.
+func (s *Server) endRunStream(w http.ResponseWriter, r *http.Request, snap *store.RunSnapshot, body []byte, lastSeq int64) error {
+	if lastSeq >= snap.LastEventSeq {
+		w.Header().Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	end, _ := json.Marshal(map[string]any{"runId": snap.RunID, "lastEventSeq": snap.LastEventSeq, "status": snap.Status, "reason": "terminal"})
+	frames := newRunChange(snapshots.Head{TenantID: snap.TenantID, LastEventSeq: snap.LastEventSeq}, body).frame
+	frames = append(frames, sseFrame("end", "", end)...)
+	st, err := openSSE(w, r)
+	if err != nil {
+		return nil // client gone
+	}
+	defer st.close()
+	_ = st.write(frames)
+	return nil
 }
 
 // resendRun reads a run's snapshot after Redis came back and sends it

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -172,5 +173,69 @@ func TestSnapshot_StoreReadsWaitBoundedForASlot(t *testing.T) {
 		if n := counterValue(t, reg, "runstream_api_limit_rejections_total", "consistent_reads"); n != 1 {
 			t.Fatalf("%s: %v rejections counted, want 1", tc.name, n)
 		}
+	}
+}
+
+// TestWatchRun_StoreOnlyRuns: the watch of a terminal run Redis does not
+// hold sends its snapshot from the store and an `end` event, then the
+// stream ends; reconnecting at its lastEventSeq is 204. An open run Redis
+// does not hold yet streams on live from its store snapshot.
+func TestWatchRun_StoreOnlyRuns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, httpapi.Config{AuthTokens: roleTokens})
+	done := finishedRun(t, e.url, "tok-a", "tenant_a")
+	watch := e.url + "/v1/runs/" + done.RunID + "/watch"
+
+	c, st := openSSE(t, watch, "tok-a", "")
+	if st != http.StatusOK {
+		t.Fatalf("watch of a store-only terminal run: %d, want 200", st)
+	}
+	ev, data := c.next(t)
+	var first store.RunSnapshot
+	if err := json.Unmarshal([]byte(data), &first); ev != "snapshot" || err != nil || first.LastEventSeq != 2 || first.Status != store.RunCompleted {
+		t.Fatalf("first event %s %s, want the completed run's snapshot", ev, data)
+	}
+	ev, data = c.next(t)
+	var end struct {
+		RunID        string `json:"runId"`
+		LastEventSeq int64  `json:"lastEventSeq"`
+		Status       string `json:"status"`
+		Reason       string `json:"reason"`
+	}
+	if err := json.Unmarshal([]byte(data), &end); ev != "end" || err != nil || end.RunID != done.RunID || end.LastEventSeq != 2 ||
+		end.Status != store.RunCompleted || end.Reason != "terminal" {
+		t.Fatalf("second event %s %s, want end naming the run at seq 2", ev, data)
+	}
+	select {
+	case e, ok := <-c.events:
+		if ok {
+			t.Fatalf("an event after end: %v", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream did not end after its end event")
+	}
+	if _, st := openSSE(t, watch, "tok-a", "2"); st != http.StatusNoContent {
+		t.Fatalf("reconnecting with Last-Event-ID 2: %d, want 204", st)
+	}
+	if _, st := openSSE(t, watch, "tok-b", ""); st != http.StatusNotFound {
+		t.Fatalf("another tenant's watch of the run: %d, want 404", st)
+	}
+	if _, st := openSSE(t, e.url+"/v1/runs/no-such-"+done.RunID+"/watch", "tok-a", ""); st != http.StatusNotFound {
+		t.Fatalf("an unknown run's watch: %d, want 404", st)
+	}
+
+	open := workload.NewIdentity("tenant_a")
+	appendEvents(t, e.url, "tok-a", workload.Event(open, store.EventRunStarted, "", 1, 1, time.Now(), nil))
+	c, st = openSSE(t, e.url+"/v1/runs/"+open.RunID+"/watch", "tok-a", "")
+	if st != http.StatusOK {
+		t.Fatalf("watch of a store-only open run: %d", st)
+	}
+	if ev, data := c.next(t); ev != "snapshot" || !json.Valid([]byte(data)) {
+		t.Fatalf("first event %s %s, want the open run's snapshot", ev, data)
+	}
+	// The projector reaches the run: the stream carries its change.
+	putSnapshot(t, e.redis, snap("tenant_a", open.RunID, store.RunRunning, 2, time.Now()))
+	if ev, data := c.next(t); ev != "snapshot" || !strings.Contains(data, `"lastEventSeq":2`) {
+		t.Fatalf("got %s %s, want the projector's snapshot at seq 2", ev, data)
 	}
 }

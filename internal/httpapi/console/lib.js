@@ -287,7 +287,10 @@ export const conn = {
 // ask why with a plain GET through api() (which prompts for a token on
 // 401) and reopen with backoff. onOpen runs on every (re)connection: a
 // change made while no stream was open was never sent, so the caller
-// re-reads then. Returns a stop function.
+// re-reads then. An `end` event (a terminal run Redis no longer holds:
+// its snapshot came from the store and will not change) closes the stream
+// for good, with no reconnection, and goes to handlers.end when given.
+// Returns a stop function.
 export function watch(path, handlers, probe, onOpen) {
   let es, timer, stopped = false, delay = 1000;
   conn.setStream('connecting');
@@ -303,8 +306,14 @@ export function watch(path, handlers, probe, onOpen) {
     es = new EventSource(url);
     es.onopen = () => { delay = 1000; conn.setStream('live'); onOpen?.(); };
     for (const [name, fn] of Object.entries(handlers)) {
-      es.addEventListener(name, e => fn(JSON.parse(e.data)));
+      if (name !== 'end') es.addEventListener(name, e => fn(JSON.parse(e.data)));
     }
+    es.addEventListener('end', e => {
+      stopped = true;
+      es.close();
+      conn.setStream('none');
+      handlers.end?.(JSON.parse(e.data));
+    });
     // `state`: the stream's own word on Redis (degraded / live).
     es.addEventListener('state', e => conn.setStreamState(JSON.parse(e.data)));
     es.onerror = () => {

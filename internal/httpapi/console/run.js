@@ -35,6 +35,8 @@ export function runPage(view, id) {
   const openSteps = new Set(), openPayloads = new Set();
   const head = h('div', { class: 'run-meta' });
   const outdated = h('div', { class: 'notice warn', role: 'status', testid: 'run-outdated', hidden: true });
+  const ended = h('p', { class: 'muted small', testid: 'run-ended', hidden: true },
+    'This run ended and Redis no longer keeps it: its state below was read from the store and will not change, so there are no live updates.');
   const resyncOut = h('span', { role: 'status', testid: 'resync-result', class: 'muted' });
   const resyncBtn = h('button', { type: 'button', testid: 'resync', onclick: resync,
     title: 'Rebuild this run\'s snapshot from the store (FULL resync)' }, 'Resync');
@@ -69,14 +71,14 @@ export function runPage(view, id) {
     head.replaceChildren(h('div', { class: 'not-found', testid: 'not-found' },
       h('p', {}, 'No run ', h('code', { testid: 'run-id' }, id), ' is known to this console\'s tenant.'),
       h('p', { class: 'muted' }, `The API answered ${e.status} ${e.code || ''}: ${e.message}. `,
-        'Check the id (copy it from the runs list); a run appended a moment ago appears once the projector reaches it, so reload this page then.'),
+        'Check the id (copy it from the runs list): neither the snapshots nor the store know this run.'),
       h('p', {}, h('a', { href: '#/runs', testid: 'not-found-back' }, 'Go to the runs list'), ' · ',
         h('a', { href: `#/runs?runIdPrefix=${encodeURIComponent(id.slice(0, 8))}` }, `search for runs starting with ${id.slice(0, 8)}`))));
   }
 
   function build() {
     title.append(h('div', { class: 'actions' }, resyncBtn, resyncOut));
-    view.append(outdated,
+    view.append(outdated, ended,
       h('section', { 'aria-labelledby': 'h-steps' }, h('h2', { id: 'h-steps' }, 'Steps'), steps),
       h('section', { 'aria-labelledby': 'h-tl' }, h('h2', { id: 'h-tl' }, 'Timeline'),
         h('p', { class: 'muted small legend', testid: 'timeline-legend' }, TIMELINE_LEGEND), timeline),
@@ -88,6 +90,8 @@ export function runPage(view, id) {
       snapshot: apply,
       stale: () => { if (snap) { snap.stale = true; renderAll(); } },
       recovered: () => { if (snap) { snap.stale = false; renderAll(); } },
+      // A terminal run past the snapshot TTL: read from the store, final.
+      end: () => { ended.hidden = false; },
     }, refetch);
   }
 

@@ -353,6 +353,13 @@ func TestContract(t *testing.T) {
 	h.run(t, call{method: "GET", path: base + "/watch", token: "tok-a", want: 200})
 	h.run(t, call{method: "HEAD", path: base + "/watch", token: "tok-a", want: 200})
 	h.run(t, call{method: "GET", path: "/v1/runs/no-such-run/watch", token: "tok-a", want: 404})
+	// A terminal run Redis does not hold: its snapshot and end, then 204
+	// for a client that reconnects at its lastEventSeq.
+	doneRun := runID + "-done"
+	h.run(t, call{method: "POST", path: "/v1/events", token: "tok-a", body: event(doneRun, "tenant-a", store.EventRunStarted, ""), want: 201})
+	h.run(t, call{method: "POST", path: "/v1/events", token: "tok-a", body: event(doneRun, "tenant-a", store.EventRunCompleted, ""), want: 201})
+	h.run(t, call{method: "GET", path: "/v1/runs/" + doneRun + "/watch", token: "tok-a", want: 200})
+	h.run(t, call{method: "GET", path: "/v1/runs/" + doneRun + "/watch", token: "tok-a", header: http.Header{"Last-Event-ID": {"2"}}, want: 204})
 	h.run(t, call{method: "HEAD", path: "/v1/runs/watch", token: "tok-a", want: 200})
 	ticket := h.run(t, call{method: "POST", path: "/v1/stream-tickets", token: "tok-a", want: 201})
 	var tk struct{ Ticket string }
