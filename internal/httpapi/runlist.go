@@ -167,7 +167,8 @@ func (lq *listQuery) decodeCursor(v string) (*snapshots.CatalogPos, error) {
 
 // listRuns: GET /v1/runs, a page of the tenant's runs from its catalog in
 // Redis (snapshots.QueryCatalog), with the exact counts per status the
-// projector keeps there and the store's count of the tenant's runs.
+// projector keeps there, the store's count of the tenant's runs, and the
+// retention that bounds what Redis keeps.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	if s.redis == nil {
 		return errNoRedis
@@ -217,8 +218,23 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 		matched = &page.Matched
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"runs": out, "nextCursor": lq.encodeCursor(page.Next), "counts": counts,
-		"total": total, "storeRuns": <-storeRuns, "matched": matched, "scanLimited": page.ScanLimited})
+		"total": total, "storeRuns": <-storeRuns, "matched": matched, "scanLimited": page.ScanLimited,
+		"retention": s.retention()})
 	return nil
+}
+
+// listRetention is the runs list's word on what it covers: the runs Redis
+// keeps, which are every open run and the terminal runs whose terminal
+// event is at most TerminalRunsSeconds old (--snapshot-ttl); 0 means every
+// run. An older run is not listed, but its snapshot and watch are served
+// from the store.
+type listRetention struct {
+	TerminalRunsSeconds int64 `json:"terminalRunsSeconds"`
+}
+
+func (s *Server) retention() listRetention {
+	// Rounded up: a TTL under a second is not "kept forever" (0).
+	return listRetention{TerminalRunsSeconds: int64((s.cfg.SnapshotTTL + time.Second - 1) / time.Second)}
 }
 
 // storeRunsMaxAge is how long a tenant's storeRuns is reused: counting a

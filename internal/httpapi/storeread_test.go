@@ -239,3 +239,30 @@ func TestWatchRun_StoreOnlyRuns(t *testing.T) {
 		t.Fatalf("got %s %s, want the projector's snapshot at seq 2", ev, data)
 	}
 }
+
+// TestListRuns_SaysWhatItCovers: the list names the retention of the runs
+// Redis keeps, the --snapshot-ttl in seconds, 0 when every run is kept.
+func TestListRuns_SaysWhatItCovers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		ttl  time.Duration
+		want int64
+	}{{24 * time.Hour, 86400}, {0, 0}, {1500 * time.Millisecond, 2}} {
+		e := newEnv(t, httpapi.Config{DefaultTenant: "tenant_cov", SnapshotTTL: tc.ttl})
+		r := do(t, "GET", e.url+"/v1/runs", "", nil)
+		var out struct {
+			Retention *struct {
+				TerminalRunsSeconds *int64 `json:"terminalRunsSeconds"`
+			} `json:"retention"`
+		}
+		if err := json.Unmarshal(r.body, &out); err != nil || r.status != http.StatusOK {
+			t.Fatalf("list with --snapshot-ttl %v: %d %s", tc.ttl, r.status, r.body)
+		}
+		if out.Retention == nil || out.Retention.TerminalRunsSeconds == nil || *out.Retention.TerminalRunsSeconds != tc.want {
+			t.Fatalf("list with --snapshot-ttl %v: %s, want retention.terminalRunsSeconds %d", tc.ttl, r.body, tc.want)
+		}
+	}
+	if _, err := httpapi.New(httpapi.Config{SnapshotTTL: -time.Second}, nil, nil); err == nil {
+		t.Fatal("a negative snapshot TTL was accepted")
+	}
+}

@@ -16,7 +16,9 @@ type Skip struct {
 	Topic     string
 	Partition int32
 	// From is where consumption was to go on: the group's committed
-	// offset, or the offset after the last record this member read.
+	// offset, or the offset after the last record this member read, or 0
+	// for a partition in which a group that committed in others never
+	// committed (it had nothing to read there while it ran).
 	From int64
 	// ResumedAt is where it went on instead: the earliest record left
 	// (with ConsumeResetOffset at the start, as the projector and the
@@ -38,6 +40,12 @@ func (s Skip) Describe() string {
 	if s.Truncated {
 		return fmt.Sprintf("the broker lost records of %s partition %d (its log was cut back, as after an unclean leader election): "+
 			"this consumer had reached offset %d and restarted at offset %d", s.Topic, s.Partition, s.From, s.ResumedAt)
+	}
+	if s.From == 0 {
+		return fmt.Sprintf("the first records of %s partition %d, which the group had not read yet, are no longer in the topic "+
+			"(retention deleted them while the group was stopped or too far behind): "+
+			"started at the earliest record left, offset %d; the %d records before it were never read",
+			s.Topic, s.Partition, s.ResumedAt, s.Skipped())
 	}
 	return fmt.Sprintf("the group's offset %d in %s partition %d is no longer in the topic "+
 		"(retention deleted it while the group was stopped or too far behind): "+
@@ -142,10 +150,19 @@ func (w *SkipWatch) Check(ctx context.Context, cl *kgo.Client, group string, fs 
 	}
 	for _, s := range suspects {
 		from := s.next
-		// A partition this member had before and got back: another
-		// member may have gone on meanwhile, and its commit says where.
-		if o, ok := committed.Lookup(s.tp.topic, s.tp.partition); ok && o.Err == nil && o.At > from {
+		o, ok := committed.Lookup(s.tp.topic, s.tp.partition)
+		switch {
+		case ok && o.Err == nil && o.At > from:
+			// Seen first, or a partition this member had before and got
+			// back: another member may have gone on meanwhile, and the
+			// commit says where.
 			from = o.At
+		case from < 0 && (!ok || o.At < 0) && committedIn(committed, s.tp.topic):
+			// The group committed in other partitions of the topic and
+			// never in this one: it had nothing to read here while it
+			// ran, so it was to read this partition from its first
+			// record (both consumers reset to the start).
+			from = 0
 		}
 		if from < 0 || from >= s.first || (s.logStart >= 0 && from >= s.logStart) {
 			continue // a new group (nothing committed), or nothing the log lost
@@ -153,4 +170,15 @@ func (w *SkipWatch) Check(ctx context.Context, cl *kgo.Client, group string, fs 
 		skips = append(skips, Skip{Topic: s.tp.topic, Partition: s.tp.partition, From: from, ResumedAt: s.first})
 	}
 	return skips
+}
+
+// committedIn reports whether the group committed an offset in some
+// partition of topic.
+func committedIn(rs kadm.OffsetResponses, topic string) bool {
+	for _, o := range rs[topic] {
+		if o.Err == nil && o.At >= 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -20,6 +20,9 @@ const toLocalInput = iso => {
 };
 const fromLocalInput = v => (v ? new Date(v).toISOString() : '');
 
+// The runs list's retention (--snapshot-ttl) in words: "24 h".
+const span = sec => (sec % 3600 === 0 ? `${num(sec / 3600)} h` : sec % 60 === 0 ? `${num(sec / 60)} min` : `${num(sec)} s`);
+
 export function runsPage(view) {
   const p0 = hashParams();
   const f = {
@@ -151,16 +154,24 @@ export function runsPage(view) {
       type: 'button', 'aria-pressed': String(s === f.status), testid: `filter-${s || 'ALL'}`,
       onclick: () => { f.status = s; restart(); },
     }, s || 'All', ' ', h('span', { class: 'count', testid: `count-${s || 'ALL'}` }, !last ? '—' : s ? num(counts?.[s] ?? 0) : num(total)))));
-    countNote.textContent = !last ? '' : exact
+    // What the list covers: the runs Redis keeps (retention, the API's
+    // --snapshot-ttl). 0: every run.
+    const kept = last?.retention?.terminalRunsSeconds || 0;
+    countNote.replaceChildren(!last ? '' : exact
       ? `Counts are exact, over all ${num(total)} runs of ${tenantLabel()} with a snapshot.`
-      : `Counts cover only the ${num(total)} most recently updated runs this API counts (up to 1,000); older runs are not counted.`;
+      : `Counts cover only the ${num(total)} most recently updated runs this API counts (up to 1,000); older runs are not counted.`,
+    kept ? h('span', { testid: 'retention-note' },
+      ` The list and counts cover every open run and the runs that ended in the last ${span(kept)}; an older run is not listed but still opens by its id (#/runs/<runId>).`) : '');
     countNote.dataset.exact = String(!!exact);
 
     // What the catalog cannot show: missing snapshots, a bounded scan.
     const notes = [];
     if (last && last.storeRuns != null && last.total != null && last.storeRuns > last.total) {
-      notes.push(h('div', { class: 'notice warn', role: 'status', testid: 'catalog-gap' },
+      // With a retention the store also counts the runs that ended before
+      // it, so more runs in the store than listed is expected then.
+      notes.push(h('div', { class: kept ? 'notice' : 'notice warn', role: 'status', testid: 'catalog-gap' },
         h('strong', {}, `${num(last.storeRuns)} runs in the store, ${num(last.total)} with snapshots: `),
+        kept ? `runs that ended more than ${span(kept)} ago are in the store only. If more are missing, ` : '',
         'snapshots are being rebuilt or the projector is behind. Runs without a snapshot are not listed here yet; ',
         h('a', { href: '#/rebuilds' }, 'a rebuild'), ' refills them from the store.'));
     } else if (last && last.storeRuns === null) {
