@@ -154,6 +154,10 @@ func Measure(ctx context.Context, cl *kgo.Client, group string) (Report, error) 
 	}
 	// Where the oldest unconsumed record of each lagging partition is.
 	from := map[string]map[int32]kgo.Offset{}
+	// Lagging partitions whose unconsumed records were all deleted
+	// (retention passed the committed offset and nothing came since):
+	// there is nothing to read, so nothing unread to wait for.
+	gone := map[string]map[int32]bool{}
 	for _, l := range dl.Lag.Sorted() {
 		p := Partition{Topic: l.Topic, Partition: l.Partition, Committed: l.Commit.At, End: l.End.Offset, Lag: l.Lag}
 		if l.Member != nil {
@@ -169,13 +173,20 @@ func Measure(ctx context.Context, cl *kgo.Client, group string) (Report, error) 
 		}
 		if l.Lag > 0 {
 			next := l.Commit.At
-			if next < 0 {
-				next = l.Start.Offset
+			if next < 0 || (l.Start.Err == nil && next < l.Start.Offset) {
+				next = l.Start.Offset // below it, deleted
 			}
-			if from[l.Topic] == nil {
-				from[l.Topic] = map[int32]kgo.Offset{}
+			if l.Start.Err == nil && next >= l.End.Offset {
+				if gone[l.Topic] == nil {
+					gone[l.Topic] = map[int32]bool{}
+				}
+				gone[l.Topic][l.Partition] = true
+			} else {
+				if from[l.Topic] == nil {
+					from[l.Topic] = map[int32]kgo.Offset{}
+				}
+				from[l.Topic][l.Partition] = kgo.NewOffset().At(next)
 			}
-			from[l.Topic][l.Partition] = kgo.NewOffset().At(next)
 		}
 		if l.Lag > 0 {
 			rep.TotalLag += l.Lag
@@ -196,7 +207,7 @@ func Measure(ctx context.Context, cl *kgo.Client, group string) (Report, error) 
 				rep.MaxLagSeconds = max(rep.MaxLagSeconds, p.LagSeconds)
 				p.OldestPersistedAt = o.persistedAt
 			}
-			if p.Lag > 0 {
+			if p.Lag > 0 && !gone[p.Topic][p.Partition] {
 				if !ok || o.persistedAt.IsZero() {
 					rep.UnreadKnown = false
 				} else if rep.Unread.IsZero() || o.persistedAt.Before(rep.Unread) {

@@ -89,3 +89,52 @@ func TestMeasure_KnownCommitsAndOldTimestamps(t *testing.T) {
 		t.Fatalf("unknown group: %+v; want a note instead of zeros", none)
 	}
 }
+
+// TestMeasure_CommitBelowADeletedLog: retention deleted every record of a
+// partition past the group's committed offset (the group was stopped) and
+// nothing was published since. The group has nothing there to read, so how
+// far it has read is known: convergence's horizon (UnreadSince) must not
+// wait for a record that will never come. It used to try to read the
+// partition's oldest unread record, find none, and report the group's
+// position unknown until a new record arrived, skipping every convergence
+// pass meanwhile.
+func TestMeasure_CommitBelowADeletedLog(t *testing.T) {
+	k := testkafka.Start(t, kfake.SeedTopics(2, "t"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	for p, n := range map[int32]int{0: 10, 1: 5} {
+		for range n {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Partition: p, Value: []byte("x")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	adm := kadm.NewClient(cl)
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "t", Partition: 0, At: 2})
+	offs.Add(kadm.Offset{Topic: "t", Partition: 1, At: 5})
+	if _, err := adm.CommitOffsets(ctx, "g", offs); err != nil {
+		t.Fatal(err)
+	}
+	del := kadm.Offsets{}
+	del.Add(kadm.Offset{Topic: "t", Partition: 0, At: 10})
+	if _, err := adm.DeleteRecords(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rep, err := lag.Measure(ctx, cl, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unread, err := rep.UnreadSince()
+	if err != nil || !unread.IsZero() {
+		t.Fatalf("UnreadSince() = %v, %v; want nothing unread", unread, err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Measure took %v: it waited for a record of the emptied partition", d)
+	}
+}
