@@ -45,6 +45,12 @@ type Config struct {
 	// to arrive through Kafka before its run is checked; 0 means
 	// converge.DefaultGrace.
 	ConvergeGrace time.Duration
+	// SnapshotTTL is how long a terminal run's snapshot and catalog
+	// entries stay in Redis after its terminal event (its terminalAt);
+	// Redis expires them then, and convergence does not bring them back.
+	// 0 keeps every snapshot; `runstream projector` defaults to
+	// snapshots.DefaultTTL and refuses less than a minute.
+	SnapshotTTL time.Duration
 	// SessionTimeout of the group membership: how long a member that
 	// stopped heartbeating holds its partitions; 0 means franz-go's default
 	// (45 s). `runstream projector` uses kgroup.DefaultSessionTimeout.
@@ -70,6 +76,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPollRecords < 0 {
 		errs = append(errs, fmt.Errorf("max poll records must be > 0, got %d", c.MaxPollRecords))
+	}
+	if c.SnapshotTTL < 0 {
+		errs = append(errs, fmt.Errorf("--snapshot-ttl must be >= 0 (0 keeps every snapshot), got %v", c.SnapshotTTL))
 	}
 	if c.ConvergeGrace < 0 {
 		errs = append(errs, fmt.Errorf("--converge-grace must be >= 0, got %v", c.ConvergeGrace))

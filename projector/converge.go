@@ -138,24 +138,51 @@ const repairWorkers = 4
 // snapshot is gone or unreadable), which marks a run stale and queues it
 // in the resync set when the store cannot answer. A run missing only from
 // its tenant's run index or runs catalog gets its entries back.
+//
+// The snapshot retention (Config.SnapshotTTL) is decided from the store's
+// head, never from what Redis lacks: a run whose terminal event (the
+// store's runs.terminal_at) is older than the retention by Redis's clock
+// is expected to be gone and is left alone, and whatever Redis still
+// holds of it is expired at once; every other run must be there, so a
+// missing one was lost (Redis restarted empty, failed over, evicted) and
+// is repaired. A terminal run held without an expiry (written before the
+// retention was set) gets the one it should have (cause "expiry").
 func (t *convergeTarget) Repair(ctx context.Context, heads []store.RunHead) (map[string]int, int, error) {
 	have, err := snapshots.ReadWatermarks(ctx, t.p.rdb, heads)
 	if err != nil {
 		return nil, 0, err
 	}
+	ttl := t.p.cfg.SnapshotTTL
+	var now time.Time
+	if ttl > 0 {
+		if now, err = snapshots.Now(ctx, t.p.rdb); err != nil {
+			return nil, 0, err
+		}
+	}
 	found := map[string]int{}
 	var due []*runEvents
 	var dueHeads, unindexed []store.RunHead
+	var expiries []snapshots.Expiry
 	for i, h := range heads {
 		got := have[i]
 		cause := ""
 		switch {
+		case h.ExpiredAt(now, ttl):
+			if got.LastEventSeq >= 0 || got.Indexed {
+				found["expiry"]++
+				expiries = append(expiries, expiryOf(h, ttl))
+			}
+			continue
 		case got.LastEventSeq < 0:
 			cause = "missing"
 		case got.LastEventSeq < h.LastSeq:
 			cause = "behind"
 		case got.Stale:
 			cause = "stale"
+		case ttl > 0 && !h.TerminalAt.IsZero() && !got.Expires:
+			found["expiry"]++
+			expiries = append(expiries, expiryOf(h, ttl))
+			continue
 		case !got.Indexed:
 			found["index"]++
 			unindexed = append(unindexed, h)
@@ -164,12 +191,15 @@ func (t *convergeTarget) Repair(ctx context.Context, heads []store.RunHead) (map
 			continue
 		}
 		found[cause]++
-		t.p.log.Info("run behind the store; repairing", "runId", h.RunID, "cause", cause,
+		t.p.log.Debug("run behind the store; repairing", "runId", h.RunID, "cause", cause,
 			"watermark", got.LastEventSeq, "storeLastSeq", h.LastSeq)
 		due = append(due, &runEvents{id: h.RunID, behind: h.LastSeq})
 		dueHeads = append(dueHeads, h)
 	}
-	if err := snapshots.Reindex(ctx, t.p.rdb, unindexed); err != nil {
+	if err := snapshots.SetExpiry(ctx, t.p.rdb, expiries); err != nil {
+		return nil, 0, err
+	}
+	if err := snapshots.Reindex(ctx, t.p.rdb, unindexed, ttl); err != nil {
 		return nil, 0, fmt.Errorf("restoring run index entries: %w", err)
 	}
 	if len(due) == 0 {
@@ -205,10 +235,18 @@ func (t *convergeTarget) Repair(ctx context.Context, heads []store.RunHead) (map
 	// set that every projector retries, or not even that (Redis refused
 	// the stale mark, or another writer raced it): only the latter is left
 	// to the next pass.
+	if ttl > 0 {
+		if now, err = snapshots.Now(ctx, t.p.rdb); err != nil {
+			return nil, 0, err
+		}
+	}
 	failed := 0
 	for i, h := range dueHeads {
 		switch {
 		case after[i].LastEventSeq >= h.LastSeq && !after[i].Stale:
+		case h.ExpiredAt(now, ttl):
+			// Its retention ended while it was repaired: the write found
+			// it expired and left nothing, as it should.
 		case after[i].Stale:
 			t.p.log.Warn("run behind the store left stale; the resync loop retries it", "runId", h.RunID,
 				"watermark", after[i].LastEventSeq, "storeLastSeq", h.LastSeq)
@@ -217,6 +255,12 @@ func (t *convergeTarget) Repair(ctx context.Context, heads []store.RunHead) (map
 		}
 	}
 	return found, failed, nil
+}
+
+// expiryOf is when the snapshot of the run at h expires under ttl, by the
+// store's record of its terminal event.
+func expiryOf(h store.RunHead, ttl time.Duration) snapshots.Expiry {
+	return snapshots.Expiry{RunID: h.RunID, TenantID: h.TenantID, At: h.TerminalAt.Add(ttl).UnixMilli()}
 }
 
 // runScript runs a script by its hash, loading it when Redis does not
@@ -250,6 +294,7 @@ func (p *Projector) newConverger() (*converge.Converger, *kgo.Client, error) {
 			}
 			return rep.UnreadSince()
 		},
+		Housekeep:  p.sweepExpired,
 		Registerer: p.cfg.Registerer, Logger: p.cfg.Logger,
 	}, heads, &convergeTarget{p: p})
 	if err != nil {
@@ -257,4 +302,15 @@ func (p *Projector) newConverger() (*converge.Converger, *kgo.Client, error) {
 		return nil, nil, err
 	}
 	return c, admin, nil
+}
+
+// sweepExpired takes the runs whose retention ended out of the runs
+// catalogs of tenants that have written nothing since (every catalog
+// write sweeps its own tenant): with the convergence lease, once a pass.
+// It sweeps with a retention of 0 too: snapshots written under an earlier
+// one still expire, and their entries must go with them.
+func (p *Projector) sweepExpired(ctx context.Context) error {
+	n, err := snapshots.SweepExpired(ctx, p.rdb)
+	p.m.expiredSwept.Add(float64(n))
+	return err
 }

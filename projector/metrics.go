@@ -24,6 +24,9 @@ type metrics struct {
 	lagSeconds     *prometheus.GaugeVec
 	redisFailures  prometheus.Counter
 	lagHighAlerted prometheus.Counter
+	expiredWrites  prometheus.Counter
+	expiredSwept   prometheus.Counter
+	offsetResets   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -48,16 +51,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Now minus persistedAt of the last applied event, per partition; 0 when caught up (alert PROJECTOR_LAG_HIGH above 5s)."}, []string{"partition"}),
 		redisFailures:  c("runstream_projector_redis_failures_total", "Batches whose Redis reads or writes failed; they are retried, not committed."),
 		lagHighAlerted: c("runstream_projector_lag_high_total", "Times a partition's lag crossed the PROJECTOR_LAG_HIGH threshold."),
+		expiredWrites:  c("runstream_projector_expired_writes_total", "Snapshot writes not made because the run ended more than --snapshot-ttl ago (a late or replayed event of an expired run); whatever Redis held of it was deleted."),
+		expiredSwept:   c("runstream_projector_expired_catalog_runs_total", "Expired runs the projector holding the convergence lease swept from the runs catalogs of tenants that wrote nothing meanwhile."),
 	}
 	m.applied = m.events.WithLabelValues(string(reduce.Applied))
 	m.duplicates = m.events.WithLabelValues(string(reduce.Duplicate))
 	m.unknownType = m.events.WithLabelValues(string(reduce.UnknownType))
 	m.cacheHits = c("runstream_projector_snapshot_cache_hits_total", "Runs of a batch whose snapshot came from the projector's cache (no Redis read).")
 	m.cacheMisses = c("runstream_projector_snapshot_cache_misses_total", "Runs of a batch whose snapshot was read from Redis although the cache is on.")
+	m.offsetResets = c("runstream_projector_offset_resets_total", "Partitions whose consumption restarted past records no longer in the topic "+
+		"(the group's committed offset deleted by retention, or records the broker lost); convergence repairs their runs from the store.")
 	if reg != nil {
 		for _, col := range []prometheus.Collector{m.events, m.nonContiguous, m.causal, m.undecodable, m.resyncs,
 			m.staleRuns, m.conflicts, m.batchTime, m.lagRecords, m.lagSeconds, m.redisFailures, m.lagHighAlerted,
-			m.cacheHits, m.cacheMisses} {
+			m.cacheHits, m.cacheMisses, m.expiredWrites, m.expiredSwept, m.offsetResets} {
 			if err := reg.Register(col); err != nil {
 				return nil, err
 			}

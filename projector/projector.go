@@ -501,7 +501,7 @@ func (p *Projector) reduceAndSend(ctx context.Context, fl *runsInFlight, re *run
 	if broken {
 		mode = snapshots.ModeMax // the stored snapshot does not decode: replace it unless newer
 	}
-	fl.bw.add(snapshots.Write{Snapshot: next, Expected: expected, Mode: mode})
+	fl.bw.add(snapshots.Write{Snapshot: next, Expected: expected, Mode: mode, TTL: p.cfg.SnapshotTTL})
 	fl.written = append(fl.written, re)
 }
 
@@ -516,6 +516,13 @@ func (p *Projector) finishRuns(ctx context.Context, fl *runsInFlight) ([]*runEve
 	var conflicted []*runEvents
 	for i, r := range results {
 		re := fl.written[i]
+		if r.Expired {
+			// The run ended longer than --snapshot-ttl ago: Redis keeps
+			// nothing of it, and neither does the cache.
+			p.m.expiredWrites.Inc()
+			p.cache.drop(re.id)
+			continue
+		}
 		if !r.Written {
 			p.m.conflicts.Inc()
 			p.log.Debug("guarded write lost; reloading", "runId", writes[i].Snapshot.RunID,
@@ -684,7 +691,7 @@ func (p *Projector) resync(ctx context.Context, runID string, cur store.RunSnaps
 	}
 	p.m.resyncs.WithLabelValues(mode, "ok").Inc()
 	next.Stale = false
-	p.log.Info("run resynced", "runId", runID, "mode", mode, "from", pre, "to", next.LastEventSeq)
+	p.log.Debug("run resynced", "runId", runID, "mode", mode, "from", pre, "to", next.LastEventSeq)
 	return next, true
 }
 

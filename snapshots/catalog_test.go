@@ -128,7 +128,7 @@ func TestCatalog_Property(t *testing.T) {
 		again = append(again, writes[rng.Intn(len(writes))].Snapshot)
 	}
 	rng.Shuffle(len(again), func(i, j int) { again[i], again[j] = again[j], again[i] })
-	if err := Catalog(ctx, rdb, again); err != nil {
+	if err := Catalog(ctx, rdb, again, 0); err != nil {
 		t.Fatal(err)
 	}
 	check("after cataloguing again")
@@ -276,7 +276,7 @@ func TestReindex_CataloguesRunsWrittenBeforeTheCatalog(t *testing.T) {
 			t.Fatalf("run %d before the catalog: %+v, want watermark 4 and not indexed", i, w)
 		}
 	}
-	if err := Reindex(ctx, rdb, heads); err != nil {
+	if err := Reindex(ctx, rdb, heads, 0); err != nil {
 		t.Fatal(err)
 	}
 	wm, err = ReadWatermarks(ctx, rdb, heads)

@@ -44,17 +44,23 @@ func Load(ctx context.Context, rdb redis.UniversalClient, runIDs []string) (snap
 }
 
 // headScript returns a snapshot's watermark (-1 when there is none or it
-// is unreadable) and whether it is stale, without sending the snapshot.
+// is unreadable), whether it is stale, and whether it has an expiry,
+// without sending the snapshot.
 var headScript = redis.NewScript(`
 local cur = redis.call('GET', KEYS[1])
 if not cur then
-  return {-1, 0}
+  return {-1, 0, 0}
 end
 local seq = tonumber(string.match(cur, '"lastEventSeq":(%-?%d+)')) or -1
+local stale = 0
 if string.find(cur, '"stale":true', 1, true) then
-  return {seq, 1}
+  stale = 1
 end
-return {seq, 0}
+local expires = 0
+if redis.call('PTTL', KEYS[1]) >= 0 then
+  expires = 1
+end
+return {seq, stale, expires}
 `)
 
 // Watermark is what Redis holds of a run, read without sending its
@@ -64,6 +70,9 @@ type Watermark struct {
 	// snapshot or its watermark cannot be read.
 	LastEventSeq int64
 	Stale        bool
+	// Expires: Redis will expire the snapshot (it was written with the
+	// retention of a terminal run).
+	Expires bool
 	// Indexed: the run is in its tenant's run index, and in its catalog
 	// at the snapshot's watermark or later.
 	Indexed bool
@@ -98,10 +107,10 @@ func ReadWatermarks(ctx context.Context, rdb redis.UniversalClient, runs []store
 	out := make([]Watermark, len(runs))
 	for i := range runs {
 		vals, err := hs[i].Int64Slice()
-		if err != nil || len(vals) != 2 {
+		if err != nil || len(vals) != 3 {
 			return nil, fmt.Errorf("reading the watermark of run %q: %v", runs[i].RunID, err)
 		}
-		out[i] = Watermark{LastEventSeq: vals[0], Stale: vals[1] == 1}
+		out[i] = Watermark{LastEventSeq: vals[0], Stale: vals[1] == 1, Expires: vals[2] == 1}
 		_, zerr := zs[i].Result()
 		if zerr != nil && !errors.Is(zerr, redis.Nil) {
 			return nil, fmt.Errorf("reading the run index of tenant %q: %w", runs[i].TenantID, zerr)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -23,31 +24,54 @@ type Source interface {
 // same one, stale), and a projector whose guarded write then finds the
 // rebuilt watermark reloads and goes on from it. It returns how many
 // snapshots it wrote; runs the store does not know are skipped. workers
-// bounds the concurrent store reads (0 means 4).
-func Rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs []string, workers int) (int, error) {
-	written, err := rebuild(ctx, rdb, src, runIDs, workers, ModeMax)
-	return len(written), err
+// bounds the concurrent store reads (0 means 4). ttl is the snapshot
+// retention (--snapshot-ttl): a terminal run past it is not written back
+// (and nothing of it stays in Redis).
+func Rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs []string, workers int, ttl time.Duration) (int, error) {
+	done, err := rebuild(ctx, rdb, src, runIDs, workers, ModeMax, ttl)
+	n := 0
+	for _, d := range done {
+		if !d.expired {
+			n++
+		}
+	}
+	return n, err
 }
 
 // Resync is the operator's FULL resync of one run (POST
 // /v1/runs/{runId}/resync): the store's projectSnapshot replaces the Redis
 // snapshot unless Redis already holds a higher watermark, even when the
 // watermark is the same (ModeMaxEq: a snapshot corrupted in place is
-// repaired). It returns the snapshot written, or store.ErrNotFound.
-func Resync(ctx context.Context, rdb redis.UniversalClient, src Source, runID string) (store.RunSnapshot, error) {
-	snaps, err := rebuild(ctx, rdb, src, []string{runID}, 1, ModeMaxEq)
+// repaired). It returns the snapshot written, or store.ErrNotFound; a
+// terminal run past the retention ttl is not written back, and is
+// [ErrExpired].
+func Resync(ctx context.Context, rdb redis.UniversalClient, src Source, runID string, ttl time.Duration) (store.RunSnapshot, error) {
+	snaps, err := rebuild(ctx, rdb, src, []string{runID}, 1, ModeMaxEq, ttl)
 	if err != nil {
 		return store.RunSnapshot{}, err
+	}
+	if len(snaps) == 1 && snaps[0].expired {
+		return snaps[0].RunSnapshot, ErrExpired
 	}
 	if len(snaps) == 0 {
 		return store.RunSnapshot{}, &store.Error{Code: store.CodeNotFound, Field: "runId", Message: fmt.Sprintf("run %q has no events in the store", runID)}
 	}
-	return snaps[0], nil
+	return snaps[0].RunSnapshot, nil
+}
+
+// ErrExpired is [Resync]'s answer for a run whose retention in Redis
+// ended: the store has it, Redis keeps it no more.
+var ErrExpired = errors.New("the run ended more than --snapshot-ttl ago: Redis no longer keeps its snapshot")
+
+// rebuilt is a snapshot rebuild wrote, or found expired.
+type rebuilt struct {
+	store.RunSnapshot
+	expired bool
 }
 
 // rebuild writes the store's projection of runIDs in mode and returns the
-// snapshots written.
-func rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs []string, workers int, mode Mode) ([]store.RunSnapshot, error) {
+// snapshots written (and those found expired).
+func rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs []string, workers int, mode Mode, ttl time.Duration) ([]rebuilt, error) {
 	if workers <= 0 {
 		workers = 4
 	}
@@ -88,18 +112,22 @@ func rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs 
 		}
 		s := snaps[i]
 		s.Stale = false
-		writes = append(writes, Write{Snapshot: s, Mode: mode})
+		writes = append(writes, Write{Snapshot: s, Mode: mode, TTL: ttl})
 	}
 	res, err := WriteAll(ctx, rdb, writes)
 	if err != nil {
 		return nil, fmt.Errorf("writing rebuilt snapshots: %w", err)
 	}
 	var done []any
-	var written []store.RunSnapshot
+	var written []rebuilt
 	for i, r := range res {
-		if r.Written {
+		if r.Written || r.Expired {
 			done = append(done, writes[i].Snapshot.RunID)
-			written = append(written, writes[i].Snapshot)
+		}
+		if r.Written {
+			written = append(written, rebuilt{RunSnapshot: writes[i].Snapshot})
+		} else if r.Expired {
+			written = append(written, rebuilt{RunSnapshot: writes[i].Snapshot, expired: true})
 		}
 	}
 	if len(done) > 0 {

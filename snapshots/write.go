@@ -12,6 +12,10 @@ import (
 	"github.com/runstream/runstream/store"
 )
 
+// DefaultTTL is the default snapshot retention (--snapshot-ttl): how long
+// a terminal run stays in Redis after its terminal event.
+const DefaultTTL = 24 * time.Hour
+
 // Mode is how a [Write] is guarded on the watermark Redis holds.
 type Mode uint8
 
@@ -47,14 +51,43 @@ type Write struct {
 	// means no snapshot yet.
 	Expected int64
 	Mode     Mode
+	// TTL is the snapshot retention (--snapshot-ttl): a terminal snapshot
+	// is written to expire TTL after its terminalAt ([ExpireAt]); 0 keeps
+	// every snapshot.
+	TTL time.Duration
 }
 
 // Result is what happened to one [Write].
 type Result struct {
 	Written bool
+	// Expired: the snapshot is of a run whose retention had already
+	// ended when the write reached Redis, so nothing was written and any
+	// snapshot Redis held of the run was deleted (a late event of a run
+	// that expired never brings it back).
+	Expired bool
 	// Stored is the watermark Redis holds when the write lost its guard
 	// (-1: no snapshot).
 	Stored int64
+}
+
+// ExpireAt is when a snapshot leaves Redis under a retention of ttl, in
+// unix milliseconds: ttl after its terminalAt (after its updatedAt for a
+// terminal snapshot written before snapshots carried terminalAt, which is
+// later, so such a run stays at least as long as it should). 0 means
+// never: the run is open, or ttl is 0.
+func ExpireAt(s *store.RunSnapshot, ttl time.Duration) int64 {
+	if ttl <= 0 || !store.IsTerminalRunStatus(s.Status) {
+		return 0
+	}
+	at := s.TerminalAt
+	if at == "" {
+		at = s.UpdatedAt
+	}
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return 0
+	}
+	return t.Add(ttl).UnixMilli()
 }
 
 // writeScript stores a snapshot when the stored watermark is the one the
@@ -68,12 +101,30 @@ type Result struct {
 // one, or equal and stale; rebuild uses it) or "max_eq" (below or equal;
 // the operator's resync), ARGV[5] the new watermark, ARGV[6] the channel
 // to publish on (UpdatesChannelOf: a script cannot ask for its database).
-// Returns {1} when written, {0, stored watermark} when not.
+// ARGV[7] when the snapshot expires, unix milliseconds (0: never; see
+// [ExpireAt]). Returns {1} when written, {0, stored watermark} when not,
+// {2} when the snapshot had expired already.
+//
+// An expiring snapshot is set with PXAT, so Redis itself removes it on
+// time: no process keeps a timer, and nothing scans the keyspace. One
+// whose time has passed by Redis's own clock (the clock PXAT is judged
+// by) is not written, and whatever Redis holds of the run goes: an older
+// snapshot of a run that has since ended and expired (a replay of its
+// events, a resync racing the expiry) must not stay, nor come back half
+// built.
 //
 // The watermark is read with string.match rather than cjson.decode: the
 // snapshot is our own JSON and lastEventSeq is always a plain integer, and
 // matching is far cheaper than decoding a large snapshot on every write.
 var writeScript = redis.NewScript(`
+local exp = tonumber(ARGV[7])
+if exp > 0 then
+  local t = redis.call('TIME')
+  if exp <= tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then
+    redis.call('DEL', KEYS[1])
+    return {2}
+  end
+end
 local cur = redis.call('GET', KEYS[1])
 local seq = -1
 if cur then
@@ -91,7 +142,11 @@ end
 if not ok then
   return {0, seq}
 end
-redis.call('SET', KEYS[1], ARGV[2])
+if exp > 0 then
+  redis.call('SET', KEYS[1], ARGV[2], 'PXAT', exp)
+else
+  redis.call('SET', KEYS[1], ARGV[2])
+end
 redis.call('PUBLISH', ARGV[6], ARGV[3])
 return {1}
 `)
@@ -134,7 +189,7 @@ func runWrites(ctx context.Context, rdb redis.UniversalClient, ws []Write) ([]Re
 	pipe := rdb.Pipeline()
 	channel := UpdatesChannelOf(rdb)
 	cmds := make([]*redis.Cmd, len(ws))
-	catalog := catalogBatch{}
+	catalog := newCatalogBatch()
 	// The snapshots and notifications are encoded into large buffers, each
 	// argument a slice of one, never overwritten before Exec sent it: a
 	// buffer that grows moves to a new array and leaves the old one be.
@@ -150,8 +205,9 @@ func runWrites(ctx context.Context, rdb redis.UniversalClient, ws []Write) ([]Re
 		start = len(buf)
 		buf = NotificationOf(&w.Snapshot).Append(buf)
 		note := buf[start:len(buf):len(buf)]
-		cmds[i] = evalWrite(ctx, pipe, channel, w.Snapshot.RunID, w.Expected, body, note, w.Mode, w.Snapshot.LastEventSeq)
-		catalog.add(ctx, pipe, &w.Snapshot)
+		exp := ExpireAt(&w.Snapshot, w.TTL)
+		cmds[i] = evalWrite(ctx, pipe, channel, w.Snapshot.RunID, w.Expected, body, note, w.Mode, w.Snapshot.LastEventSeq, exp)
+		catalog.add(ctx, pipe, &w.Snapshot, exp)
 	}
 	catalog.flush(ctx, pipe)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -208,7 +264,7 @@ func runEncodedWrites(ctx context.Context, rdb redis.UniversalClient, ws []Encod
 	for i := range ws {
 		w := &ws[i]
 		note := Notification{RunID: w.RunID, TenantID: w.TenantID, LastEventSeq: w.LastEventSeq, Status: w.Status}.Append(nil)
-		cmds[i] = evalWrite(ctx, pipe, channel, w.RunID, w.Expected, w.Snapshot, note, ModeCAS, w.LastEventSeq)
+		cmds[i] = evalWrite(ctx, pipe, channel, w.RunID, w.Expected, w.Snapshot, note, ModeCAS, w.LastEventSeq, 0)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return 0, err
@@ -227,9 +283,9 @@ func runEncodedWrites(ctx context.Context, rdb redis.UniversalClient, ws []Encod
 }
 
 // evalWrite queues one run of the write script on pipe, publishing on
-// channel.
-func evalWrite(ctx context.Context, pipe redis.Pipeliner, channel, runID string, expected int64, body, note []byte, mode Mode, seq int64) *redis.Cmd {
-	return writeScript.EvalSha(ctx, pipe, []string{Key(runID)}, expected, body, note, mode.String(), seq, channel)
+// channel; exp is when the snapshot expires (unix ms, 0: never).
+func evalWrite(ctx context.Context, pipe redis.Pipeliner, channel, runID string, expected int64, body, note []byte, mode Mode, seq, exp int64) *redis.Cmd {
+	return writeScript.EvalSha(ctx, pipe, []string{Key(runID)}, expected, body, note, mode.String(), seq, channel, exp)
 }
 
 // writeResult reads the write script's answer.
@@ -239,9 +295,12 @@ func writeResult(c *redis.Cmd, runID string) (Result, error) {
 		return Result{}, fmt.Errorf("snapshot script for run %q: %w", runID, err)
 	}
 	var r Result
-	if len(vals) > 0 && vals[0] == 1 {
+	switch {
+	case len(vals) > 0 && vals[0] == 1:
 		r.Written = true
-	} else if len(vals) > 1 {
+	case len(vals) > 0 && vals[0] == 2:
+		r.Expired, r.Stored = true, -1
+	case len(vals) > 1:
 		r.Stored = vals[1]
 	}
 	return r, nil
@@ -279,8 +338,9 @@ func indexScore(t time.Time) float64 { return float64(t.UnixMilli()) }
 // index entry back, scored by the persistedAt of its last event (ZADD GT:
 // an entry never moves back). Convergence uses it for a run whose snapshot
 // is there but whose index or catalog entry is not (runs written before
-// the catalog existed, or a catalog write that failed).
-func Reindex(ctx context.Context, rdb redis.UniversalClient, runs []store.RunHead) error {
+// the catalog existed, or a catalog write that failed). ttl is the
+// snapshot retention, for the catalog's expiry entries (see [Catalog]).
+func Reindex(ctx context.Context, rdb redis.UniversalClient, runs []store.RunHead, ttl time.Duration) error {
 	if len(runs) == 0 {
 		return nil
 	}
@@ -308,5 +368,5 @@ func Reindex(ctx context.Context, rdb redis.UniversalClient, runs []store.RunHea
 			return err
 		}
 	}
-	return Catalog(ctx, rdb, found)
+	return Catalog(ctx, rdb, found, ttl)
 }

@@ -89,7 +89,7 @@ func TestWriteAll_Modes(t *testing.T) {
 	if err := rdb.ZRem(ctx, IndexKey(tenant), id).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := Reindex(ctx, rdb, []store.RunHead{{RunID: id, TenantID: tenant, LastPersistedAt: at}}); err != nil {
+	if err := Reindex(ctx, rdb, []store.RunHead{{RunID: id, TenantID: tenant, LastPersistedAt: at}}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if marks, err := ReadWatermarks(ctx, rdb, heads[:1]); err != nil || !marks[0].Indexed {

@@ -43,6 +43,7 @@ type serverFlags struct {
 	allowedHosts  string
 	insecure      bool
 	limits        httpapi.Limits
+	ttl           snapshotTTLFlag
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet, logFormat, defaultTenant string) {
@@ -65,6 +66,7 @@ func (f *serverFlags) register(fs *flag.FlagSet, logFormat, defaultTenant string
 	fs.IntVar(&l.MaxWatchersPerTenant, "max-watchers-per-tenant", 1000, "live streams of one tenant on this process (429 + Retry-After past it)")
 	fs.IntVar(&l.MaxConsistentReads, "max-consistent-reads", 8, "?consistent=true rebuilds from the store at once (503 + Retry-After past it)")
 	fs.IntVar(&l.TenantResyncsPerMinute, "tenant-resyncs-per-minute", 30, "resyncs of its own runs a tenant may ask for per minute (operators: unlimited)")
+	f.ttl.register(fs)
 }
 
 // parseFlags parses args with env fallbacks; --help prints usage and
@@ -156,12 +158,16 @@ func (f *serverFlags) apiConfig(log *slog.Logger, reg *prometheus.Registry) (htt
 	if err := f.limits.Validate(); err != nil {
 		return httpapi.Config{}, usageError{err}
 	}
+	ttl, err := f.ttl.value()
+	if err != nil {
+		return httpapi.Config{}, err
+	}
 	if len(tokens) == 0 && !f.insecure && !loopbackAddr(f.httpAddr) {
 		return httpapi.Config{}, usageError{fmt.Errorf("--http-addr %s is reachable from other machines, and no --auth-tokens (RUNSTREAM_AUTH_TOKENS) are set: "+
 			"anyone could append and read every tenant. Set tokens, listen on 127.0.0.1, or pass --insecure-no-auth on a network you trust", f.httpAddr)}
 	}
 	return httpapi.Config{Addr: f.httpAddr, MaxBodyBytes: f.maxBodyBytes, AuthTokens: tokens, DefaultTenant: f.defaultTenant,
-		AllowedHosts: config.Brokers(f.allowedHosts), Limits: f.limits,
+		AllowedHosts: config.Brokers(f.allowedHosts), Limits: f.limits, SnapshotTTL: ttl,
 		Registerer: reg, Gatherer: reg, Logger: log}, nil
 }
 
@@ -214,6 +220,7 @@ func (f *serverFlags) LogValue() slog.Value {
 		slog.String("auth", auth),
 		slog.Any("limits", f.limits),
 		slog.Int64("maxBodyBytes", f.maxBodyBytes),
+		slog.String("snapshotTtl", f.ttl.ttl.String()),
 	)
 }
 

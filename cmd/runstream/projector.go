@@ -93,6 +93,8 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 	var pf projectorFlags
 	pf.register(fs)
 	pf.member.getenv = env.getenv
+	var ttl snapshotTTLFlag
+	ttl.register(fs)
 	if err := parseFlags(fs, env, args, "runstream projector [flags]",
 		"Reduces the run-event topic into Redis snapshots, in a consumer group: run up to one\nper partition. Resyncs runs from Postgres when it sees a gap. Stops gracefully on SIGTERM."); err != nil {
 		return err
@@ -104,6 +106,9 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 	reg := newRegistry()
 	cfg, err := pf.config(config.Brokers(*brokers), *topic, log, reg)
 	if err != nil {
+		return err
+	}
+	if cfg.SnapshotTTL, err = ttl.value(); err != nil {
 		return err
 	}
 	pool, err := openPostgres(ctx, log, *pgURL)
@@ -142,6 +147,8 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 	runID := fs.String("run", "", "rebuild this run's snapshot")
 	all := fs.Bool("all", false, "rebuild every run's snapshot")
 	batch := fs.Int("batch", 200, "runs per Redis pipeline with --all")
+	var ttlFlag snapshotTTLFlag
+	ttlFlag.register(fs)
 	if err := parseFlags(fs, env, args, "runstream rebuild (--run ID | --all) [flags]",
 		"Rebuilds Redis snapshots from the store (projectSnapshot). Safe while projectors run:\na snapshot is only written when Redis does not hold a newer one."); err != nil {
 		return err
@@ -151,6 +158,10 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 	}
 	if *batch < 1 {
 		return usageError{fmt.Errorf("--batch must be >= 1")}
+	}
+	ttl, err := ttlFlag.value()
+	if err != nil {
+		return err
 	}
 	log := slogDiscard()
 	pool, err := openPostgres(ctx, log, *pgURL)
@@ -168,12 +179,12 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	if *runID != "" {
-		n, err := snapshots.Rebuild(ctx, rdb, st, []string{*runID}, 1)
+		n, err := snapshots.Rebuild(ctx, rdb, st, []string{*runID}, 1, ttl)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			fmt.Fprintf(env.stdout, "run %q: not in the store, or Redis already holds a newer snapshot\n", *runID)
+			fmt.Fprintf(env.stdout, "run %q: not in the store, ended more than --snapshot-ttl ago, or Redis already holds a newer snapshot\n", *runID)
 			return nil
 		}
 		fmt.Fprintf(env.stdout, "rebuilt run %q\n", *runID)
@@ -193,7 +204,7 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 		if len(ids) == 0 {
 			break
 		}
-		n, err := snapshots.Rebuild(ctx, rdb, st, ids, 4)
+		n, err := snapshots.Rebuild(ctx, rdb, st, ids, 4, ttl)
 		if err != nil {
 			return err
 		}
@@ -203,6 +214,6 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 		bar.set(seen)
 	}
 	bar.done()
-	fmt.Fprintf(env.stdout, "rebuilt %d of %d runs (the others already had a newer snapshot)\n", written, seen)
+	fmt.Fprintf(env.stdout, "rebuilt %d of %d runs (the others already had a newer snapshot, or ended more than --snapshot-ttl ago)\n", written, seen)
 	return nil
 }

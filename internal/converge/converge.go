@@ -104,6 +104,11 @@ type Config struct {
 	// pass: without knowing how far the consumer has read, a pass could
 	// only repair what is on its way.
 	Unread func(ctx context.Context) (time.Time, error)
+	// Housekeep, when set, runs at the start of every pass of the process
+	// holding the lease, before the checks (the projector sweeps expired
+	// runs from the runs catalogs there); a failure is logged and the pass
+	// goes on.
+	Housekeep func(ctx context.Context) error
 	// PageSize bounds the runs of one full-pass page and of one Repair
 	// call; 0 means 500.
 	PageSize int
@@ -248,6 +253,11 @@ func (c *Converger) Pass(ctx context.Context) (Result, error) {
 	}
 	res.Leader = true
 	c.m.leader.Set(1)
+	if c.cfg.Housekeep != nil {
+		if err := c.cfg.Housekeep(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("housekeeping before the convergence pass failed; the pass goes on", "err", err)
+		}
+	}
 	horizon, err := c.heads.ConvergenceHorizon(ctx, c.cfg.Grace)
 	if err != nil {
 		return res, err

@@ -374,9 +374,13 @@ func (s *Server) resyncRun(w http.ResponseWriter, r *http.Request) error {
 				"at most %d resyncs a minute per tenant (--tenant-resyncs-per-minute); an operator's token is not limited", s.cfg.Limits.TenantResyncsPerMinute)
 		}
 	}
-	snap, err := snapshots.Resync(r.Context(), s.redis, s.store, id)
+	snap, err := snapshots.Resync(r.Context(), s.redis, s.store, id, s.cfg.SnapshotTTL)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound(id)
+	}
+	if errors.Is(err, snapshots.ErrExpired) {
+		return &store.Error{Code: store.CodeConflict, Field: "runId", Message: fmt.Sprintf(
+			"run %q ended more than --snapshot-ttl (%v) ago, so Redis no longer keeps its snapshot and a resync writes nothing; GET /v1/runs/%s/snapshot answers it from the store", id, s.cfg.SnapshotTTL, id)}
 	}
 	if err != nil {
 		return err

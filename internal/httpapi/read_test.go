@@ -30,7 +30,7 @@ func putSnapshot(t *testing.T, rdb *redis.Client, s store.RunSnapshot) {
 	if err := rdb.Set(ctx, snapshots.Key(s.RunID), b, time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := snapshots.Catalog(ctx, rdb, []store.RunSnapshot{s}); err != nil {
+	if err := snapshots.Catalog(ctx, rdb, []store.RunSnapshot{s}, 0); err != nil {
 		t.Fatal(err)
 	}
 	note := snapshots.NotificationOf(&s).Append(nil)
