@@ -80,7 +80,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** A run's projected snapshot */
+        /**
+         * A run's projected snapshot
+         * @description The snapshot the projector keeps in Redis. A run Redis does not hold (a terminal run whose snapshot expired --snapshot-ttl after its terminal event, a run the projector has not reached yet, a snapshot Redis lost) is projected from the store instead, so a link to an old run keeps working: same body, same ETag rule; X-Runstream-Snapshot-Source says which answered. Another tenant's run is 404 as an unknown one is, checked before any projection. Projections from the store (these and ?consistent=true) run at most --max-consistent-reads at once per API process; a read past it waits up to a second for one to end, then answers 503 with Retry-After. Redis unreachable (not merely without the run) is 503, not a store read.
+         */
         get: operations["getSnapshot"];
         put?: never;
         post?: never;
@@ -102,7 +105,7 @@ export interface paths {
         };
         /**
          * Live snapshot stream of a run
-         * @description Server-Sent Events: `snapshot` events (id: lastEventSeq) with the RunSnapshot now and at each change; `stale` and `recovered` when the stale flag flips; `state` when the stream's health changes: {"state":"degraded","reason":"redis"} while the API cannot reach Redis, {"state":"degraded","reason":"snapshot_missing"} when Redis came back without the run's snapshot, {"state":"live"} when it resumes (a changed snapshot follows); heartbeat comments every 15 s.
+         * @description Server-Sent Events: `snapshot` events (id: lastEventSeq) with the RunSnapshot now and at each change; `stale` and `recovered` when the stale flag flips; `state` when the stream's health changes: {"state":"degraded","reason":"redis"} while the API cannot reach Redis, {"state":"degraded","reason":"snapshot_missing"} when Redis came back without the run's snapshot, {"state":"live"} when it resumes (a changed snapshot follows); heartbeat comments every 15 s. A live stream has no end of its own: it lasts until the client hangs up or the server shuts down (then the client reconnects with Last-Event-ID). A run Redis does not hold is read from the store (bounded as the snapshot route's store reads are): an open run's stream starts from that snapshot and goes on live; a terminal run's (its snapshot expired --snapshot-ttl after its terminal event) is that final `snapshot` and then one `end` event, {"runId","lastEventSeq","status","reason":"terminal"}, after which the server closes the stream. On `end` the client should close its EventSource and not reconnect: nothing will change. A client that reconnects anyway with a Last-Event-ID at that lastEventSeq gets 204 No Content, which stops an EventSource for good.
          */
         get: operations["watchRun"];
         put?: never;
@@ -144,7 +147,7 @@ export interface paths {
         };
         /**
          * A tenant's runs: searched, sorted, paged, with exact counts
-         * @description Runs of the caller's tenant (an operator names it with tenantId) from the runs catalog the projector keeps in Redis. Filters combine (AND). The most selective index answers: an engineRunRef or runIdPrefix matching at most 2,000 runs, or (with other filters) a status or plan of at most 5,000 runs, is read whole and matched is exact; otherwise one sorted index of the sort field is walked and the other filters are checked run by run, at most 5,000 index entries a page: a page that stops there before it is full has scanLimited true and a nextCursor that continues the scan (it may hold fewer runs than limit, even none). Times are compared at millisecond precision. Redis unavailable: 503.
+         * @description Runs of the caller's tenant (an operator names it with tenantId) from the runs catalog the projector keeps in Redis. Filters combine (AND). The most selective index answers: an engineRunRef or runIdPrefix matching at most 2,000 runs, or (with other filters) a status or plan of at most 5,000 runs, is read whole and matched is exact; otherwise one sorted index of the sort field is walked and the other filters are checked run by run, at most 5,000 index entries a page: a page that stops there before it is full has scanLimited true and a nextCursor that continues the scan (it may hold fewer runs than limit, even none). Times are compared at millisecond precision. The catalog holds the runs Redis keeps: retention says which (terminal runs leave it --snapshot-ttl after their terminal event). Redis unavailable: 503.
          */
         get: operations["listRuns"];
         put?: never;
@@ -642,6 +645,11 @@ export interface components {
             startedAt?: string;
             completedAt?: string;
             totalDurationMs?: number;
+            /**
+             * Format: date-time
+             * @description The persistedAt (the store's clock, RFC 3339 UTC with microseconds) of the event that made the run terminal; absent while the run is open. A terminal run leaves Redis the snapshot TTL (--snapshot-ttl) after it; its snapshot is then served from the store.
+             */
+            terminalAt?: string;
             /** @description StepFailed events applied; never decremented. */
             failedSteps: number;
             error?: components["schemas"]["ErrorInfo"];
@@ -687,12 +695,17 @@ export interface components {
             };
             /** @description The tenant's runs in the Redis catalog (its run index). */
             total: number;
-            /** @description The tenant's runs in the store (Postgres); null when the store did not answer within a short timeout (the list is still served from Redis). storeRuns > total: snapshots are missing (projector lag, or Redis lost data and convergence or a rebuild is refilling it). */
+            /** @description The tenant's runs in the store (Postgres); null when the store did not answer within a short timeout (the list is still served from Redis). With retention.terminalRunsSeconds 0, storeRuns > total means snapshots are missing (projector lag, or Redis lost data and convergence or a rebuild is refilling it); with a retention, the terminal runs past it count here and not in total. */
             storeRuns: number | null;
             /** @description The exact number of runs matching the query (all pages) when one index answers it; null when not known cheaply. */
             matched: number | null;
             /** @description The page stopped at its bound of index entries before it was full (filters no single index answers); nextCursor continues the scan. */
             scanLimited: boolean;
+            /** @description What the list (its runs, counts and total) covers: the runs Redis keeps, which are every open run and the terminal runs whose terminal event (terminalAt) is at most terminalRunsSeconds old. An older run is not listed, but GET /v1/runs/{runId}/snapshot and /watch still answer it from the store. */
+            retention: {
+                /** @description How long Redis keeps a terminal run after its terminal event (--snapshot-ttl, in seconds, rounded up); 0: every run is kept and listed. */
+                terminalRunsSeconds: number;
+            };
         };
         ResyncResult: {
             runId: string;
@@ -994,6 +1007,8 @@ export interface components {
         "Retry-After": string;
         /** @description The snapshot's lastEventSeq, quoted; "N-stale" when the snapshot is marked stale. */
         ETag: string;
+        /** @description Where the snapshot came from: redis (the projector's snapshot), or store (projected from the store now: ?consistent=true, or a run Redis does not hold). Both give the same ETag for the same lastEventSeq. */
+        "X-Runstream-Snapshot-Source": "redis" | "store";
     };
     pathItems: never;
 }
@@ -1171,6 +1186,7 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     ETag: components["headers"]["ETag"];
+                    "X-Runstream-Snapshot-Source": components["headers"]["X-Runstream-Snapshot-Source"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1181,6 +1197,7 @@ export interface operations {
             304: {
                 headers: {
                     ETag: components["headers"]["ETag"];
+                    "X-Runstream-Snapshot-Source": components["headers"]["X-Runstream-Snapshot-Source"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1225,6 +1242,14 @@ export interface operations {
                 content: {
                     "text/event-stream": string;
                 };
+            };
+            /** @description The run is terminal, Redis no longer holds it, and Last-Event-ID is already its lastEventSeq: the stream has ended and has nothing more to send (an EventSource stops reconnecting). */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
