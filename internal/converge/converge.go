@@ -414,7 +414,7 @@ func newMetrics(reg prometheus.Registerer, consumer string) (*metrics, error) {
 		checked: prometheus.NewCounter(prometheus.CounterOpts{Name: "runstream_converge_checked_total",
 			Help: "Runs a convergence pass compared with the store.", ConstLabels: cl}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "runstream_converge_runs_total",
-			Help:        "Runs a convergence pass found behind the store and repaired (or marked stale), by cause: missing (the consumer holds nothing), behind (an older watermark), stale (a stale snapshot no resync was pending for), index (absent from the tenant's run index). Alert READ_SIDE_REPAIRED.",
+			Help:        "Runs a convergence pass found behind the store and repaired (or marked stale), by cause: missing (the consumer holds nothing), behind (an older watermark), stale (a stale snapshot no resync was pending for), index (absent from the tenant's run index), expiry (a terminal run held without the retention it should have, or past it: given its expiry; not an alert). Alert READ_SIDE_REPAIRED.",
 			ConstLabels: cl}, []string{"cause"}),
 		unrepaired: prometheus.NewCounter(prometheus.CounterOpts{Name: "runstream_converge_unrepaired_total",
 			Help: "Runs found behind that a pass could not repair at once (marked stale and retried).", ConstLabels: cl}),
@@ -431,7 +431,7 @@ func newMetrics(reg prometheus.Registerer, consumer string) (*metrics, error) {
 	}
 	// Every cause from the start, so that a rule reading one finds a zero
 	// rather than no series.
-	for _, cause := range []string{"missing", "behind", "stale", "index"} {
+	for _, cause := range []string{"missing", "behind", "stale", "index", "expiry"} {
 		m.runs.WithLabelValues(cause)
 	}
 	for _, mode := range []string{"window", "full", "skipped", "error"} {
