@@ -104,6 +104,10 @@ type scenario struct {
 	// namespace of its own, so that the cut-* faults can partition them
 	// (partition_test.go); the servers listen on testenv.ServiceIP.
 	partitions bool
+	// snapshotTTL, when set, is the projectors' --snapshot-ttl: runs that
+	// end early expire from Redis during the faults, and the check wants
+	// them gone (never resurrected) and every other run there.
+	snapshotTTL time.Duration
 }
 
 func shortScenario() scenario {
@@ -124,6 +128,10 @@ func shortScenario() scenario {
 		converge: 45 * time.Second,
 		standby:  "sync",
 		sentinel: true,
+		// A minute: the first runs expire after the first round of
+		// faults, so the later kills, Redis restarts and failovers hit a
+		// Redis where runs are expiring.
+		snapshotTTL: time.Minute,
 	}
 }
 
@@ -413,7 +421,7 @@ func runChaos(t *testing.T, sc scenario) {
 	converged := time.Duration(-1)
 	for {
 		var err error
-		rep, err = checkRead(cctx, rdb, pool, etlSchema, lr, want)
+		rep, err = checkRead(cctx, rdb, pool, etlSchema, lr, want, sc.snapshotTTL)
 		if err == nil && rep.ok() {
 			converged = time.Since(loadEnd)
 			break
@@ -426,7 +434,7 @@ func runChaos(t *testing.T, sc scenario) {
 		}
 		time.Sleep(time.Second)
 	}
-	selfTestChecker(cctx, t, rdb, pool, lr, want)
+	selfTestChecker(cctx, t, rdb, pool, lr, want, sc.snapshotTTL)
 	srep, storeErr := checkStore(cctx, pool, lr)
 	if storeErr != nil {
 		t.Errorf("checking the store: %v", storeErr)
@@ -495,7 +503,7 @@ func runChaos(t *testing.T, sc scenario) {
 // selfTestChecker makes sure the read-side check can fail: against a
 // store projection altered for one run, it must find that run's snapshot
 // and ETL row different.
-func selfTestChecker(ctx context.Context, t *testing.T, rdb *redis.Client, pool *pgxpool.Pool, lr loadResult, want map[string]store.RunSnapshot) {
+func selfTestChecker(ctx context.Context, t *testing.T, rdb *redis.Client, pool *pgxpool.Pool, lr loadResult, want map[string]store.RunSnapshot, ttl time.Duration) {
 	t.Helper()
 	if len(lr.runs) == 0 {
 		t.Error("the load acknowledged no run")
@@ -512,7 +520,7 @@ func selfTestChecker(ctx context.Context, t *testing.T, rdb *redis.Client, pool 
 	altered[id] = w
 	one := lr
 	one.runs = lr.runs[:1]
-	rep, err := checkRead(ctx, rdb, pool, etlSchema, one, altered)
+	rep, err := checkRead(ctx, rdb, pool, etlSchema, one, altered, ttl)
 	if err != nil {
 		t.Logf("chaos: the checker's self-test could not read: %v", err)
 		return
@@ -560,6 +568,9 @@ func (h *harness) launch(sc scenario) {
 		}
 		if flags["session-timeout"] {
 			extra = append(extra, "--session-timeout="+sessionTimeout)
+		}
+		if flags["snapshot-ttl"] {
+			extra = append(extra, fmt.Sprintf("--snapshot-ttl=%v", sc.snapshotTTL))
 		}
 		return extra
 	}

@@ -214,6 +214,10 @@ func (r readReport) ok() bool      { return r.redisBad() == 0 && r.etlBad() == 0
 
 const maxProblemsPerKind = 8
 
+// expiryMargin: a run whose retention ends this close to the check is not
+// judged (the snapshot and its index entry go a sweep apart).
+const expiryMargin = 10 * time.Second
+
 type problems struct {
 	byKind map[string]int
 	list   []string
@@ -230,10 +234,17 @@ func (p *problems) add(kind, format string, args ...any) {
 }
 
 // checkRead compares every run's Redis snapshot, its place in the tenant's
-// run index and its ETL row with the store's projection.
-func checkRead(ctx context.Context, rdb *redis.Client, pool *pgxpool.Pool, etlSchema string, lr loadResult, want map[string]store.RunSnapshot) (readReport, error) {
+// run index and its ETL row with the store's projection. With a snapshot
+// retention ttl, a terminal run past it must have nothing in Redis (its
+// snapshot and index entry gone, never brought back); one within
+// expiryMargin of its time is not judged, since either answer is right.
+func checkRead(ctx context.Context, rdb *redis.Client, pool *pgxpool.Pool, etlSchema string, lr loadResult, want map[string]store.RunSnapshot, ttl time.Duration) (readReport, error) {
 	var rep readReport
 	var ps problems
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		return rep, fmt.Errorf("reading Redis's clock: %w", err)
+	}
 
 	// Redis snapshots.
 	pipe := rdb.Pipeline()
@@ -263,6 +274,26 @@ func checkRead(ctx context.Context, rdb *redis.Client, pool *pgxpool.Pool, etlSc
 			continue
 		}
 		before := rep.redisMissing + rep.redisMismatch + rep.redisStale + rep.indexMissing
+		if exp := snapshots.ExpireAt(&w, ttl); exp > 0 {
+			left := time.UnixMilli(exp).Sub(now)
+			if left.Abs() < expiryMargin {
+				continue
+			}
+			if left < 0 {
+				if _, err := gets[i].Result(); err == nil {
+					rep.redisMismatch++
+					ps.add("redis_resurrected", "run %s (%s) ended at %s, more than --snapshot-ttl %v ago, and Redis holds a snapshot of it", rec.id, w.Status, w.TerminalAt, ttl)
+				}
+				if index[rec.tenant][rec.id] {
+					rep.redisMismatch++
+					ps.add("index_resurrected", "run %s expired %v ago and is still in %s", rec.id, -left, snapshots.IndexKey(rec.tenant))
+				}
+				if rep.redisMismatch > before {
+					rep.redisRuns++
+				}
+				continue
+			}
+		}
 		b, err := gets[i].Bytes()
 		if errors.Is(err, redis.Nil) {
 			rep.redisMissing++
