@@ -518,12 +518,24 @@ var benchRead = benchTarget[readCLI, *readbench.Report]{
 		"and p99 (median of the rounds), the p99 ratio API / baseline (median of the rounds' ratios;\n" +
 		"target <= 1.5x), the server's heap+stacks and RSS per connected watcher and its CPU per\n" +
 		"change, with each round and its load average. About 3 minutes with the defaults; it needs\n" +
-		"about --spread-watchers + 300 open files in each process. See bench/README.md.",
+		"about --spread-watchers + 300 open files in each process. See bench/README.md.\n\n" +
+		"--source store measures instead the snapshot GETs of runs Redis does not hold (terminal runs\n" +
+		"past --snapshot-ttl), which the API projects from the store: it loads --store-events events\n" +
+		"(runs of --store-events-per-run) into a fresh schema, or reads a schema kept by an earlier\n" +
+		"run (--keep-schema, then --store-schema), and reports p50/p99 and the 503s and other errors\n" +
+		"of --clients readers (default 100) over --duration (target: p99 < 20 ms at 100 readers on a\n" +
+		"store of 10 million events).",
 	flags: func(fs *flag.FlagSet, cli *readCLI) {
 		fs.StringVar(&cli.RedisURL, "redis-url", defaultRedisURL, "Redis the in-process API reads (bench keys runstream:run:{bench-...} are written and deleted); on a Redis others use, give the bench a database of its own (redis://host:port/N): the SSE phase's update channel must carry only its changes")
-		fs.StringVar(&cli.PostgresURL, "postgres-url", defaultPostgresURL, "Postgres (readiness only)")
+		fs.StringVar(&cli.PostgresURL, "postgres-url", defaultPostgresURL, "Postgres (readiness only; with --source store, where the bench schema is created and read)")
 		fs.BoolVar(&cli.gets, "gets", true, "run the GET phase and redis-benchmark (--gets=false: the SSE phase only)")
-		fs.IntVar(&cli.Clients, "clients", 64, "concurrent snapshot GET clients (and redis-benchmark clients)")
+		fs.IntVar(&cli.Clients, "clients", 0, "concurrent snapshot GET clients (and redis-benchmark clients); 0: 64, or 100 with --source store")
+		fs.StringVar(&cli.Source, "source", readbench.SourceRedis, "what the GETs read: redis (snapshots in Redis; then the SSE phase) or store (runs Redis does not hold, projected from the store; nothing else is measured)")
+		fs.IntVar(&cli.Store.Events, "store-events", 400000, "--source store: events loaded into a fresh schema (at size: 10000000)")
+		fs.IntVar(&cli.Store.EventsPerRun, "store-events-per-run", 20, "--source store: events per run (RunStarted, steps started and completed, RunCompleted)")
+		fs.IntVar(&cli.Store.MaxConsistentReads, "max-consistent-reads", 8, "--source store: the API's limit of concurrent projections from the store (as runstream api's flag)")
+		fs.StringVar(&cli.Store.Schema, "store-schema", "", "--source store: read the runs of this schema, loaded and kept by an earlier run, instead of loading")
+		fs.BoolVar(&cli.Store.KeepSchema, "keep-schema", false, "--source store: keep the loaded schema (its name is in the report) for --store-schema")
 		fs.DurationVar(&cli.Duration, "duration", 10*time.Second, "GET phase length")
 		fs.IntVar(&cli.Runs, "runs", 1000, "runs with a snapshot, read at random by the GETs")
 		fs.StringVar(&cli.shape, "shape", "all", "SSE shapes to measure: all, fanout, spread or none")
@@ -540,6 +552,18 @@ var benchRead = benchTarget[readCLI, *readbench.Report]{
 	},
 	check: func(cli *readCLI) error {
 		cli.SkipGets = !cli.gets
+		if cli.Clients == 0 {
+			cli.Clients = 64
+			if cli.Source == readbench.SourceStore {
+				cli.Clients = 100
+			}
+		}
+		if cli.Source == readbench.SourceStore {
+			cli.Shapes = []readbench.Shape{} // no SSE phase
+			return benchFlagErrors(benchPositive(harness.Flag("clients", cli.Clients), harness.Flag("duration", cli.Duration),
+				harness.Flag("store-events", cli.Store.Events), harness.Flag("store-events-per-run", cli.Store.EventsPerRun),
+				harness.Flag("max-consistent-reads", cli.Store.MaxConsistentReads)), cli.Validate())
+		}
 		switch cli.shape {
 		case "all":
 			cli.Shapes = []readbench.Shape{cli.fanout, cli.spread}

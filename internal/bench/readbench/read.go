@@ -48,6 +48,12 @@ type Config struct {
 	// Runs with a snapshot the GETs read; 0 means 1000. Snapshots are
 	// written for at least as many runs as a shape watches.
 	Runs int
+	// Source is what the GETs read: SourceRedis (empty: snapshots in
+	// Redis, against redis-benchmark, then the SSE phase) or SourceStore
+	// (runs only the store holds, each answer projected from it; Store
+	// configures it, and nothing else is measured).
+	Source string
+	Store  StoreConfig
 	// SkipGets leaves out the GET phase and redis-benchmark.
 	SkipGets bool
 	// Shapes of the SSE phase, each measured Rounds times with both arms;
@@ -85,6 +91,12 @@ func (c Config) Validate() error {
 	if c.Clients < 0 || c.Runs < 0 || c.Rounds < 0 || c.Duration < 0 {
 		return errors.New("clients, runs, rounds and duration must not be negative")
 	}
+	if c.Source != "" && c.Source != SourceRedis && c.Source != SourceStore {
+		return fmt.Errorf("source must be %s or %s, got %q", SourceRedis, SourceStore, c.Source)
+	}
+	if c.Store.Events < 0 || c.Store.EventsPerRun < 0 || c.Store.MaxConsistentReads < 0 {
+		return errors.New("the store source's events, events per run and max consistent reads must not be negative")
+	}
 	for _, s := range c.Shapes {
 		if s.Watchers < 1 || s.Runs < 1 || s.Changes < 1 || s.Every <= 0 {
 			return fmt.Errorf("SSE shape %s: watchers, runs, changes and the pause between changes must be positive, got %d, %d, %d, %v",
@@ -114,6 +126,9 @@ type Report struct {
 	// raw fan-out's (baseline), median of Rounds rounds.
 	SSE    []*ShapeReport `json:"sse"`
 	Rounds int            `json:"rounds"`
+	// Store is the store source's outcome (Config.Source SourceStore),
+	// the only one measured then.
+	Store *StoreReport `json:"store,omitempty"`
 }
 
 // WriteText renders the report.
@@ -126,6 +141,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	var b strings.Builder
 	b.WriteString("bench read\n")
+	if r.Store != nil {
+		r.Store.writeText(&b)
+	}
 	if r.Gets > 0 || r.Errors > 0 {
 		fmt.Fprintf(&b, `  snapshot GETs     %d clients over %d runs: %.0f GETs/s  (p50 %.2f ms, p99 %.2f ms, max %.2f ms), %d errors
   redis-benchmark   GET of the same keys, %d clients: %.0f GETs/s
@@ -185,10 +203,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	harness.Default(&cfg.Clients, 64)
 	harness.Default(&cfg.Duration, 10*time.Second)
 	harness.Default(&cfg.Runs, 1000)
 	harness.Default(&cfg.Rounds, 3)
+	if cfg.Source == SourceStore {
+		harness.Default(&cfg.Clients, 100)
+		return runStore(ctx, cfg)
+	}
+	harness.Default(&cfg.Clients, 64)
 	if cfg.Shapes == nil {
 		cfg.Shapes = DefaultShapes()
 	}
@@ -392,6 +414,8 @@ type getClient struct {
 	conn net.Conn
 	r    *bufio.Reader
 	req  []byte
+	// source is the last answer's X-Runstream-Snapshot-Source.
+	source string
 }
 
 func dialGetClient(addr string) (*getClient, error) {
@@ -425,6 +449,7 @@ func (c *getClient) get(path string) (int, error) {
 		return 0, fmt.Errorf("malformed status line %q", line)
 	}
 	length := -1
+	c.source = ""
 	for {
 		line, err := c.r.ReadSlice('\n')
 		if err != nil {
@@ -438,6 +463,8 @@ func (c *getClient) get(path string) (int, error) {
 			if length, err = strconv.Atoi(strings.TrimSpace(v)); err != nil {
 				return 0, fmt.Errorf("malformed Content-Length %q", v)
 			}
+		} else if ok && strings.EqualFold(k, "X-Runstream-Snapshot-Source") {
+			c.source = strings.TrimSpace(v)
 		}
 	}
 	if length < 0 {

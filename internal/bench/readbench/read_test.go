@@ -148,3 +148,25 @@ func TestEnsureFiles_SaysHowToRaise(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBenchRead_StoreSource runs the store source small: runs loaded into
+// a fresh schema and none in Redis, so every GET is a 200 from the store.
+func TestBenchRead_StoreSource(t *testing.T) {
+	pg := testenv.PostgresURL(t)
+	testenv.Redis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rep, err := Run(ctx, Config{RedisURL: os.Getenv("RUNSTREAM_TEST_REDIS_URL"), PostgresURL: pg, Source: SourceStore,
+		Clients: 8, Duration: 500 * time.Millisecond, Store: StoreConfig{Events: 2000, EventsPerRun: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Store
+	if s == nil || s.Runs != 200 || s.Events != 2000 || s.Reads == 0 || s.Errors != 0 || s.Unavailable != 0 || s.Latency.P99 <= 0 || s.MaxConsistentReads != 8 {
+		t.Fatalf("store source: %+v", s)
+	}
+	var b strings.Builder
+	if err := rep.WriteText(&b); err != nil || !strings.Contains(b.String(), "store-served snapshot GETs") {
+		t.Fatalf("report text: %v\n%s", err, b.String())
+	}
+}
