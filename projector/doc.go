@@ -30,6 +30,12 @@
 // the Kafka loop, the pipelining of writes (batchWriter), the snapshot
 // cache and convergence.
 //
+// A partition whose committed offset is no longer in the topic (retention
+// deleted it while the group was stopped or too far behind) restarts at the
+// earliest record left, and the records in between are never read: that is
+// logged once per partition at WARN and counted; runs with later events
+// resync at their gap, and convergence repairs the others (dataloss.go).
+//
 // Runs whose resync could not finish (the store is down) stay stale and are
 // listed in the set runstream:resync; every projector retries them with
 // backoff, so a crash does not forget them.
@@ -48,4 +54,5 @@
 //	runstream_projector_snapshot_cache_misses_total runs whose snapshot was read from Redis
 //	runstream_projector_lag_records{partition}     records behind the partition's end
 //	runstream_projector_lag_seconds{partition}     now minus persistedAt of the last applied event (0 when caught up)
+//	runstream_projector_offset_resets_total        partitions restarted past records no longer in the topic (retention, broker loss)
 package projector

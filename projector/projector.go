@@ -47,6 +47,8 @@ type Projector struct {
 
 	backoffMu sync.Mutex
 	retryAt   map[string]retryState // runs whose resync failed: when to try again
+
+	skips kgroup.SkipWatch // partitions restarted past records no longer in the topic (dataloss.go); the poll loop's
 }
 
 type partitionLag struct {
@@ -160,9 +162,7 @@ func (p *Projector) Run(ctx context.Context) error {
 			cl.AllowRebalance()
 			return nil
 		}
-		fetches.EachError(func(t string, part int32, err error) {
-			p.log.Warn("fetch error", "topic", t, "partition", part, "err", err)
-		})
+		p.watchFetches(ctx, cl, fetches) // fetch errors, and partitions that skipped records (dataloss.go)
 		recs := fetches.Records()
 		p.noteLag(fetches)
 		var runs []*runEvents
