@@ -84,6 +84,13 @@ type Hooks struct {
 	HandlerError func(ev *Event, attempt int, err error)
 	// DeadLettered is called when a record went to the dead-letter topic.
 	DeadLettered func(topic string, partition int32, offset int64, reason string)
+	// OffsetReset is called, once, for a partition whose consumption went
+	// on past records no longer in the topic: the group was to read from
+	// offset from (its committed offset, or past the last record read),
+	// and the earliest record left is at resumedAt (the group's committed
+	// offset was deleted by retention, or the broker lost records). The
+	// runs they held get their events from the store; see [Config.Heads].
+	OffsetReset func(topic string, partition int32, from, resumedAt int64)
 }
 
 // Config configures a [Consumer].
@@ -169,7 +176,8 @@ type Config struct {
 	// means the Group.
 	ConvergeName string
 	// Registerer receives the convergence metrics
-	// (runstream_converge_*); nil means none.
+	// (runstream_converge_*) and runstream_consumer_offset_resets_total
+	// (see Hooks.OffsetReset); nil means none.
 	Registerer prometheus.Registerer
 	// Hooks for metrics.
 	Hooks Hooks
@@ -207,6 +215,7 @@ type Consumer struct {
 	handler Handler
 	log     *slog.Logger
 	cl      *kgo.Client
+	skips   skipReport // partitions restarted past records no longer in the topic (dataloss.go)
 }
 
 // New returns a consumer; call Run.
@@ -328,9 +337,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			cl.AllowRebalance()
 			return ws.err()
 		}
-		fs.EachError(func(t string, p int32, err error) {
-			c.log.Warn("fetch error", "topic", t, "partition", p, "err", err)
-		})
+		c.watchFetches(ctx, cl, fs) // fetch errors, and partitions that skipped records (dataloss.go)
 		// Partitions in parallel; a run lives on one partition, so each
 		// run's events stay in order.
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
