@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/runstream/runstream/internal/bench/harness"
+	"github.com/runstream/runstream/internal/bench/steadybench"
+)
+
+// steadyCLI is bench steady's flags.
+type steadyCLI struct {
+	steadybench.Config
+	partitions int
+}
+
+var benchSteady = benchTarget[steadyCLI, *steadybench.Report]{
+	name:    "steady",
+	summary: "steady state: Redis used_memory over time while terminal runs expire (--snapshot-ttl)",
+	about: "Runs the write path in this process as runstream dev wires it (a fresh store schema, an\n" +
+		"in-process kfake broker with a fresh topic, the relay, one projector with --snapshot-ttl) and\n" +
+		"appends realistic runs through the store at --rate events/s for --duration, open loop,\n" +
+		"interleaved so that --concurrent-runs runs are open at any time (each run's events in order).\n" +
+		"Every --sample it records Redis's used_memory and used_memory_rss, DBSIZE, the runs catalogued\n" +
+		"(the tenant's run index), open runs, events appended and the projector's lag to a CSV, with a\n" +
+		"line on stderr. The verdict: used_memory over the last 10 minutes (the last third of a shorter\n" +
+		"run), after the first TTL and a warm-up, is flat when within +-10% of its mean. Also reported:\n" +
+		"bytes per retained run at the end, and whether every run that ended more than the TTL ago left\n" +
+		"Redis. A PNG plots used_memory and the runs catalogued over time. Redis is a private\n" +
+		"redis-server started for the bench (no persistence, stopped at the end) unless --redis-url is\n" +
+		"given; RUNSTREAM_REDIS_URL in the environment counts as --redis-url. See bench/README.md.",
+	flags: func(fs *flag.FlagSet, cli *steadyCLI) {
+		fs.StringVar(&cli.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL; the bench works in a fresh schema bench_<random> (dropped at the end)")
+		fs.StringVar(&cli.RedisURL, "redis-url", "", "Redis to measure; empty: a private redis-server on a free loopback port, so used_memory is the bench's keys only (with a given one it is the whole server's; the bench deletes its keys at the end)")
+		fs.IntVar(&cli.Rate, "rate", steadybench.DefaultRate, "events appended per second (open loop)")
+		fs.DurationVar(&cli.Duration, "duration", steadybench.DefaultDuration, "how long the appends run")
+		fs.DurationVar(&cli.SnapshotTTL, "snapshot-ttl", steadybench.DefaultSnapshotTTL, "the projector's --snapshot-ttl: how long a terminal run stays in Redis after its terminal event; at least 1m")
+		fs.DurationVar(&cli.Sample, "sample", steadybench.DefaultSample, "time between two samples")
+		fs.StringVar(&cli.Out, "out", "", "directory of steady.csv and steady.png; empty: bench/results/steady-<timestamp>")
+		fs.IntVar(&cli.partitions, "partitions", steadybench.DefaultPartitions, "partitions of the fresh topic")
+		fs.IntVar(&cli.ConcurrentRuns, "concurrent-runs", 0, "runs open at once; 0: --rate x 2 (a run's events 2 s apart, so a run of the workload, about 16 events, lasts about 30 s)")
+		fs.IntVar(&cli.Appenders, "appenders", steadybench.DefaultAppenders, "goroutines appending through the store")
+		fs.StringVar(&cli.RedisServer, "redis-server", "redis-server", "redis-server executable of the private Redis")
+	},
+	check: func(cli *steadyCLI) error {
+		errs := benchPositive(harness.Flag("rate", cli.Rate), harness.Flag("duration", cli.Duration),
+			harness.Flag("sample", cli.Sample), harness.Flag("appenders", cli.Appenders))
+		if cli.SnapshotTTL < time.Minute {
+			errs = append(errs, fmt.Errorf("--snapshot-ttl must be at least 1m (as runstream projector's), got %v", cli.SnapshotTTL))
+		}
+		if cli.ConcurrentRuns < 0 {
+			errs = append(errs, fmt.Errorf("--concurrent-runs must be >= 0 (0: --rate x 2), got %d", cli.ConcurrentRuns))
+		}
+		cli.Partitions = benchPartitions(cli.partitions, &errs)
+		return benchFlagErrors(errs, cli.Validate())
+	},
+	wire: func(cli *steadyCLI, stderr io.Writer) {
+		cli.Logger = benchLogger(stderr)
+		cli.Progress = stderr
+	},
+	measure: func(ctx context.Context, cli steadyCLI) (*steadybench.Report, error) {
+		return steadybench.Run(ctx, cli.Config)
+	},
+}
