@@ -111,7 +111,7 @@ func TestConverge_CataloguesRunsFromBeforeTheCatalog(t *testing.T) {
 	if err := checkCatalogued(rdb, runs); err == nil {
 		t.Fatal("runs still catalogued after dropping the catalog")
 	}
-	written, err := snapshots.Rebuild(ctx, rdb, f.store, keys(runs), 2, 0)
+	written, err := snapshots.Rebuild(ctx, rdb, f.store, keys(runs), 2, snapshots.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}

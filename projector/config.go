@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 )
 
@@ -51,6 +52,9 @@ type Config struct {
 	// 0 keeps every snapshot; `runstream projector` defaults to
 	// snapshots.DefaultTTL and refuses less than a minute.
 	SnapshotTTL time.Duration
+	// SnapshotEncoding is how snapshots are written to Redis
+	// (--snapshot-encoding); the zero value is JSON.
+	SnapshotEncoding snapshots.Encoding
 	// SessionTimeout of the group membership: how long a member that
 	// stopped heartbeating holds its partitions; 0 means franz-go's default
 	// (45 s). `runstream projector` uses kgroup.DefaultSessionTimeout.

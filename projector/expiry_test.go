@@ -18,9 +18,18 @@ import (
 // (snapshot and catalog entries) ttl after their terminal event and open
 // runs stay; neither a replay of an expired run's records nor a late
 // record of one brings it back, and convergence after Redis lost
-// everything restores the open runs and only them.
+// everything restores the open runs and only them. In both encodings.
 func TestProjector_SnapshotTTL(t *testing.T) {
 	t.Parallel()
+	for _, enc := range []snapshots.Encoding{snapshots.EncodingJSON, snapshots.EncodingGzip} {
+		t.Run(enc.String(), func(t *testing.T) {
+			t.Parallel()
+			testSnapshotTTL(t, enc)
+		})
+	}
+}
+
+func testSnapshotTTL(t *testing.T, enc snapshots.Encoding) {
 	f := newFixture(t)
 	srv := testenv.StartRedis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
@@ -63,8 +72,16 @@ func TestProjector_SnapshotTTL(t *testing.T) {
 	f.clearOutbox(t)
 	cfg := testConfig(f.brokers, "g-"+testenv.RandomID(4))
 	cfg.ConvergeInterval, cfg.ConvergeGrace, cfg.SnapshotTTL = 200*time.Millisecond, 100*time.Millisecond, ttl
+	cfg.SnapshotEncoding = enc
 	run := runProjector(t, cfg, rdb, f.store)
 	f.waitConverged(t, keys(open), 30*time.Second)
+	for id := range open {
+		// Only terminal snapshots are compressed: open runs stay JSON.
+		raw, err := rdb.Get(ctx, snapshots.Key(id)).Bytes()
+		if err != nil || snapshots.IsCompressed(raw) {
+			t.Fatalf("open run %s stored compressed=%v (%v) under %s", id, snapshots.IsCompressed(raw), err, enc)
+		}
+	}
 
 	gone := func(what string) {
 		t.Helper()

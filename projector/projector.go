@@ -501,7 +501,7 @@ func (p *Projector) reduceAndSend(ctx context.Context, fl *runsInFlight, re *run
 	if broken {
 		mode = snapshots.ModeMax // the stored snapshot does not decode: replace it unless newer
 	}
-	fl.bw.add(snapshots.Write{Snapshot: next, Expected: expected, Mode: mode, TTL: p.cfg.SnapshotTTL})
+	fl.bw.add(snapshots.Write{Snapshot: next, Expected: expected, Mode: mode, TTL: p.cfg.SnapshotTTL, Encoding: p.cfg.SnapshotEncoding})
 	fl.written = append(fl.written, re)
 }
 

@@ -182,6 +182,9 @@ func redisSnapshot(t *testing.T, rdb redis.UniversalClient, runID string) (store
 	if err != nil {
 		t.Fatal(err)
 	}
+	if b, err = snapshots.JSON(b); err != nil { // either encoding
+		t.Fatalf("snapshot of %s does not decompress: %v", runID, err)
+	}
 	var s store.RunSnapshot
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatalf("snapshot of %s is not JSON: %v", runID, err)

@@ -8,8 +8,17 @@ import (
 )
 
 // Decode decodes a stored snapshot into s: exactly what json.Unmarshal
-// makes of b, in one pass when decodeFast can read it.
+// makes of its JSON, in one pass when decodeFast can read it. A snapshot in
+// the compressed encoding is decompressed first.
 func Decode(b []byte, s *store.RunSnapshot) error {
+	if IsCompressed(b) {
+		js, err := JSON(b)
+		if err != nil {
+			*s = store.RunSnapshot{}
+			return err
+		}
+		b = js
+	}
 	if decodeFast(b, s) {
 		return nil
 	}

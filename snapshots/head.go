@@ -31,7 +31,13 @@ type Head struct {
 // It does not validate the values it skips: bytes that are not JSON inside a
 // skipped value can pass, which is acceptable for bytes our own projector
 // wrote; a truncated document is refused.
+//
+// A snapshot in the compressed encoding has the three in its head line.
 func ParseHead(b []byte) (Head, error) {
+	if IsCompressed(b) {
+		h, _, err := splitCompressed(b)
+		return h, err
+	}
 	if h, ok := parseHeadFast(b); ok {
 		return h, nil
 	}

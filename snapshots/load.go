@@ -51,10 +51,18 @@ local cur = redis.call('GET', KEYS[1])
 if not cur then
   return {-1, 0, 0}
 end
-local seq = tonumber(string.match(cur, '"lastEventSeq":(%-?%d+)')) or -1
-local stale = 0
-if string.find(cur, '"stale":true', 1, true) then
-  stale = 1
+local seq, stale = -1, 0
+if string.sub(cur, 1, 5) == 'rsz1|' then
+  local s, st = string.match(cur, '^rsz1|(%-?%d+)|([01])|')
+  seq = tonumber(s) or -1
+  if st == '1' then
+    stale = 1
+  end
+else
+  seq = tonumber(string.match(cur, '"lastEventSeq":(%-?%d+)')) or -1
+  if string.find(cur, '"stale":true', 1, true) then
+    stale = 1
+  end
 end
 local expires = 0
 if redis.call('PTTL', KEYS[1]) >= 0 then

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -24,11 +23,11 @@ type Source interface {
 // same one, stale), and a projector whose guarded write then finds the
 // rebuilt watermark reloads and goes on from it. It returns how many
 // snapshots it wrote; runs the store does not know are skipped. workers
-// bounds the concurrent store reads (0 means 4). ttl is the snapshot
-// retention (--snapshot-ttl): a terminal run past it is not written back
-// (and nothing of it stays in Redis).
-func Rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs []string, workers int, ttl time.Duration) (int, error) {
-	done, err := rebuild(ctx, rdb, src, runIDs, workers, ModeMax, ttl)
+// bounds the concurrent store reads (0 means 4). p is the writer's
+// policy: a terminal run past its retention is not written back (and
+// nothing of it stays in Redis).
+func Rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs []string, workers int, p Policy) (int, error) {
+	done, err := rebuild(ctx, rdb, src, runIDs, workers, ModeMax, p)
 	n := 0
 	for _, d := range done {
 		if !d.expired {
@@ -43,10 +42,10 @@ func Rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs 
 // snapshot unless Redis already holds a higher watermark, even when the
 // watermark is the same (ModeMaxEq: a snapshot corrupted in place is
 // repaired). It returns the snapshot written, or store.ErrNotFound; a
-// terminal run past the retention ttl is not written back, and is
+// terminal run past the retention of p is not written back, and is
 // [ErrExpired].
-func Resync(ctx context.Context, rdb redis.UniversalClient, src Source, runID string, ttl time.Duration) (store.RunSnapshot, error) {
-	snaps, err := rebuild(ctx, rdb, src, []string{runID}, 1, ModeMaxEq, ttl)
+func Resync(ctx context.Context, rdb redis.UniversalClient, src Source, runID string, p Policy) (store.RunSnapshot, error) {
+	snaps, err := rebuild(ctx, rdb, src, []string{runID}, 1, ModeMaxEq, p)
 	if err != nil {
 		return store.RunSnapshot{}, err
 	}
@@ -71,7 +70,7 @@ type rebuilt struct {
 
 // rebuild writes the store's projection of runIDs in mode and returns the
 // snapshots written (and those found expired).
-func rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs []string, workers int, mode Mode, ttl time.Duration) ([]rebuilt, error) {
+func rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs []string, workers int, mode Mode, p Policy) ([]rebuilt, error) {
 	if workers <= 0 {
 		workers = 4
 	}
@@ -112,7 +111,7 @@ func rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs 
 		}
 		s := snaps[i]
 		s.Stale = false
-		writes = append(writes, Write{Snapshot: s, Mode: mode, TTL: ttl})
+		writes = append(writes, Write{Snapshot: s, Mode: mode, TTL: p.TTL, Encoding: p.Encoding})
 	}
 	res, err := WriteAll(ctx, rdb, writes)
 	if err != nil {

@@ -55,6 +55,15 @@ type Write struct {
 	// is written to expire TTL after its terminalAt ([ExpireAt]); 0 keeps
 	// every snapshot.
 	TTL time.Duration
+	// Encoding is how the snapshot is stored (--snapshot-encoding).
+	Encoding Encoding
+}
+
+// Policy is how a writer keeps snapshots: their retention and encoding
+// (--snapshot-ttl, --snapshot-encoding).
+type Policy struct {
+	TTL      time.Duration
+	Encoding Encoding
 }
 
 // Result is what happened to one [Write].
@@ -116,6 +125,7 @@ func ExpireAt(s *store.RunSnapshot, ttl time.Duration) int64 {
 // The watermark is read with string.match rather than cjson.decode: the
 // snapshot is our own JSON and lastEventSeq is always a plain integer, and
 // matching is far cheaper than decoding a large snapshot on every write.
+// A snapshot in the compressed encoding has both in its head line.
 var writeScript = redis.NewScript(`
 local exp = tonumber(ARGV[7])
 if exp > 0 then
@@ -126,16 +136,22 @@ if exp > 0 then
   end
 end
 local cur = redis.call('GET', KEYS[1])
-local seq = -1
+local seq, stale = -1, false
 if cur then
-  seq = tonumber(string.match(cur, '"lastEventSeq":(%-?%d+)')) or -1
+  if string.sub(cur, 1, 5) == 'rsz1|' then
+    local s, st = string.match(cur, '^rsz1|(%-?%d+)|([01])|')
+    seq, stale = tonumber(s) or -1, st == '1'
+  else
+    seq = tonumber(string.match(cur, '"lastEventSeq":(%-?%d+)')) or -1
+    stale = string.find(cur, '"stale":true', 1, true) ~= nil
+  end
 end
 local ok
 if ARGV[4] == 'max_eq' then
   ok = seq <= tonumber(ARGV[5])
 elseif ARGV[4] == 'max' then
   local new = tonumber(ARGV[5])
-  ok = seq < new or (seq == new and cur ~= nil and string.find(cur, '"stale":true', 1, true) ~= nil)
+  ok = seq < new or (seq == new and stale)
 else
   ok = seq == tonumber(ARGV[1])
 end
@@ -202,6 +218,11 @@ func runWrites(ctx context.Context, rdb redis.UniversalClient, ws []Write) ([]Re
 		start := len(buf)
 		buf = Append(buf, &w.Snapshot)
 		body := buf[start:len(buf):len(buf)]
+		if w.Encoding.compresses(&w.Snapshot) {
+			start = len(buf)
+			buf = appendCompressed(buf, &w.Snapshot, body)
+			body = buf[start:len(buf):len(buf)]
+		}
 		start = len(buf)
 		buf = NotificationOf(&w.Snapshot).Append(buf)
 		note := buf[start:len(buf):len(buf)]

@@ -43,7 +43,7 @@ type serverFlags struct {
 	allowedHosts  string
 	insecure      bool
 	limits        httpapi.Limits
-	ttl           snapshotTTLFlag
+	snapshots     snapshotFlags
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet, logFormat, defaultTenant string) {
@@ -66,7 +66,7 @@ func (f *serverFlags) register(fs *flag.FlagSet, logFormat, defaultTenant string
 	fs.IntVar(&l.MaxWatchersPerTenant, "max-watchers-per-tenant", 1000, "live streams of one tenant on this process (429 + Retry-After past it)")
 	fs.IntVar(&l.MaxConsistentReads, "max-consistent-reads", 8, "?consistent=true rebuilds from the store at once (503 + Retry-After past it)")
 	fs.IntVar(&l.TenantResyncsPerMinute, "tenant-resyncs-per-minute", 30, "resyncs of its own runs a tenant may ask for per minute (operators: unlimited)")
-	f.ttl.register(fs)
+	f.snapshots.register(fs)
 }
 
 // parseFlags parses args with env fallbacks; --help prints usage and
@@ -158,7 +158,7 @@ func (f *serverFlags) apiConfig(log *slog.Logger, reg *prometheus.Registry) (htt
 	if err := f.limits.Validate(); err != nil {
 		return httpapi.Config{}, usageError{err}
 	}
-	ttl, err := f.ttl.value()
+	policy, err := f.snapshots.policy()
 	if err != nil {
 		return httpapi.Config{}, err
 	}
@@ -167,7 +167,7 @@ func (f *serverFlags) apiConfig(log *slog.Logger, reg *prometheus.Registry) (htt
 			"anyone could append and read every tenant. Set tokens, listen on 127.0.0.1, or pass --insecure-no-auth on a network you trust", f.httpAddr)}
 	}
 	return httpapi.Config{Addr: f.httpAddr, MaxBodyBytes: f.maxBodyBytes, AuthTokens: tokens, DefaultTenant: f.defaultTenant,
-		AllowedHosts: config.Brokers(f.allowedHosts), Limits: f.limits, SnapshotTTL: ttl,
+		AllowedHosts: config.Brokers(f.allowedHosts), Limits: f.limits, SnapshotTTL: policy.TTL, SnapshotEncoding: policy.Encoding,
 		Registerer: reg, Gatherer: reg, Logger: log}, nil
 }
 
@@ -220,7 +220,8 @@ func (f *serverFlags) LogValue() slog.Value {
 		slog.String("auth", auth),
 		slog.Any("limits", f.limits),
 		slog.Int64("maxBodyBytes", f.maxBodyBytes),
-		slog.String("snapshotTtl", f.ttl.ttl.String()),
+		slog.String("snapshotTtl", f.snapshots.ttl.String()),
+		slog.String("snapshotEncoding", f.snapshots.encoding),
 	)
 }
 

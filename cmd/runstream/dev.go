@@ -112,7 +112,7 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	projCfg.SnapshotTTL = apiCfg.SnapshotTTL
+	projCfg.SnapshotTTL, projCfg.SnapshotEncoding = apiCfg.SnapshotTTL, apiCfg.SnapshotEncoding
 	proj, err := projector.New(projCfg, rdb, st, kafkaLogOpt(log))
 	if err != nil {
 		return err

@@ -93,8 +93,8 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 	var pf projectorFlags
 	pf.register(fs)
 	pf.member.getenv = env.getenv
-	var ttl snapshotTTLFlag
-	ttl.register(fs)
+	var sf snapshotFlags
+	sf.register(fs)
 	if err := parseFlags(fs, env, args, "runstream projector [flags]",
 		"Reduces the run-event topic into Redis snapshots, in a consumer group: run up to one\nper partition. Resyncs runs from Postgres when it sees a gap. Stops gracefully on SIGTERM."); err != nil {
 		return err
@@ -108,9 +108,11 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cfg.SnapshotTTL, err = ttl.value(); err != nil {
+	policy, err := sf.policy()
+	if err != nil {
 		return err
 	}
+	cfg.SnapshotTTL, cfg.SnapshotEncoding = policy.TTL, policy.Encoding
 	pool, err := openPostgres(ctx, log, *pgURL)
 	if err != nil {
 		return err
@@ -147,8 +149,8 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 	runID := fs.String("run", "", "rebuild this run's snapshot")
 	all := fs.Bool("all", false, "rebuild every run's snapshot")
 	batch := fs.Int("batch", 200, "runs per Redis pipeline with --all")
-	var ttlFlag snapshotTTLFlag
-	ttlFlag.register(fs)
+	var sf snapshotFlags
+	sf.register(fs)
 	if err := parseFlags(fs, env, args, "runstream rebuild (--run ID | --all) [flags]",
 		"Rebuilds Redis snapshots from the store (projectSnapshot). Safe while projectors run:\na snapshot is only written when Redis does not hold a newer one."); err != nil {
 		return err
@@ -159,7 +161,7 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 	if *batch < 1 {
 		return usageError{fmt.Errorf("--batch must be >= 1")}
 	}
-	ttl, err := ttlFlag.value()
+	policy, err := sf.policy()
 	if err != nil {
 		return err
 	}
@@ -179,7 +181,7 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	if *runID != "" {
-		n, err := snapshots.Rebuild(ctx, rdb, st, []string{*runID}, 1, ttl)
+		n, err := snapshots.Rebuild(ctx, rdb, st, []string{*runID}, 1, policy)
 		if err != nil {
 			return err
 		}
@@ -204,7 +206,7 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 		if len(ids) == 0 {
 			break
 		}
-		n, err := snapshots.Rebuild(ctx, rdb, st, ids, 4, ttl)
+		n, err := snapshots.Rebuild(ctx, rdb, st, ids, 4, policy)
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -306,12 +307,31 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 		return notFound(id)
 	}
 	tag := etag(head)
+	// A snapshot stored compressed (--snapshot-encoding gzip) goes as it
+	// is to a client that accepts gzip, and decompressed to the others:
+	// the two representations have ETags of their own.
+	gz, compressed := snapshots.Gzipped(body)
+	if compressed {
+		w.Header().Set("Vary", "Accept-Encoding")
+		if acceptsGzip(r) {
+			tag = strings.TrimSuffix(tag, `"`) + `-gzip"`
+		} else {
+			compressed = false
+			if body, err = snapshots.JSON(body); err != nil {
+				return fmt.Errorf("decompressing the Redis snapshot of run %q: %w", id, err)
+			}
+		}
+	}
 	w.Header().Set("ETag", tag)
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set(sourceHeader, source)
 	if match := r.Header.Get("If-None-Match"); match != "" && match == tag {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
+	}
+	if compressed {
+		w.Header().Set("Content-Encoding", "gzip")
+		body = gz
 	}
 	w.Header().Set("Content-Type", "application/json")
 	// A known length: one plain body instead of chunks.
@@ -393,4 +413,24 @@ func (s *Server) acquireAppend() error {
 	s.metrics.rejected.WithLabelValues("appends").Inc()
 	return limitError(http.StatusServiceUnavailable, 1,
 		"%d appends are in flight on this API process, its limit (--max-inflight-appends); retry with backoff", cap(s.appends))
+}
+
+// acceptsGzip reports whether the request's Accept-Encoding takes gzip
+// (named, or "*", without q=0).
+func acceptsGzip(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept-Encoding") {
+		for part := range strings.SplitSeq(v, ",") {
+			coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+			coding = strings.ToLower(strings.TrimSpace(coding))
+			if coding != "gzip" && coding != "*" {
+				continue
+			}
+			q := strings.ReplaceAll(strings.ToLower(params), " ", "")
+			if q == "q=0" || q == "q=0.0" || q == "q=0.00" || q == "q=0.000" {
+				return false
+			}
+			return true
+		}
+	}
+	return false
 }

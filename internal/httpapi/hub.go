@@ -191,6 +191,11 @@ func (h *hub) dispatch(payload []byte) {
 		}
 		return
 	}
+	// Once per change, for every watcher: the streams carry the JSON.
+	if body, err = snapshots.JSON(body); err != nil {
+		h.log.Warn("a changed snapshot does not decompress; its watchers keep the previous state", "runId", n.RunID, "err", err)
+		return
+	}
 	head, err := snapshots.ParseHead(body)
 	if err != nil {
 		h.log.Warn("a changed snapshot is not valid JSON; its watchers keep the previous state", "runId", n.RunID, "err", err)

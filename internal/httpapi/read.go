@@ -124,6 +124,9 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	body, err := s.redis.Get(r.Context(), snapshots.Key(id)).Bytes()
+	if err == nil {
+		body, err = snapshots.JSON(body) // a stream carries the JSON
+	}
 	switch {
 	case errors.Is(err, redis.Nil) && r.Method == http.MethodHead:
 		// The stream opens for any run the caller may read: no projection.
@@ -270,6 +273,9 @@ func (s *Server) resendRun(ctx context.Context, id string, send func(*runChange)
 	case err != nil:
 		return say(stateRedisDown) // the monitor will say so too
 	}
+	if body, err = snapshots.JSON(body); err != nil {
+		return say(stateSnapshotMissing)
+	}
 	head, err := snapshots.ParseHead(body)
 	if err != nil {
 		return say(stateSnapshotMissing)
@@ -374,7 +380,7 @@ func (s *Server) resyncRun(w http.ResponseWriter, r *http.Request) error {
 				"at most %d resyncs a minute per tenant (--tenant-resyncs-per-minute); an operator's token is not limited", s.cfg.Limits.TenantResyncsPerMinute)
 		}
 	}
-	snap, err := snapshots.Resync(r.Context(), s.redis, s.store, id, s.cfg.SnapshotTTL)
+	snap, err := snapshots.Resync(r.Context(), s.redis, s.store, id, s.snapshotPolicy())
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound(id)
 	}

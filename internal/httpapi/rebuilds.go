@@ -469,13 +469,13 @@ func (s *Server) runRebuild(ctx context.Context, rb *rebuildState, tenant string
 // all fail too (Redis or Postgres down: trying the page's other runs one
 // by one would only wait out their timeouts).
 func (s *Server) rebuildPage(ctx context.Context, page []string) (written, failed int, err error) {
-	n, err := snapshots.Rebuild(ctx, s.redis, s.store, page, rebuildWorkers, s.cfg.SnapshotTTL)
+	n, err := snapshots.Rebuild(ctx, s.redis, s.store, page, rebuildWorkers, s.snapshotPolicy())
 	if err == nil || ctx.Err() != nil {
 		return n, 0, err
 	}
 	const firstAlone = 3
 	for i, id := range page {
-		n, err := snapshots.Rebuild(ctx, s.redis, s.store, []string{id}, 1, s.cfg.SnapshotTTL)
+		n, err := snapshots.Rebuild(ctx, s.redis, s.store, []string{id}, 1, s.snapshotPolicy())
 		if ctx.Err() != nil {
 			return written, failed, ctx.Err()
 		}

@@ -83,6 +83,10 @@ type Config struct {
 	// and watch of an older run are served from the store. 0 means Redis
 	// keeps every run.
 	SnapshotTTL time.Duration
+	// SnapshotEncoding is how the snapshots this API writes (rebuilds,
+	// resyncs) are stored (--snapshot-encoding). Reads take both
+	// encodings whatever it says.
+	SnapshotEncoding snapshots.Encoding
 
 	// rebuildLease is how long a running rebuild's lease lasts unrenewed
 	// (0: 15s); tests shorten it through export_test.go.
@@ -622,4 +626,9 @@ func (s *Server) lag(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, rep)
 	return nil
+}
+
+// snapshotPolicy is how the snapshots this API writes are kept.
+func (s *Server) snapshotPolicy() snapshots.Policy {
+	return snapshots.Policy{TTL: s.cfg.SnapshotTTL, Encoding: s.cfg.SnapshotEncoding}
 }
