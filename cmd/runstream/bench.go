@@ -24,6 +24,7 @@ import (
 	"github.com/runstream/runstream/internal/bench/relaybench"
 	"github.com/runstream/runstream/internal/config"
 	"github.com/runstream/runstream/internal/relay"
+	"github.com/runstream/runstream/snapshots"
 )
 
 // benchCommands are the subcommands of `runstream bench`: one entry of
@@ -37,6 +38,7 @@ func benchCommands() []command {
 		benchRead.command(),
 		benchExport.command(),
 		benchList.command(),
+		benchSteady.command(),
 	}
 }
 
@@ -396,6 +398,7 @@ var benchProject = benchTarget[projectCLI, *projectbench.Report]{
 		fs.BoolVar(&cli.catchUp, "catch-up", true, "run the catch-up phase and its baseline (--catch-up=false skips it)")
 		fs.IntVar(&cli.RepairRuns, "repair-runs", 100000, "finished runs of the repair phase, in the store and not in Redis, timed until convergence rebuilt them (0 skips it)")
 		fs.BoolVar(&cli.converge, "converge", true, "run the projectors with convergence passes, as in production (--converge=false measures without them)")
+		fs.DurationVar(&cli.SnapshotTTL, "snapshot-ttl", snapshots.DefaultTTL, "the projectors' --snapshot-ttl, as in production (0 measures without the expiry of terminal runs)")
 		fs.IntVar(&cli.Events, "events", 1_000_000, "events pre-filled into the catch-up topic")
 		fs.IntVar(&cli.Runs, "runs", 10000, "runs the catch-up's events are spread over")
 		fs.BoolVar(&cli.latency, "latency", true, "run the end-to-end latency phase (--latency=false skips it)")

@@ -146,7 +146,7 @@ func (b *bench) endToEnd(ctx context.Context) (_ *EndToEndReport, err error) {
 	}
 	g.Go(func() error { return rl.Run(gctx) })
 	prj, err := projector.New(projector.Config{Brokers: kafka.Addrs, Topic: kafka.Topic, Group: "bench-project-" + harness.RandomHex(6),
-		MaxPollRecords: cfg.Batch, Registerer: prometheus.NewRegistry(), Logger: cfg.Logger}, b.rdb, projStore)
+		MaxPollRecords: cfg.Batch, SnapshotTTL: cfg.SnapshotTTL, Registerer: prometheus.NewRegistry(), Logger: cfg.Logger}, b.rdb, projStore)
 	if err != nil {
 		return nil, err
 	}

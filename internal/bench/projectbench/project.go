@@ -88,6 +88,11 @@ type Config struct {
 	// DisableConvergence runs the projectors without convergence passes,
 	// to measure what the passes cost the catch-up.
 	DisableConvergence bool
+	// SnapshotTTL is the projectors' --snapshot-ttl: terminal runs are
+	// written to expire and filed in the catalog's expiry sets, as in
+	// production (the default there is 24h); 0 measures without the
+	// expiry machinery.
+	SnapshotTTL time.Duration
 	// RepairRuns sizes the repair phase: that many finished runs in the
 	// store and none in Redis (Redis restarted empty), timed until
 	// convergence brought every snapshot back; 0 skips it. It needs

@@ -32,7 +32,7 @@ func (b *bench) startProjector(ctx context.Context, brokers []string, topic, gro
 		converge = -1
 	}
 	p, err := projector.New(projector.Config{Brokers: brokers, Topic: topic, Group: group, MaxPollRecords: b.cfg.Batch,
-		LagHighThreshold: lagHigh, ConvergeInterval: converge, Registerer: reg, Logger: b.cfg.Logger}, b.rdb, src)
+		LagHighThreshold: lagHigh, ConvergeInterval: converge, SnapshotTTL: b.cfg.SnapshotTTL, Registerer: reg, Logger: b.cfg.Logger}, b.rdb, src)
 	if err != nil {
 		return nil, err
 	}

@@ -86,7 +86,7 @@ func (b *bench) repair(ctx context.Context) (_ *RepairReport, err error) {
 	b.keys = append(b.keys, snapshots.ConvergeCursorKey(group), snapshots.ConvergeLeaseKey(group))
 	reg := prometheus.NewRegistry()
 	p, err := projector.New(projector.Config{Brokers: kafka.Addrs, Topic: kafka.Topic, Group: group,
-		ConvergeInterval: 100 * time.Millisecond, Registerer: reg, Logger: cfg.Logger}, b.rdb, st)
+		ConvergeInterval: 100 * time.Millisecond, SnapshotTTL: cfg.SnapshotTTL, Registerer: reg, Logger: cfg.Logger}, b.rdb, st)
 	if err != nil {
 		return nil, err
 	}
