@@ -1007,7 +1007,7 @@ export interface components {
         "Retry-After": string;
         /** @description The snapshot's lastEventSeq, quoted; "N-stale" when the snapshot is marked stale. */
         ETag: string;
-        /** @description Where the snapshot came from: redis (the projector's snapshot), or store (projected from the store now: ?consistent=true, or a run Redis does not hold). Both give the same ETag for the same lastEventSeq. */
+        /** @description Where the snapshot came from: redis (the projector's snapshot), or store (projected from the store now: ?consistent=true, or a run Redis does not hold). Both give the same ETag for the same lastEventSeq and representation (the JSON, or a gzip one a client accepts from a Redis snapshot stored compressed). */
         "X-Runstream-Snapshot-Source": "redis" | "store";
     };
     pathItems: never;
