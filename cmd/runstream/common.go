@@ -64,7 +64,7 @@ func (f *serverFlags) register(fs *flag.FlagSet, logFormat, defaultTenant string
 	fs.IntVar(&l.MaxInflightAppends, "max-inflight-appends", 256, "appends being written at once (503 + Retry-After past it)")
 	fs.IntVar(&l.MaxWatchers, "max-watchers", 10000, "live streams (SSE) of this process (503 + Retry-After past it)")
 	fs.IntVar(&l.MaxWatchersPerTenant, "max-watchers-per-tenant", 1000, "live streams of one tenant on this process (429 + Retry-After past it)")
-	fs.IntVar(&l.MaxConsistentReads, "max-consistent-reads", 8, "?consistent=true rebuilds from the store at once (503 + Retry-After past it)")
+	fs.IntVar(&l.MaxConsistentReads, "max-consistent-reads", 8, "snapshots projected from the store at once: ?consistent=true, and runs Redis does not hold (past --snapshot-ttl); a read past it waits up to 1 s, then 503 + Retry-After")
 	fs.IntVar(&l.TenantResyncsPerMinute, "tenant-resyncs-per-minute", 30, "resyncs of its own runs a tenant may ask for per minute (operators: unlimited)")
 	f.snapshots.register(fs)
 }

@@ -121,6 +121,10 @@ func TestRun_DevEndToEnd(t *testing.T) {
 		if err := json.NewDecoder(r.Body).Decode(&s); err != nil || r.StatusCode != 200 {
 			return fmt.Errorf("snapshot: %d %v", r.StatusCode, err)
 		}
+		// From Redis: the store would answer before the projector did.
+		if src := r.Header.Get("X-Runstream-Snapshot-Source"); src != "redis" {
+			return fmt.Errorf("snapshot answered from %q, want redis (the projector's)", src)
+		}
 		if s.LastEventSeq != 1 || s.Status != store.RunRunning {
 			return fmt.Errorf("snapshot %+v, want RUNNING at 1", s)
 		}

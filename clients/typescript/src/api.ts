@@ -172,7 +172,7 @@ export interface paths {
         put?: never;
         /**
          * Rebuild a run's snapshot from the store
-         * @description Any run for an operator; a tenant's own runs at --tenant-resyncs-per-minute.
+         * @description Any run for an operator; a tenant's own runs at --tenant-resyncs-per-minute. A terminal run that ended more than --snapshot-ttl ago is not written back to Redis (its retention there is over): 409 CONFLICT naming --snapshot-ttl; its snapshot is still answered from the store.
          */
         post: operations["resyncRun"];
         delete?: never;
@@ -1005,7 +1005,7 @@ export interface components {
         "X-Request-Id": string;
         /** @description Seconds to wait before retrying. */
         "Retry-After": string;
-        /** @description The snapshot's lastEventSeq, quoted; "N-stale" when the snapshot is marked stale. */
+        /** @description The snapshot's lastEventSeq, quoted; "N-stale" when the snapshot is marked stale; with "-gzip" added when the body is a snapshot stored compressed (--snapshot-encoding gzip) sent with Content-Encoding: gzip. */
         ETag: string;
         /** @description Where the snapshot came from: redis (the projector's snapshot), or store (projected from the store now: ?consistent=true, or a run Redis does not hold). Both give the same ETag for the same lastEventSeq and representation (the JSON, or a gzip one a client accepts from a Redis snapshot stored compressed). */
         "X-Runstream-Snapshot-Source": "redis" | "store";
@@ -1187,6 +1187,10 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     ETag: components["headers"]["ETag"];
                     "X-Runstream-Snapshot-Source": components["headers"]["X-Runstream-Snapshot-Source"];
+                    /** @description gzip when the snapshot is stored compressed in Redis (--snapshot-encoding gzip, terminal runs only) and the request's Accept-Encoding takes gzip: the stored gzip member is sent as it is. Absent otherwise. */
+                    "Content-Encoding"?: "gzip";
+                    /** @description Accept-Encoding, when the snapshot is stored compressed: the body depends on it. */
+                    Vary?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1478,6 +1482,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
