@@ -69,6 +69,10 @@ func TestRun_UsageErrors(t *testing.T) {
 		{[]string{"bench", "relay", "--settle", "-1s"}, nil, "--settle must be >= 0"},
 		{[]string{"etl", "--max-queued-records", "-5"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1", "RUNSTREAM_POSTGRES_URL": "postgres://x"}, "--max-queued-records"},
 		{[]string{"bench", "etl", "--max-queued", "-1"}, nil, "--max-queued must be"},
+		{[]string{"projector", "--snapshot-ttl", "30s"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1"}, "--snapshot-ttl (RUNSTREAM_SNAPSHOT_TTL) must be 0 (keep every snapshot) or at least 1m0s, got 30s"},
+		{[]string{"api"}, map[string]string{"RUNSTREAM_SNAPSHOT_TTL": "-1h"}, "--snapshot-ttl (RUNSTREAM_SNAPSHOT_TTL) must be 0"},
+		{[]string{"rebuild", "--all", "--snapshot-ttl", "59s"}, nil, "at least 1m0s, got 59s"},
+		{[]string{"dev", "--snapshot-encoding", "zstd"}, nil, `--snapshot-encoding must be json or gzip, got "zstd" (RUNSTREAM_SNAPSHOT_ENCODING)`},
 	} {
 		var out testenv.Buffer
 		err := run(context.Background(), tc.args, func(k string) string { return tc.env[k] }, &out, &out)
