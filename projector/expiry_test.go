@@ -111,20 +111,59 @@ func testSnapshotTTL(t *testing.T, enc snapshots.Encoding) {
 	}
 
 	// A replay of every record (a consumer reset to the earliest offset),
-	// then a late duplicate of one record of each ended run.
-	f.publish(t, all)
-	var late []store.RunEventRecord
-	for _, recs := range ended {
-		late = append(late, recs[len(recs)/2])
+	// then a late duplicate of one record of each ended run. No write of an
+	// ended run may land meanwhile, not even a half-built one that the
+	// replay's later records would expire again: every landed write
+	// publishes a notification.
+	sub := rdb.Subscribe(ctx, snapshots.UpdatesChannelOf(rdb))
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
 	}
-	f.publish(t, late)
+	resurrected := make(chan string, len(all))
+	go func() {
+		for m := range sub.Channel() {
+			if n, err := snapshots.ParseNotification([]byte(m.Payload)); err == nil && ended[n.RunID] != nil {
+				resurrected <- n.RunID
+			}
+		}
+	}()
+	// The replay's first half first: each ended run's opening events,
+	// which alone would make an open, half-built snapshot.
+	var firstHalf, rest []store.RunEventRecord
+	for _, recs := range ended {
+		firstHalf = append(firstHalf, recs[:len(recs)/2]...)
+		rest = append(rest, recs[len(recs)/2:]...)
+		rest = append(rest, recs[len(recs)/2]) // a late duplicate
+	}
+	for _, recs := range open {
+		rest = append(rest, recs...)
+	}
+	f.publish(t, firstHalf)
 	testenv.WaitUntil(t, 20*time.Second, func() error {
+		select {
+		case id := <-resurrected:
+			t.Fatalf("a write of the expired run %s landed during the replay", id)
+		default:
+		}
 		if got := counter(t, run.reg, "runstream_projector_expired_writes_total", ""); got < float64(len(ended)) {
-			return fmt.Errorf("runstream_projector_expired_writes_total = %v, want at least %d (the replay reached each ended run's end)", got, len(ended))
+			return fmt.Errorf("runstream_projector_expired_writes_total = %v, want at least %d (each ended run's opening events resolved against the store)", got, len(ended))
+		}
+		return nil
+	})
+	f.publish(t, rest)
+	testenv.WaitUntil(t, 20*time.Second, func() error {
+		if got := counter(t, run.reg, "runstream_projector_expired_writes_total", ""); got < float64(2*len(ended)) {
+			return fmt.Errorf("runstream_projector_expired_writes_total = %v, want at least %d (the replay reached each ended run's end)", got, 2*len(ended))
 		}
 		return nil
 	})
 	gone("after a replay and late duplicates")
+	select {
+	case id := <-resurrected:
+		t.Fatalf("a write of the expired run %s landed during the replay", id)
+	default:
+	}
 
 	// Redis loses everything: convergence brings back the open runs, and
 	// never the expired ones.

@@ -322,6 +322,16 @@ func isLate(r *kgo.Record, ev *store.RunEventRecord) bool {
 	return err == nil && r.Timestamp.Sub(t) > lateAfter
 }
 
+// pastRetention reports whether ev was persisted longer ago than the
+// snapshot retention: its run may have ended and expired since.
+func (p *Projector) pastRetention(ev *store.RunEventRecord) bool {
+	if p.cfg.SnapshotTTL <= 0 {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339Nano, ev.PersistedAt)
+	return err == nil && time.Since(t) > p.cfg.SnapshotTTL
+}
+
 // batchInFlight is a poll batch whose writes were sent and not yet
 // waited for.
 type batchInFlight struct {
@@ -562,8 +572,14 @@ func (p *Projector) reduceRun(ctx context.Context, re *runEvents, prev store.Run
 	}
 	// A run with no snapshot whose events come late may be getting old
 	// events (a replayed dead letter after Redis lost the snapshot): the
-	// store says where it really stands.
-	oldOnNothing := !exists && !broken && len(re.events) > 0 && isLate(re.first, &re.events[0])
+	// store says where it really stands. So does one whose event is older
+	// than the snapshot retention (a consumer replaying the topic from its
+	// start): the run may have ended and expired, and applying its first
+	// events to nothing would bring it back half built until the replay
+	// reached its end; the store's projection is written whole, or not at
+	// all when it is past its retention.
+	oldOnNothing := !exists && !broken && len(re.events) > 0 &&
+		(isLate(re.first, &re.events[0]) || p.pastRetention(&re.events[0]))
 	needResync := broken || re.undecoded || re.resync || re.behind > 0 || oldOnNothing || (exists && prev.Stale)
 	gap := false
 	if !needResync {
