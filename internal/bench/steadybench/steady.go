@@ -30,6 +30,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
@@ -310,6 +311,12 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		defer func() { err = errors.Join(err, cleanUp(ctx, rdb, tenant, group, app)) }()
 	}
 
+	relayClient, err := kgo.NewClient(relay.ClientOptions(kafka.Addrs)...)
+	if err != nil {
+		return nil, fmt.Errorf("creating the relay's Kafka client: %w", err)
+	}
+	defer relayClient.Close() // after the relay stopped
+
 	// The components, each owned by the group and stopped together.
 	cctx, stopAll := context.WithCancel(ctx)
 	g, gctx := errgroup.WithContext(cctx)
@@ -320,11 +327,6 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		}
 	}()
 	g.Go(func() error { return st.RunOutboxNotifier(gctx) })
-	relayClient, err := kgo.NewClient(relay.ClientOptions(kafka.Addrs)...)
-	if err != nil {
-		return nil, fmt.Errorf("creating the relay's Kafka client: %w", err)
-	}
-	defer relayClient.Close()
 	rl, err := relay.New(relay.Config{Topic: kafka.Topic, Partitions: cfg.Partitions, Logger: cfg.Logger,
 		Registerer: prometheus.NewRegistry()}, relayPool, relayClient)
 	if err != nil {
@@ -457,7 +459,9 @@ func (s *sampler) take(ctx context.Context) error {
 	if _, x.OnTopic, err = s.kafka.EndOffsets(ctx); err != nil {
 		return err
 	}
-	if x.Projected, err = s.kafka.CommittedSum(ctx, s.group); err != nil {
+	// Before the projector joined, the group does not exist: nothing
+	// projected yet.
+	if x.Projected, err = s.kafka.CommittedSum(ctx, s.group); err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 		return err
 	}
 	s.samples = append(s.samples, x)
