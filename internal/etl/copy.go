@@ -19,24 +19,32 @@ import (
 // from the snapshots into COPY's binary format (copyRows), a few into the
 // column arrays of an INSERT (rows).
 type newRows struct {
-	runs     []*store.RunSnapshot
+	runs     []newRun
 	attempts []newAttempt
 }
 
+// newRun is a run's new runs row, in partition month.
+type newRun struct {
+	s     *store.RunSnapshot
+	month time.Time
+}
+
+// newAttempt is a new step_attempts row, in its run's partition month.
 type newAttempt struct {
 	runID, stepID string
 	a             *store.StepAttempt
+	month         time.Time
 }
 
 // columns lays n out as the column arrays of INSERT ... SELECT FROM unnest.
 func (n *newRows) columns() *rows {
 	var o rows
 	o.grow(len(n.runs), len(n.attempts))
-	for _, s := range n.runs {
-		o.addRun(s)
+	for _, r := range n.runs {
+		o.addRun(r.s, r.month)
 	}
 	for _, a := range n.attempts {
-		o.addAttempt(a.runID, a.stepID, a.a)
+		o.addAttempt(a.runID, a.stepID, a.a, a.month)
 	}
 	return &o
 }
@@ -44,8 +52,8 @@ func (n *newRows) columns() *rows {
 // copyRuns and copyAttempts send rows with COPY in the binary format,
 // encoded from the snapshots as Postgres reads them: no column arrays, no
 // value boxed in an interface, no copy of the batch in memory.
-func copyRuns(ctx context.Context, tx pgx.Tx, runs []*store.RunSnapshot) error {
-	r := newCopyReader(len(runs), func(e *copyEncoder, i int) { e.run(runs[i]) })
+func copyRuns(ctx context.Context, tx pgx.Tx, runs []newRun) error {
+	r := newCopyReader(len(runs), func(e *copyEncoder, i int) { e.run(runs[i].s, runs[i].month) })
 	if _, err := tx.Conn().PgConn().CopyFrom(ctx, r, copyRunsSQL); err != nil {
 		return fmt.Errorf("copying new runs: %w", err)
 	}
@@ -55,7 +63,7 @@ func copyRuns(ctx context.Context, tx pgx.Tx, runs []*store.RunSnapshot) error {
 func copyAttempts(ctx context.Context, tx pgx.Tx, attempts []newAttempt) error {
 	r := newCopyReader(len(attempts), func(e *copyEncoder, i int) {
 		a := &attempts[i]
-		e.attempt(a.runID, a.stepID, a.a)
+		e.attempt(a.runID, a.stepID, a.a, a.month)
 	})
 	if _, err := tx.Conn().PgConn().CopyFrom(ctx, r, copyAttemptsSQL); err != nil {
 		return fmt.Errorf("copying new step attempts: %w", err)
@@ -68,10 +76,10 @@ var (
 	copyAttemptsSQL = `COPY step_attempts (` + strings.Join(columnList(attemptColumns), ", ") + `) FROM STDIN (FORMAT binary)`
 )
 
-// run encodes s as a runs row, columns in runColumns' order, with the
-// values rows.addRun gives the INSERT.
-func (e *copyEncoder) run(s *store.RunSnapshot) {
-	e.tuple(15)
+// run encodes s as a runs row of month, columns in runColumns' order,
+// with the values rows.addRun gives the INSERT.
+func (e *copyEncoder) run(s *store.RunSnapshot, month time.Time) {
+	e.tuple(16)
 	e.text(s.RunID)
 	e.text(s.TenantID)
 	e.text(s.ProjectID)
@@ -87,12 +95,14 @@ func (e *copyEncoder) run(s *store.RunSnapshot) {
 	e.int4(attemptRows(s))
 	e.int8(s.LastEventSeq)
 	e.time(s.UpdatedAt)
+	e.date(month)
 }
 
-// attempt encodes a as a step_attempts row, columns in attemptColumns'
-// order, with the values rows.addAttempt gives the INSERT.
-func (e *copyEncoder) attempt(runID, stepID string, a *store.StepAttempt) {
-	e.tuple(12)
+// attempt encodes a as a step_attempts row of month, columns in
+// attemptColumns' order, with the values rows.addAttempt gives the
+// INSERT.
+func (e *copyEncoder) attempt(runID, stepID string, a *store.StepAttempt, month time.Time) {
+	e.tuple(13)
 	e.text(runID)
 	e.text(stepID)
 	e.int8(a.LogicalAttemptID)
@@ -111,6 +121,7 @@ func (e *copyEncoder) attempt(runID, stepID string, a *store.StepAttempt) {
 		e.null()
 	}
 	e.int4(len(a.Artifacts))
+	e.date(month)
 }
 
 // copyReader is the io.Reader CopyFrom sends from: it encodes rows a
@@ -226,4 +237,12 @@ func (e *copyEncoder) time(s string) {
 	}
 	us := (t.Unix()-postgresEpoch)*1_000_000 + int64(t.Nanosecond()/1000)
 	e.int8(us)
+}
+
+// date is a date value, days since postgresEpoch, of m's UTC day.
+func (e *copyEncoder) date(m time.Time) {
+	m = m.UTC()
+	days := time.Date(m.Year(), m.Month(), m.Day(), 0, 0, 0, 0, time.UTC).Unix() - postgresEpoch
+	e.b = binary.BigEndian.AppendUint32(e.b, 4)
+	e.b = binary.BigEndian.AppendUint32(e.b, uint32(int32(days/86400)))
 }

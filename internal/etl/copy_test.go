@@ -20,7 +20,8 @@ import (
 // TestCopyRows_SameRowsAsInsert writes seeded random rows, with the values
 // that are easy to get wrong in a binary format (NUL characters, non-ASCII
 // text, empty and NULL strings, times with nanoseconds, offsets, before
-// 2000 and far ahead, NULL and negative durations, large integers), once
+// 2000 and far ahead, NULL and negative durations, large integers, months
+// on both sides of 2000-01-01 for run_month), once
 // through the binary COPY and once through the INSERT of column arrays,
 // and checks that Postgres holds the same rows both times.
 func TestCopyRows_SameRowsAsInsert(t *testing.T) {
@@ -32,15 +33,23 @@ func TestCopyRows_SameRowsAsInsert(t *testing.T) {
 	t.Logf("seed %d (rerun with ETL_SEED=%d)", s, s)
 	rng := rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
 
+	// Months on both sides of 2000-01-01, where the binary date counts
+	// its days from.
+	months := []time.Time{
+		time.Date(1999, 12, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2031, 7, 1, 0, 0, 0, 0, time.UTC),
+	}
 	var ins newRows
 	for i := range 300 {
 		sn := randomSnapshot(rng, i)
-		ins.runs = append(ins.runs, sn)
+		m := months[rng.IntN(len(months))]
+		ins.runs = append(ins.runs, newRun{sn, m})
 		for j := range sn.Steps {
 			st := &sn.Steps[j]
-			ins.attempts = append(ins.attempts, newAttempt{sn.RunID, st.StepID, &st.StepAttempt})
+			ins.attempts = append(ins.attempts, newAttempt{sn.RunID, st.StepID, &st.StepAttempt, m})
 			for k := range st.Attempts {
-				ins.attempts = append(ins.attempts, newAttempt{sn.RunID, st.StepID, &st.Attempts[k]})
+				ins.attempts = append(ins.attempts, newAttempt{sn.RunID, st.StepID, &st.Attempts[k], m})
 			}
 		}
 	}
@@ -58,6 +67,11 @@ func TestCopyRows_SameRowsAsInsert(t *testing.T) {
 	})
 	if _, err := Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
+	}
+	for _, m := range months {
+		if _, err := pool.Exec(ctx, `SELECT etl_add_month($1::date)`, m); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	write := func(copied bool) []string {
@@ -190,7 +204,7 @@ func TestCopyReader_ChunksAnySize(t *testing.T) {
 		runs = append(runs, randomSnapshot(rng, i))
 	}
 	read := func(size int) []byte {
-		r := newCopyReader(len(runs), func(e *copyEncoder, i int) { e.run(runs[i]) })
+		r := newCopyReader(len(runs), func(e *copyEncoder, i int) { e.run(runs[i], time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)) })
 		var out []byte
 		buf := make([]byte, size)
 		for {

@@ -11,13 +11,26 @@
 //
 // docs/ETL.md describes the columns and has example queries.
 //
+// # Partitions and retention
+//
+// Both tables are partitioned by month (migration 0003): run_month, the
+// UTC month of the persistedAt of the run's first event, is on every row
+// of the run, so a run's rows live in one month's partitions. The ETL
+// creates the partitions (the current and next month ahead, others on
+// demand: partitioner) and, with Config.Retention, drops a month whole
+// once all its runs started longer ago and have ended (retention.go). A run
+// of a dropped month is never written again, and convergence leaves out
+// the runs that ended longer than the retention ago (convergeHeads).
+//
 // # Effectively once
 //
 // Delivery on the topic is at least once. A run's consumer checkpoint is
 // its runs row's last_event_seq (the last runSeq consumed, unknown types
 // included, as the snapshot's lastEventSeq), written in the transaction
-// that writes the row (consumer/pgcheckpoint, WithOwnRows); runs without a
-// row (only unknown types so far) keep theirs in
+// that writes the row (consumer/pgcheckpoint, WithOwnRows; runs of an
+// earlier month than the current one write the checkpoint table too, see
+// ownCheckpoints); runs without a row (only unknown types so far) keep
+// theirs in
 // runstream_consumer_checkpoints in the same schema, which also holds the
 // checkpoints earlier versions wrote for every run (the greater of the two
 // counts). So a redelivered or duplicated record never reaches the sink
@@ -56,4 +69,8 @@
 //   - runstream_etl_gaps_total: gaps filled from the store.
 //   - runstream_etl_flush_seconds: time to read back and write one
 //     partition batch's rows.
+//   - runstream_etl_retired_events_total: events of runs the retention
+//     dropped, not written.
+//   - runstream_etl_partitions_dropped_total: table partitions the
+//     retention dropped.
 package etl

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -67,6 +68,16 @@ type Config struct {
 	// ConvergeInterval and ConvergeGrace: consumer.Config's (0 means 5s
 	// each; an interval < 0 turns convergence off).
 	ConvergeInterval, ConvergeGrace time.Duration
+	// Retention is how long after its first event a run's rows are kept:
+	// the partitions of a month whose runs all started longer ago than
+	// that, and have all ended, are dropped (retention.go), and
+	// convergence leaves alone the runs that ended that long ago. 0 keeps
+	// every run; otherwise at least MinRetention.
+	Retention time.Duration
+	// PartitionInterval is how often the partitions of the current and
+	// the next month are made sure of and Retention applied; 0 means
+	// DefaultPartitionInterval. Both happen at start too.
+	PartitionInterval time.Duration
 	// ClientOptions are added to the Kafka client's (TLS, SASL, logging).
 	ClientOptions []kgo.Opt
 	// Registerer receives the metrics; nil means none.
@@ -94,14 +105,18 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("etl: MaxPollRecords (--max-poll-records), MaxQueuedRecords (--max-queued-records) and CacheRuns (--cache-runs) must be >= 0, got %d, %d and %d",
 			c.MaxPollRecords, c.MaxQueuedRecords, c.CacheRuns))
 	}
+	if c.Retention < 0 || (c.Retention > 0 && c.Retention < MinRetention) {
+		errs = append(errs, fmt.Errorf("etl: Retention (--etl-retention) must be 0 (keep every run) or at least %v (31 days, the longest month), got %v",
+			MinRetention, c.Retention))
+	}
+	if c.PartitionInterval < 0 {
+		errs = append(errs, fmt.Errorf("etl: PartitionInterval must be >= 0, got %v", c.PartitionInterval))
+	}
 	if c.Group != "" && strings.TrimSpace(c.Group) == "" {
 		errs = append(errs, errors.New("etl: Group (--group) is blank"))
 	}
 	return errors.Join(errs...)
 }
-
-// ownCheckpoints reads the checkpoints the runs rows record.
-const ownCheckpoints = `SELECT run_id, last_event_seq FROM runs WHERE run_id = ANY($1)`
 
 // ETL consumes the run-event topic into the runs and step_attempts tables
 // of one Postgres schema, effectively once.
@@ -111,6 +126,8 @@ type ETL struct {
 	m     *metrics
 	log   *slog.Logger
 	ready atomic.Bool
+	// now is the clock of the partitions' months.
+	now func() time.Time
 }
 
 // New returns an ETL writing through pool, whose search_path must be the
@@ -137,6 +154,9 @@ func New(cfg Config, pool *pgxpool.Pool) (*ETL, error) {
 	if cfg.CacheRuns == 0 {
 		cfg.CacheRuns = 20000
 	}
+	if cfg.PartitionInterval == 0 {
+		cfg.PartitionInterval = DefaultPartitionInterval
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -145,7 +165,7 @@ func New(cfg Config, pool *pgxpool.Pool) (*ETL, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ETL{cfg: cfg, pool: pool, m: m, log: log.With("component", "etl")}, nil
+	return &ETL{cfg: cfg, pool: pool, m: m, log: log.With("component", "etl"), now: time.Now}, nil
 }
 
 // Run migrates the schema, then consumes until ctx is done (returning nil)
@@ -172,12 +192,36 @@ func (e *ETL) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	s := &sink{log: e.log, flushTime: e.m.flushTime}
+	parts := newPartitions(e.pool, e.log)
+	if err := parts.load(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	ret := newRetention(e.pool, parts, e.cfg.Retention, e.log, e.m.dropped)
+	if err := ret.ahead(ctx, e.now()); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	s := &sink{log: e.log, flushTime: e.m.flushTime, parts: parts, fetcher: e.cfg.Fetcher, now: e.now}
 	var checkpoints consumer.Checkpoints = cps
 	if !e.cfg.DisableBatching {
 		s.cache = newRunCache(e.cfg.CacheRuns)
 		checkpoints = &batcher{inner: cps, sink: s}
 	}
+	checkpoints = &partitioner{inner: checkpoints, parts: parts, retired: e.m.retired}
+	var heads consumer.RunHeads
+	if e.cfg.Heads != nil {
+		heads = &convergeHeads{inner: e.cfg.Heads, pool: e.pool, keep: e.cfg.Retention, now: e.now}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); ret.run(ctx, e.cfg.PartitionInterval, e.now) }()
+	defer func() { cancel(); wg.Wait() }()
 	c, err := consumer.New(consumer.Config{
 		Brokers:          e.cfg.Brokers,
 		Topic:            e.cfg.Topic,
@@ -188,7 +232,7 @@ func (e *ETL) Run(ctx context.Context) error {
 		MaxQueuedRecords: e.cfg.MaxQueuedRecords,
 		SessionTimeout:   e.cfg.SessionTimeout,
 		InstanceID:       e.cfg.InstanceID,
-		Heads:            e.cfg.Heads,
+		Heads:            heads,
 		ConvergeState:    cps,
 		ConvergeInterval: e.cfg.ConvergeInterval,
 		ConvergeGrace:    e.cfg.ConvergeGrace,
@@ -201,7 +245,8 @@ func (e *ETL) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.log.Info("etl consuming", "topic", e.cfg.Topic, "group", e.cfg.Group, "batching", !e.cfg.DisableBatching)
+	e.log.Info("etl consuming", "topic", e.cfg.Topic, "group", e.cfg.Group, "batching", !e.cfg.DisableBatching,
+		"retention", e.cfg.Retention.String())
 	e.ready.Store(true)
 	defer e.ready.Store(false)
 	if err := c.Run(ctx); err != nil {

@@ -472,8 +472,9 @@ func rowsWrittenBehindItsBack(t *testing.T, n int) {
 		}
 		first := runs[0][0]
 		if _, err := db.pool.Exec(ctx, `INSERT INTO runs (run_id, tenant_id, project_id, environment_id, plan_id,
-			plan_version, status, steps, failed_steps, attempts_total, last_event_seq)
-			VALUES ($1, 'x', 'x', 'x', 'x', 'x', 'JUNK', 0, 0, 0, 0)`, first.RunID); err != nil {
+			plan_version, status, steps, failed_steps, attempts_total, last_event_seq, run_month)
+			VALUES ($1, 'x', 'x', 'x', 'x', 'x', 'JUNK', 0, 0, 0, 0, date_trunc('month', $2::timestamptz AT TIME ZONE 'UTC'))`,
+			first.RunID, first.PersistedAt); err != nil {
 			t.Fatal(err)
 		}
 		group := "behind-" + testenv.RandomID(3)
@@ -820,6 +821,15 @@ func TestConfig_Validate(t *testing.T) {
 	}
 	if err := (etl.Config{Brokers: []string{"x"}, Fetcher: &consumer.HTTPFetcher{}}).Validate(); err != nil {
 		t.Errorf("Validate of a minimal config: %v", err)
+	}
+	for _, c := range []struct {
+		retention time.Duration
+		ok        bool
+	}{{0, true}, {etl.MinRetention, true}, {90 * 24 * time.Hour, true}, {30 * 24 * time.Hour, false}, {time.Hour, false}, {-time.Hour, false}} {
+		err := (etl.Config{Brokers: []string{"x"}, Fetcher: &consumer.HTTPFetcher{}, Retention: c.retention}).Validate()
+		if (err == nil) != c.ok || err != nil && !strings.Contains(err.Error(), "--etl-retention") {
+			t.Errorf("Validate with Retention %v: %v; want ok=%v, else an error naming --etl-retention", c.retention, err, c.ok)
+		}
 	}
 	for _, s := range []string{"", "Upper", "1x", "a-b", strings.Repeat("a", 64), "a;drop"} {
 		if etl.CheckSchema(s) == nil {

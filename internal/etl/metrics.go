@@ -21,6 +21,8 @@ type metrics struct {
 	events    *prometheus.CounterVec
 	gaps      prometheus.Counter
 	flushTime prometheus.Histogram
+	retired   prometheus.Counter
+	dropped   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -38,12 +40,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time to read back and write the rows of one transaction's events (one partition batch); batched, from the read-back to the commit (the writes go with the checkpoints).",
 			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
 		}),
+		retired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "runstream_etl_retired_events_total",
+			Help: "Events of runs whose month the retention (--etl-retention) closed and that have no rows (dropped with their partition): not written, so a late event never brings back part of a run.",
+		}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "runstream_etl_partitions_dropped_total",
+			Help: "Partitions of runs and step_attempts the retention (--etl-retention) detached and dropped.",
+		}),
 	}
 	for _, r := range []string{resultApplied, resultGapFilled, resultUnknownType, resultDuplicate, resultHandlerError, resultDeadLettered} {
 		m.events.WithLabelValues(r) // present at 0 from the start
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.events, m.gaps, m.flushTime} {
+		for _, c := range []prometheus.Collector{m.events, m.gaps, m.flushTime, m.retired, m.dropped} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

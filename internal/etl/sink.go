@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,6 +52,11 @@ import (
 type sink struct {
 	log       *slog.Logger
 	flushTime prometheus.Observer
+	// parts knows the partitions; fetcher reads a run's first event when
+	// the sink must know the run's month and has not seen it (monthOfNewRun).
+	parts   *partitions
+	fetcher consumer.Fetcher
+	now     func() time.Time
 	// upsertAll is set once a write met a unique violation (see
 	// noteWriteError).
 	upsertAll atomic.Bool
@@ -74,6 +81,8 @@ type pending struct {
 	// cache is where a run's state before the transaction may be found;
 	// nil: read every run's rows back.
 	cache *runCache
+	// month is the current month when the transaction started.
+	month time.Time
 }
 
 // projecting is how the sink projects: the tables keep only how many
@@ -90,17 +99,22 @@ type attemptKey struct {
 type runEvents struct {
 	id string
 	// first and last are the runSeq of the run's first and last event in
-	// the transaction, unknown types included.
+	// the transaction, unknown types included; firstAt is the persistedAt
+	// of the first one, events how many there are.
 	first, last int64
+	firstAt     string
+	events      int
 	// known counts the run's events of known types.
 	known int
+	// month is the run's partition key (run_month), zero until known: from
+	// the rows read back or the cache, or for a run without rows from the
+	// persistedAt of its runSeq 1 (monthOfNewRun).
+	month time.Time
 	// based: base, the run's state before the transaction, is known, and
 	// proj folds its events into it as they arrive. A run is based from
-	// its first event when that is runSeq 1 (the consumer delivers a run's
-	// events in order from its checkpoint + 1, so its checkpoint was 0,
-	// and since rows commit with checkpoints, the run has no rows) or when
-	// the run cache vouches for its snapshot; otherwise in flush, once its
-	// rows are read back.
+	// its first event when that is runSeq 1 of the current month (see
+	// pending.currentMonth: it has no rows) or when the run cache vouches
+	// for its snapshot; otherwise in flush, once its rows are read back.
 	based bool
 	base  store.RunSnapshot
 	proj  reduce.Projection
@@ -122,16 +136,17 @@ func (p *pending) add(ev *store.RunEventRecord) {
 	}
 	r := p.runs[ev.RunID]
 	if r == nil {
-		r = &runEvents{id: ev.RunID, first: ev.RunSeq}
-		if ev.RunSeq == 1 {
-			r.based, r.proj = true, reduce.NewProjection(store.RunSnapshot{}, projecting)
-		} else if sn, ok := p.cache.get(ev.RunID, ev.RunSeq-1); ok {
-			r.based, r.base, r.proj = true, sn, reduce.NewProjection(sn, projecting)
+		r = &runEvents{id: ev.RunID, first: ev.RunSeq, firstAt: ev.PersistedAt}
+		if m, ok := p.currentMonth(ev); ok {
+			r.based, r.month, r.proj = true, m, reduce.NewProjection(store.RunSnapshot{}, projecting)
+		} else if sn, m, ok := p.cache.get(ev.RunID, ev.RunSeq-1); ok {
+			r.based, r.base, r.month, r.proj = true, sn, m, reduce.NewProjection(sn, projecting)
 		}
 		p.runs[ev.RunID] = r
 		p.order = append(p.order, r)
 	}
 	r.last = ev.RunSeq
+	r.events++
 	// A future event type changes no column but last_event_seq and
 	// updated_at, as it changes only lastEventSeq and updatedAt in the
 	// snapshot: the reducer says so. It makes no row of its own (see
@@ -148,6 +163,24 @@ func (p *pending) add(ev *store.RunEventRecord) {
 	} else {
 		r.held = append(r.held, *ev)
 	}
+}
+
+// currentMonth returns the month of ev, a run's first event in the
+// transaction, when the run has no rows for sure: ev is its runSeq 1
+// (the consumer delivers a run's events in order from its checkpoint + 1,
+// so the checkpoint was 0), and of the current month, whose rows the
+// checkpoint read looks in (ownCheckpoints: a row there would have
+// given a checkpoint). A runSeq 1 of an older month may be the
+// redelivery of a run whose row the checkpoint read did not look for.
+func (p *pending) currentMonth(ev *store.RunEventRecord) (time.Time, bool) {
+	if ev.RunSeq != 1 {
+		return time.Time{}, false
+	}
+	t, ok := parseTimeValue(ev.PersistedAt)
+	if !ok || monthOf(t) != p.month {
+		return time.Time{}, false
+	}
+	return p.month, true
 }
 
 // touch adds k to r.touched unless it is there: a linear search while the
@@ -177,7 +210,10 @@ func (r *runEvents) touch(k attemptKey) {
 
 type ctxKey int
 
-const pendingKey ctxKey = 0
+const (
+	pendingKey ctxKey = iota
+	partitionsKey
+)
 
 // Handle implements consumer.Handler.
 func (s *sink) Handle(ctx context.Context, ev consumer.Event) error {
@@ -189,10 +225,14 @@ func (s *sink) Handle(ctx context.Context, ev consumer.Event) error {
 	if tx == nil {
 		return ErrNoTransaction
 	}
-	var p pending
+	p := pending{month: monthOf(s.now())}
 	p.add(&ev.RunEventRecord)
 	err := s.flush(ctx, tx, &p, nil, s.upsertAll.Load())
 	s.noteWriteError(err)
+	if st := partitionsOf(ctx); st != nil && isNoPartition(err) {
+		// The consumer hides the cause behind its handler error.
+		st.stale = true
+	}
 	return err
 }
 
@@ -231,7 +271,7 @@ func (b *batcher) Transact(ctx context.Context, group string, fn func(context.Co
 	var p *pending
 	var flushed time.Time
 	err := b.inner.Transact(ctx, group, func(ctx context.Context, ctp consumer.CheckpointTx) error {
-		p, flushed = &pending{cache: b.sink.cache}, time.Time{}
+		p, flushed = &pending{cache: b.sink.cache, month: monthOf(b.sink.now())}, time.Time{}
 		if err := fn(context.WithValue(ctx, pendingKey, p), ctp); err != nil {
 			return err
 		}
@@ -270,14 +310,31 @@ func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch
 		start := time.Now()
 		defer func() { s.flushTime.Observe(time.Since(start).Seconds()) }()
 	}
-	var load []string
+	now := s.now()
+	if err := s.readBack(ctx, tx, p, now); err != nil {
+		return err
+	}
+	var fresh []*runEvents
 	for _, r := range p.order {
-		if !r.based {
-			load = append(load, r.id)
+		next := r.proj.Snapshot()
+		if next.RunID == "" || (r.base.RunID == "" && r.known == 0) {
+			// Every event was a duplicate of what the rows hold, or the run
+			// has no rows and only events of unknown types, which make none:
+			// its checkpoint goes to the checkpoint table.
+			continue
+		}
+		if r.base.RunID != "" && next.LastEventSeq == r.base.LastEventSeq {
+			// Nothing past what the row holds: a run whose row is older
+			// than the months the checkpoint read looks in (ownCheckpoints)
+			// got events it had again.
+			continue
+		}
+		r.next = &next
+		if r.base.RunID == "" {
+			fresh = append(fresh, r)
 		}
 	}
-	prev, err := loadRuns(ctx, tx, load)
-	if err != nil {
+	if err := s.placeNewRuns(ctx, tx, fresh, now); err != nil {
 		return err
 	}
 	// Each row goes to a plain INSERT when the run's previous state (the
@@ -287,52 +344,201 @@ func (s *sink) flush(ctx context.Context, tx pgx.Tx, p *pending, into *pgx.Batch
 	// are new. With upsert set (the retry after a unique violation, which
 	// only a bug could cause) every row is upserted instead.
 	var ins newRows
-	var upd rows
+	var upd updates
 	// Most rows are new: size the new rows' list for all of them, so that
 	// it is not grown (and copied) row by row.
 	nAttempts := 0
 	for _, r := range p.order {
 		nAttempts += len(r.touched)
 	}
-	ins.runs, ins.attempts = make([]*store.RunSnapshot, 0, len(p.order)), make([]newAttempt, 0, nAttempts)
+	ins.runs, ins.attempts = make([]newRun, 0, len(p.order)), make([]newAttempt, 0, nAttempts)
 	for _, r := range p.order {
-		if !r.based {
-			r.base = prev[clean(r.id)]
-			r.proj = reduce.NewProjection(r.base, projecting)
-			for i := range r.held {
-				r.proj.Add(&r.held[i])
-			}
-			r.based, r.held = true, nil
-		}
-		base := &r.base
-		next := r.proj.Snapshot()
-		if next.RunID == "" || (base.RunID == "" && r.known == 0) {
-			// Every event was a duplicate of what the rows hold, or the run
-			// has no rows and only events of unknown types, which make none:
-			// its checkpoint goes to the checkpoint table.
+		next := r.next
+		if next == nil {
 			continue
 		}
-		r.next = &next
-		// The run's row records its checkpoint (see Run).
-		pgcheckpoint.Recorded(ctx, r.id, next.LastEventSeq)
+		base := &r.base
+		if r.month.IsZero() {
+			return fmt.Errorf("etl: run %q has no month to write its rows in (a bug)", r.id)
+		}
+		if recordsOwnCheckpoint(r.month, now) {
+			// The run's row records its checkpoint (see Run).
+			pgcheckpoint.Recorded(ctx, r.id, next.LastEventSeq)
+		}
 		if base.RunID == "" {
-			ins.runs = append(ins.runs, &next)
+			ins.runs = append(ins.runs, newRun{next, r.month})
 		} else {
-			upd.addRun(&next)
+			upd.of(r.month).addRun(next, r.month)
 		}
 		for _, k := range r.touched {
-			st, a := findAttempt(&next, k)
+			st, a := findAttempt(next, k)
 			if a == nil {
 				continue
 			}
 			if _, old := findAttempt(base, k); old == nil {
-				ins.attempts = append(ins.attempts, newAttempt{next.RunID, st, a})
+				ins.attempts = append(ins.attempts, newAttempt{next.RunID, st, a, r.month})
 			} else {
-				upd.addAttempt(next.RunID, st, a)
+				upd.of(r.month).addAttempt(next.RunID, st, a, r.month)
 			}
 		}
 	}
 	return writeRows(ctx, tx, into, &ins, &upd, upsert)
+}
+
+// readBack bases the runs p could not fold yet on their rows, and folds
+// their events in. It reads the rows in the hot partitions (hotFrom), then
+// in the older ones those of the runs it did not find there whose rows
+// could be older: a run's rows are found wherever they are, while most
+// transactions probe two partitions per run, not every one the tables have.
+func (s *sink) readBack(ctx context.Context, tx pgx.Tx, p *pending, now time.Time) error {
+	var load []string
+	for _, r := range p.order {
+		if !r.based {
+			load = append(load, r.id)
+		}
+	}
+	if len(load) == 0 {
+		return nil
+	}
+	hot := hotFrom(now)
+	prev, err := loadRuns(ctx, tx, load, hot, time.Time{})
+	if err != nil {
+		return err
+	}
+	var older []string
+	for _, r := range p.order {
+		if r.based {
+			continue
+		}
+		if _, ok := prev[clean(r.id)]; ok {
+			continue
+		}
+		if t, ok := parseTimeValue(r.firstAt); ok && r.first == 1 && !monthOf(t).Before(hot) {
+			// Its rows, if it had any, would be in its first event's
+			// month, a hot one: it has none.
+			r.month = monthOf(t)
+			continue
+		}
+		older = append(older, r.id)
+	}
+	if len(older) > 0 {
+		cold, err := loadRuns(ctx, tx, older, time.Time{}, hot)
+		if err != nil {
+			return err
+		}
+		maps.Copy(prev, cold)
+	}
+	for _, r := range p.order {
+		if r.based {
+			continue
+		}
+		if l, ok := prev[clean(r.id)]; ok {
+			r.base, r.month = l.snap, l.month
+		}
+		// Events at or below the row's last_event_seq are duplicates to
+		// the reducer: they reach the sink when the run's checkpoint was
+		// read short of its row (an older month's row, see ownCheckpoints).
+		r.proj = reduce.NewProjection(r.base, projecting)
+		for i := range r.held {
+			r.proj.Add(&r.held[i])
+		}
+		r.based, r.held = true, nil
+	}
+	return nil
+}
+
+// placeNewRuns finds the month of each run in fresh (runs getting their
+// first rows), takes out those the retention dropped (their month is
+// before etl_retention.kept_from: written again, they would be a late
+// event's half of a run), and checks that the others' partitions exist,
+// failing with errMissingPartitions, for partitioner, when one does not.
+//
+// kept_from is read only when a run belongs to an earlier month than the
+// current one (the retention never closes the current month), under the
+// retention's lock, shared, held to the end of the transaction: the
+// retention cannot close the month between this read and the commit, and
+// once it closed it no run goes in unseen.
+func (s *sink) placeNewRuns(ctx context.Context, tx pgx.Tx, fresh []*runEvents, now time.Time) error {
+	this := monthOf(now)
+	older := false
+	for _, r := range fresh {
+		if r.month.IsZero() {
+			m, err := s.monthOfNewRun(ctx, r)
+			if err != nil {
+				return err
+			}
+			r.month = m
+		}
+		older = older || r.month.Before(this)
+	}
+	if older {
+		b := &pgx.Batch{}
+		b.Queue(`SELECT pg_advisory_xact_lock_shared(` + retentionLock + `)`)
+		b.Queue(`SELECT kept_from FROM etl_retention`)
+		br := tx.SendBatch(ctx, b)
+		var kept *time.Time
+		_, err := br.Exec()
+		if err == nil {
+			err = br.QueryRow().Scan(&kept)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("reading the retention's kept_from: %w", err)
+		}
+		st := partitionsOf(ctx)
+		for _, r := range fresh {
+			if kept != nil && r.month.Before(*kept) {
+				s.log.Debug("event of a run whose month the retention dropped: not written",
+					"runId", r.id, "month", r.month.Format("2006-01"), "runSeq", r.last)
+				if st != nil {
+					st.retired += r.events
+				}
+				r.next = nil
+			}
+		}
+	}
+	var missing []time.Time
+	for _, r := range fresh {
+		if r.next != nil && !s.parts.has(r.month) && !slices.Contains(missing, r.month) {
+			missing = append(missing, r.month)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if st := partitionsOf(ctx); st != nil {
+		st.missing = missing
+	}
+	return fmt.Errorf("%w (months %v)", errMissingPartitions, missing)
+}
+
+// monthOfNewRun returns the month of the persistedAt of r's first event
+// (runSeq 1): r's own first event when it is that one, else the store's,
+// for a run seen first from a later event (its first events were of
+// unknown types, or its rows were dropped by the retention and a late
+// event came).
+func (s *sink) monthOfNewRun(ctx context.Context, r *runEvents) (time.Time, error) {
+	if t, ok := parseTimeValue(r.firstAt); ok && r.first == 1 {
+		return monthOf(t), nil
+	}
+	if s.fetcher != nil {
+		evs, err := s.fetcher.FetchEvents(ctx, r.id, store.FetchOptions{AfterSeq: 0, Limit: 1})
+		if err != nil {
+			return time.Time{}, fmt.Errorf("reading the first event of run %q (its month is the tables' partition key): %w", r.id, err)
+		}
+		if len(evs) > 0 {
+			if t, ok := parseTimeValue(evs[0].PersistedAt); ok {
+				return monthOf(t), nil
+			}
+		}
+	}
+	// The store has not got it: the earliest event seen will do.
+	if t, ok := parseTimeValue(r.firstAt); ok {
+		return monthOf(t), nil
+	}
+	return monthOf(s.now()), nil
 }
 
 // findAttempt returns the attempt k of the snapshot, nil when the run never
@@ -356,28 +562,56 @@ func findAttempt(s *store.RunSnapshot, k attemptKey) (string, *store.StepAttempt
 	return "", nil
 }
 
+// The columns a flush writes: the data columns (runDataColumns,
+// attemptDataColumns) and the partition key after them (runColumns,
+// attemptColumns).
 const (
-	runColumns = `run_id, tenant_id, project_id, environment_id, plan_id, plan_version, status,
+	runDataColumns = `run_id, tenant_id, project_id, environment_id, plan_id, plan_version, status,
 		started_at, completed_at, duration_ms, steps, failed_steps, attempts_total, last_event_seq, updated_at`
-	attemptColumns = `run_id, step_id, logical_attempt_id, engine_attempt_id, status,
+	attemptDataColumns = `run_id, step_id, logical_attempt_id, engine_attempt_id, status,
 		started_at, completed_at, duration_ms, error_code, error_message, failure_category, artifacts_count`
+	runColumns     = runDataColumns + `, run_month`
+	attemptColumns = attemptDataColumns + `, run_month`
 )
 
-// loadRuns reads ids' rows back as snapshots holding what the tables keep,
-// with one pipelined round trip for both tables. The map's keys are the
-// run IDs as stored (see clean).
-func loadRuns(ctx context.Context, tx pgx.Tx, ids []string) (map[string]store.RunSnapshot, error) {
-	out := make(map[string]store.RunSnapshot, len(ids))
+// loadedRun is a run's rows read back: what the tables keep of its
+// snapshot, and its month.
+type loadedRun struct {
+	snap  store.RunSnapshot
+	month time.Time
+}
+
+// Bounds of run_month for loadRuns when there is none.
+var (
+	firstMonth = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	lastMonth  = time.Date(9999, 12, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// loadRuns reads ids' rows back, from the partitions of the months in
+// [from, before) (a zero bound is none), with one pipelined round trip for
+// both tables. The bounds are parameters of the statements, so Postgres
+// reads only those partitions. The map's keys are the run IDs as stored
+// (see clean).
+func loadRuns(ctx context.Context, tx pgx.Tx, ids []string, from, before time.Time) (map[string]loadedRun, error) {
+	out := make(map[string]loadedRun, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
 	for i, id := range ids {
 		ids[i] = clean(id)
 	}
+	if from.IsZero() {
+		from = firstMonth
+	}
+	if before.IsZero() {
+		before = lastMonth
+	}
 	b := &pgx.Batch{}
-	b.Queue(`SELECT `+runColumns+` FROM runs WHERE run_id = ANY($1)`, ids)
-	b.Queue(`SELECT `+attemptColumns+` FROM step_attempts WHERE run_id = ANY($1)
-		ORDER BY run_id, step_id, logical_attempt_id`, ids)
+	b.Queue(`SELECT `+runColumns+` FROM runs WHERE run_id = ANY($1) AND run_month >= $2::date AND run_month < $3::date`,
+		ids, from, before)
+	b.Queue(`SELECT `+attemptDataColumns+` FROM step_attempts
+		WHERE run_id = ANY($1) AND run_month >= $2::date AND run_month < $3::date
+		ORDER BY run_id, step_id, logical_attempt_id`, ids, from, before)
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 
@@ -389,15 +623,16 @@ func loadRuns(ctx context.Context, tx pgx.Tx, ids []string) (map[string]store.Ru
 		var s store.RunSnapshot
 		var started, completed, updated *time.Time
 		var steps, failed, attempts int32
+		var month time.Time
 		if err := rs.Scan(&s.RunID, &s.TenantID, &s.ProjectID, &s.EnvironmentID, &s.PlanID, &s.PlanVersion, &s.Status,
-			&started, &completed, &s.TotalDurationMs, &steps, &failed, &attempts, &s.LastEventSeq, &updated); err != nil {
+			&started, &completed, &s.TotalDurationMs, &steps, &failed, &attempts, &s.LastEventSeq, &updated, &month); err != nil {
 			rs.Close()
 			return nil, fmt.Errorf("reading runs: %w", err)
 		}
 		s.StartedAt, s.CompletedAt, s.UpdatedAt = formatTime(started), formatTime(completed), formatTime(updated)
 		s.FailedSteps = int(failed)
 		s.Steps, s.Artifacts = []store.StepSnapshot{}, []store.ArtifactRef{}
-		out[s.RunID] = s
+		out[s.RunID] = loadedRun{snap: s, month: month.UTC()}
 	}
 	rs.Close()
 	if err := rs.Err(); err != nil {
@@ -426,10 +661,11 @@ func loadRuns(ctx context.Context, tx pgx.Tx, ids []string) (map[string]store.Ru
 		// Only the count is kept; the reducer replaces or keeps the slice
 		// as a whole, so placeholders count right.
 		a.Artifacts = make([]store.ArtifactRef, artifacts)
-		s, ok := out[runID]
+		l, ok := out[runID]
 		if !ok {
 			continue // cannot happen: rows commit together
 		}
+		s := &l.snap
 		// Rows come in (step, logical attempt) order: the last attempt of
 		// a step is its current one, the earlier ones its history.
 		if n := len(s.Steps); n > 0 && s.Steps[n-1].StepID == stepID {
@@ -439,7 +675,7 @@ func loadRuns(ctx context.Context, tx pgx.Tx, ids []string) (map[string]store.Ru
 		} else {
 			s.Steps = append(s.Steps, store.StepSnapshot{StepID: stepID, StepAttempt: a, Attempts: []store.StepAttempt{}})
 		}
-		out[runID] = s
+		out[runID] = l
 	}
 	if err := as.Err(); err != nil {
 		return nil, fmt.Errorf("reading step attempts: %w", err)
@@ -459,6 +695,7 @@ type runCols struct {
 	duration                                        []*int64
 	steps, failed, attempts                         []int32
 	seq                                             []int64
+	month                                           []time.Time
 }
 
 type attemptCols struct {
@@ -468,6 +705,7 @@ type attemptCols struct {
 	duration                []*int64
 	code, message, category []*string
 	artifacts               []int32
+	month                   []time.Time
 }
 
 // grow sizes o's columns for runs and attempts rows.
@@ -478,6 +716,7 @@ func (o *rows) grow(runs, attempts int) {
 	r.started, r.completed, r.updated = make([]*time.Time, 0, runs), make([]*time.Time, 0, runs), make([]*time.Time, 0, runs)
 	r.duration, r.seq = make([]*int64, 0, runs), make([]int64, 0, runs)
 	r.steps, r.failed, r.attempts = make([]int32, 0, runs), make([]int32, 0, runs), make([]int32, 0, runs)
+	r.month = make([]time.Time, 0, runs)
 
 	a := &o.attempt
 	a.run, a.step, a.status = make([]string, 0, attempts), make([]string, 0, attempts), make([]string, 0, attempts)
@@ -486,6 +725,7 @@ func (o *rows) grow(runs, attempts int) {
 	a.duration = make([]*int64, 0, attempts)
 	a.code, a.message, a.category = make([]*string, 0, attempts), make([]*string, 0, attempts), make([]*string, 0, attempts)
 	a.artifacts = make([]int32, 0, attempts)
+	a.month = make([]time.Time, 0, attempts)
 }
 
 // attemptRows is how many step_attempts rows s makes: each step's
@@ -498,7 +738,7 @@ func attemptRows(s *store.RunSnapshot) int {
 	return n
 }
 
-func (o *rows) addRun(s *store.RunSnapshot) {
+func (o *rows) addRun(s *store.RunSnapshot, month time.Time) {
 	c := &o.run
 	attempts := attemptRows(s)
 	c.id = append(c.id, clean(s.RunID))
@@ -516,9 +756,10 @@ func (o *rows) addRun(s *store.RunSnapshot) {
 	c.attempts = append(c.attempts, int32(min(attempts, 1<<31-1)))
 	c.seq = append(c.seq, s.LastEventSeq)
 	c.updated = append(c.updated, parseTime(s.UpdatedAt))
+	c.month = append(c.month, month)
 }
 
-func (o *rows) addAttempt(runID, stepID string, a *store.StepAttempt) {
+func (o *rows) addAttempt(runID, stepID string, a *store.StepAttempt, month time.Time) {
 	c := &o.attempt
 	c.run = append(c.run, clean(runID))
 	c.step = append(c.step, clean(stepID))
@@ -536,17 +777,46 @@ func (o *rows) addAttempt(runID, stepID string, a *store.StepAttempt) {
 	c.message = append(c.message, msg)
 	c.category = append(c.category, category)
 	c.artifacts = append(c.artifacts, int32(min(len(a.Artifacts), 1<<31-1)))
+	c.month = append(c.month, month)
+}
+
+// updates are a flush's changed rows by month. Each month's go in UPDATEs
+// of their own whose run_month is a parameter, not a column of the
+// unnested rows: Postgres then reads only that month's partition, where a
+// join on run_month was planned, for a few thousand rows, as a hash join
+// over every partition.
+type updates struct {
+	months  []time.Time
+	byMonth map[time.Time]*rows
+}
+
+// of returns the changed rows of month m.
+func (u *updates) of(m time.Time) *rows {
+	if r, ok := u.byMonth[m]; ok {
+		return r
+	}
+	if u.byMonth == nil {
+		u.byMonth = map[time.Time]*rows{}
+	}
+	r := &rows{}
+	u.byMonth[m] = r
+	u.months = append(u.months, m)
+	return r
 }
 
 // The writes overwrite whole rows: flush computed each row's complete new
 // state. unnest turns the column arrays into rows in one statement, however
-// many runs the batch touched.
+// many runs the batch touched. The INSERTs take run_month as a column (a
+// row goes to its month's partition); the UPDATEs as a parameter, $16 and
+// $13 (see updates).
 const (
-	runParams = `unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+	runDataParams = `$1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 			$8::timestamptz[], $9::timestamptz[], $10::bigint[], $11::integer[], $12::integer[], $13::integer[],
-			$14::bigint[], $15::timestamptz[])`
-	attemptParams = `unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[],
-			$6::timestamptz[], $7::timestamptz[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::integer[])`
+			$14::bigint[], $15::timestamptz[]`
+	runParams         = `unnest(` + runDataParams + `, $16::date[])`
+	attemptDataParams = `$1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[],
+			$6::timestamptz[], $7::timestamptz[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::integer[]`
+	attemptParams = `unnest(` + attemptDataParams + `, $13::date[])`
 
 	insertRuns = `INSERT INTO runs (` + runColumns + `) SELECT * FROM ` + runParams
 	updateRuns = `UPDATE runs AS r SET
@@ -555,10 +825,10 @@ const (
 			started_at = u.started_at, completed_at = u.completed_at, duration_ms = u.duration_ms,
 			steps = u.steps, failed_steps = u.failed_steps, attempts_total = u.attempts_total,
 			last_event_seq = u.last_event_seq, updated_at = u.updated_at
-		FROM ` + runParams + ` AS u(` + runColumns + `)
-		WHERE r.run_id = u.run_id`
+		FROM unnest(` + runDataParams + `) AS u(` + runDataColumns + `)
+		WHERE r.run_month = $16::date AND r.run_id = u.run_id`
 	upsertRuns = insertRuns + `
-		ON CONFLICT (run_id) DO UPDATE SET
+		ON CONFLICT (run_id, run_month) DO UPDATE SET
 			tenant_id = EXCLUDED.tenant_id, project_id = EXCLUDED.project_id,
 			environment_id = EXCLUDED.environment_id, plan_id = EXCLUDED.plan_id,
 			plan_version = EXCLUDED.plan_version, status = EXCLUDED.status,
@@ -573,10 +843,11 @@ const (
 			started_at = u.started_at, completed_at = u.completed_at, duration_ms = u.duration_ms,
 			error_code = u.error_code, error_message = u.error_message,
 			failure_category = u.failure_category, artifacts_count = u.artifacts_count
-		FROM ` + attemptParams + ` AS u(` + attemptColumns + `)
-		WHERE a.run_id = u.run_id AND a.step_id = u.step_id AND a.logical_attempt_id = u.logical_attempt_id`
+		FROM unnest(` + attemptDataParams + `) AS u(` + attemptDataColumns + `)
+		WHERE a.run_month = $13::date AND a.run_id = u.run_id AND a.step_id = u.step_id
+			AND a.logical_attempt_id = u.logical_attempt_id`
 	upsertAttempts = insertAttempts + `
-		ON CONFLICT (run_id, step_id, logical_attempt_id) DO UPDATE SET
+		ON CONFLICT (run_id, step_id, logical_attempt_id, run_month) DO UPDATE SET
 			engine_attempt_id = EXCLUDED.engine_attempt_id, status = EXCLUDED.status,
 			started_at = EXCLUDED.started_at, completed_at = EXCLUDED.completed_at,
 			duration_ms = EXCLUDED.duration_ms, error_code = EXCLUDED.error_code,
@@ -589,17 +860,37 @@ func columnList(cols string) []string {
 	return strings.Fields(strings.ReplaceAll(cols, ",", " "))
 }
 
+// queueRuns queues sql, an INSERT or upsert, with o's runs rows.
 func (o *rows) queueRuns(b *pgx.Batch, sql string) {
 	if r := &o.run; len(r.id) > 0 {
 		b.Queue(sql, r.id, r.tenant, r.project, r.env, r.plan, r.version, r.status,
-			r.started, r.completed, r.duration, r.steps, r.failed, r.attempts, r.seq, r.updated)
+			r.started, r.completed, r.duration, r.steps, r.failed, r.attempts, r.seq, r.updated, r.month)
 	}
 }
 
+// queueRunUpdates queues the UPDATE of o's runs rows, all of month m.
+func (o *rows) queueRunUpdates(b *pgx.Batch, m time.Time) {
+	if r := &o.run; len(r.id) > 0 {
+		b.Queue(updateRuns, r.id, r.tenant, r.project, r.env, r.plan, r.version, r.status,
+			r.started, r.completed, r.duration, r.steps, r.failed, r.attempts, r.seq, r.updated, m)
+	}
+}
+
+// queueAttempts queues sql, an INSERT or upsert, with o's step_attempts
+// rows.
 func (o *rows) queueAttempts(b *pgx.Batch, sql string) {
 	if a := &o.attempt; len(a.run) > 0 {
 		b.Queue(sql, a.run, a.step, a.logical, a.engine, a.status,
-			a.started, a.completed, a.duration, a.code, a.message, a.category, a.artifacts)
+			a.started, a.completed, a.duration, a.code, a.message, a.category, a.artifacts, a.month)
+	}
+}
+
+// queueAttemptUpdates queues the UPDATE of o's step_attempts rows, all
+// of month m.
+func (o *rows) queueAttemptUpdates(b *pgx.Batch, m time.Time) {
+	if a := &o.attempt; len(a.run) > 0 {
+		b.Queue(updateAttempts, a.run, a.step, a.logical, a.engine, a.status,
+			a.started, a.completed, a.duration, a.code, a.message, a.category, a.artifacts, m)
 	}
 }
 
@@ -616,7 +907,7 @@ const copyMinRows = 64
 // by COPY when there are enough of them, the rest in one pipelined round
 // trip, or queued into b when it is not nil. With upsert, every row goes
 // through INSERT ... ON CONFLICT DO UPDATE.
-func writeRows(ctx context.Context, tx pgx.Tx, into *pgx.Batch, ins *newRows, upd *rows, upsert bool) error {
+func writeRows(ctx context.Context, tx pgx.Tx, into *pgx.Batch, ins *newRows, upd *updates, upsert bool) error {
 	b := into
 	if b == nil {
 		b = &pgx.Batch{}
@@ -624,9 +915,11 @@ func writeRows(ctx context.Context, tx pgx.Tx, into *pgx.Batch, ins *newRows, up
 	if upsert {
 		cols := ins.columns()
 		cols.queueRuns(b, upsertRuns)
-		upd.queueRuns(b, upsertRuns)
 		cols.queueAttempts(b, upsertAttempts)
-		upd.queueAttempts(b, upsertAttempts)
+		for _, m := range upd.months {
+			upd.byMonth[m].queueRuns(b, upsertRuns)
+			upd.byMonth[m].queueAttempts(b, upsertAttempts)
+		}
 	} else {
 		copyRunRows, copyAttemptRows := len(ins.runs) >= copyMinRows, len(ins.attempts) >= copyMinRows
 		if copyRunRows {
@@ -651,8 +944,10 @@ func writeRows(ctx context.Context, tx pgx.Tx, into *pgx.Batch, ins *newRows, up
 			cols.queueRuns(b, insertRuns)
 			cols.queueAttempts(b, insertAttempts)
 		}
-		upd.queueRuns(b, updateRuns)
-		upd.queueAttempts(b, updateAttempts)
+		for _, m := range upd.months {
+			upd.byMonth[m].queueRunUpdates(b, m)
+			upd.byMonth[m].queueAttemptUpdates(b, m)
+		}
 	}
 	if into != nil || b.Len() == 0 {
 		return nil
@@ -736,8 +1031,9 @@ type runCache struct {
 }
 
 type cachedRun struct {
-	snap store.RunSnapshot // never modified: reduce.Project copies its input
-	seq  int64
+	snap  store.RunSnapshot // never modified: reduce.Project copies its input
+	seq   int64
+	month time.Time
 }
 
 func newRunCache(max int) *runCache {
@@ -754,18 +1050,19 @@ func (c *runCache) clear() {
 	clear(c.runs)
 }
 
-// get returns runID's snapshot if it was cached at checkpoint seq.
-func (c *runCache) get(runID string, seq int64) (store.RunSnapshot, bool) {
+// get returns runID's snapshot and month if it was cached at checkpoint
+// seq.
+func (c *runCache) get(runID string, seq int64) (store.RunSnapshot, time.Time, bool) {
 	if c == nil {
-		return store.RunSnapshot{}, false
+		return store.RunSnapshot{}, time.Time{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.runs[runID]
 	if !ok || e.seq != seq {
-		return store.RunSnapshot{}, false
+		return store.RunSnapshot{}, time.Time{}, false
 	}
-	return e.snap, true
+	return e.snap, e.month, true
 }
 
 // commit records the snapshots of a committed transaction. Terminal runs
@@ -786,7 +1083,7 @@ func (c *runCache) commit(p *pending) {
 					}
 				}
 			}
-			c.runs[r.id] = cachedRun{snap: *r.next, seq: r.last}
+			c.runs[r.id] = cachedRun{snap: *r.next, seq: r.last, month: r.month}
 		case r.next == nil:
 			// No row written: the run has none (only unknown types so far,
 			// its checkpoint in the checkpoint table) or nothing was new.

@@ -31,13 +31,13 @@ var sinkTables = []struct {
 	types []string
 }{
 	{"runs", []string{"run_id", "tenant_id", "project_id", "environment_id", "plan_id", "plan_version", "status",
-		"started_at", "completed_at", "duration_ms", "steps", "failed_steps", "attempts_total", "last_event_seq", "updated_at"},
+		"started_at", "completed_at", "duration_ms", "steps", "failed_steps", "attempts_total", "last_event_seq", "updated_at", "run_month"},
 		[]string{"text", "text", "text", "text", "text", "text", "text",
-			"timestamptz", "timestamptz", "bigint", "integer", "integer", "integer", "bigint", "timestamptz"}},
+			"timestamptz", "timestamptz", "bigint", "integer", "integer", "integer", "bigint", "timestamptz", "date"}},
 	{"step_attempts", []string{"run_id", "step_id", "logical_attempt_id", "engine_attempt_id", "status",
-		"started_at", "completed_at", "duration_ms", "error_code", "error_message", "failure_category", "artifacts_count"},
+		"started_at", "completed_at", "duration_ms", "error_code", "error_message", "failure_category", "artifacts_count", "run_month"},
 		[]string{"text", "text", "bigint", "bigint", "text",
-			"timestamptz", "timestamptz", "bigint", "text", "text", "text", "integer"}},
+			"timestamptz", "timestamptz", "bigint", "text", "text", "text", "integer", "date"}},
 }
 
 // readColumns reads a whole table of the sink into column slices of
@@ -48,7 +48,7 @@ func readColumns(ctx context.Context, pool *pgxpool.Pool, table string, cols, ty
 		switch t {
 		case "text":
 			c.vals = append(c.vals, []*string{})
-		case "timestamptz":
+		case "timestamptz", "date":
 			c.vals = append(c.vals, []*time.Time{})
 		case "bigint":
 			c.vals = append(c.vals, []*int64{})
@@ -67,7 +67,7 @@ func readColumns(ctx context.Context, pool *pgxpool.Pool, table string, cols, ty
 			switch t {
 			case "text":
 				dest[i] = new(*string)
-			case "timestamptz":
+			case "timestamptz", "date":
 				dest[i] = new(*time.Time)
 			case "bigint":
 				dest[i] = new(*int64)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/runstream/runstream/internal/bench/harness"
@@ -221,10 +222,21 @@ func runRound(ctx context.Context, cfg Config, label string) (rep *Report, err e
 // in neither: a second of Postgres CPU that moved the ratio by several
 // points from one run to the next. The schemas are dropped at the end
 // anyway. (A checkpoint of the server's WAL can still fall in either
-// window: starting one needs a superuser.)
+// window: starting one needs a superuser.) The tables are partitioned by
+// month (etl.Migrate creates the current and the next month's): the
+// setting is the partitions'.
 func noAutovacuum(ctx context.Context, pool *pgxpool.Pool) error {
-	for _, t := range []string{"runs", "step_attempts"} {
-		if _, err := pool.Exec(ctx, `ALTER TABLE `+t+` SET (autovacuum_enabled = false, toast.autovacuum_enabled = false)`); err != nil {
+	rows, err := pool.Query(ctx, `SELECT inhrelid::regclass::text FROM pg_inherits
+		WHERE inhparent IN ('runs'::regclass, 'step_attempts'::regclass)`)
+	if err != nil {
+		return fmt.Errorf("listing the bench's partitions: %w", err)
+	}
+	parts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("listing the bench's partitions: %w", err)
+	}
+	for _, t := range parts {
+		if _, err := pool.Exec(ctx, `ALTER TABLE `+pgx.Identifier{t}.Sanitize()+` SET (autovacuum_enabled = false, toast.autovacuum_enabled = false)`); err != nil {
 			return fmt.Errorf("turning autovacuum off for the bench's %s: %w", t, err)
 		}
 	}
