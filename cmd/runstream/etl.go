@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -23,6 +24,7 @@ type etlFlags struct {
 	etlURL, schema          string
 	apiURL, apiToken, pgURL string
 	maxPoll, maxQueued      int
+	retention               time.Duration
 	httpAddr                string
 	logLevel, logFormat     string
 	member                  memberFlags
@@ -39,7 +41,8 @@ func (f *etlFlags) LogValue() slog.Value {
 		slog.String("brokers", f.brokers), slog.String("topic", f.topic), slog.String("group", f.group),
 		slog.String("etlDatabaseUrl", config.RedactURL(f.etlURL)), slog.String("etlSchema", f.schema),
 		slog.String("gapsFrom", gaps), slog.Bool("apiToken", f.apiToken != ""),
-		slog.Int("maxPollRecords", f.maxPoll), slog.Int("maxQueuedRecords", f.maxQueued), slog.String("httpAddr", f.httpAddr),
+		slog.Int("maxPollRecords", f.maxPoll), slog.Int("maxQueuedRecords", f.maxQueued), slog.String("etlRetention", f.retention.String()),
+		slog.String("httpAddr", f.httpAddr),
 		slog.String("sessionTimeout", f.member.sessionTimeout.String()), slog.String("instanceId", f.member.instanceID),
 	)
 }
@@ -57,6 +60,8 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	fs.StringVar(&f.pgURL, "postgres-url", "", "PostgreSQL URL of the Append Authority to fill gaps from, when --api-url is empty")
 	fs.IntVar(&f.maxPoll, "max-poll-records", 20000, "most records per poll")
 	fs.IntVar(&f.maxQueued, "max-queued-records", 0, "most records of a partition that wait while its previous transaction is written; they all go into its next one (0: half of --max-poll-records)")
+	fs.DurationVar(&f.retention, "etl-retention", 0, "how long a run's rows are kept after its first event: a month's partitions are dropped once all its runs started longer ago than this and have ended "+
+		"(0 keeps every run; at least 744h, 31 days). A Go duration, e.g. 2208h for 92 days")
 	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9466", "address of /metrics, /healthz and /readyz")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "json", "json or text")
@@ -89,6 +94,10 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	}
 	if f.maxQueued < 0 {
 		errs = append(errs, fmt.Errorf("--max-queued-records (RUNSTREAM_MAX_QUEUED_RECORDS) must be >= 0, got %d", f.maxQueued))
+	}
+	if f.retention < 0 || (f.retention > 0 && f.retention < etl.MinRetention) {
+		errs = append(errs, fmt.Errorf("--etl-retention (RUNSTREAM_ETL_RETENTION) must be 0 (keep every run) or at least %v (31 days, the longest month: the tables are dropped a month at a time), got %v",
+			etl.MinRetention, f.retention))
 	}
 	if strings.TrimSpace(f.group) == "" {
 		errs = append(errs, errors.New("--group (RUNSTREAM_GROUP) must not be empty"))
@@ -141,7 +150,7 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	defer pool.Close()
 	reg := newRegistry()
 	e, err := etl.New(etl.Config{Brokers: brokers, Topic: f.topic, Group: f.group, Fetcher: fetcher,
-		MaxPollRecords: f.maxPoll, MaxQueuedRecords: f.maxQueued, SessionTimeout: session, InstanceID: instanceID,
+		MaxPollRecords: f.maxPoll, MaxQueuedRecords: f.maxQueued, Retention: f.retention, SessionTimeout: session, InstanceID: instanceID,
 		Heads: heads, ConvergeInterval: convInterval, ConvergeGrace: convGrace, ClientOptions: []kgo.Opt{kafkaLogOpt(log)}, Registerer: reg, Logger: log}, pool)
 	if err != nil {
 		return usageError{err}
