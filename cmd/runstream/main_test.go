@@ -72,6 +72,7 @@ func TestRun_UsageErrors(t *testing.T) {
 		{[]string{"projector", "--snapshot-ttl", "30s"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1"}, "--snapshot-ttl (RUNSTREAM_SNAPSHOT_TTL) must be 0 (keep every snapshot) or at least 1m0s, got 30s"},
 		{[]string{"api"}, map[string]string{"RUNSTREAM_SNAPSHOT_TTL": "-1h"}, "--snapshot-ttl (RUNSTREAM_SNAPSHOT_TTL) must be 0"},
 		{[]string{"rebuild", "--all", "--snapshot-ttl", "59s"}, nil, "at least 1m0s, got 59s"},
+		{[]string{"etl", "--etl-retention", "240h"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1", "RUNSTREAM_POSTGRES_URL": "postgres://x"}, "--etl-retention"},
 		{[]string{"dev", "--snapshot-encoding", "zstd"}, nil, `--snapshot-encoding must be json or gzip, got "zstd" (RUNSTREAM_SNAPSHOT_ENCODING)`},
 	} {
 		var out testenv.Buffer
