@@ -88,7 +88,8 @@ func (r *running) stop(t *testing.T) {
 	}
 }
 
-func startRelay(t *testing.T, pool *pgxpool.Pool, brokers []string, cfg relay.Config) *running {
+// startRelay starts a relay; setup, if any, is applied before Run.
+func startRelay(t *testing.T, pool *pgxpool.Pool, brokers []string, cfg relay.Config, setup ...func(*relay.Relay)) *running {
 	t.Helper()
 	client, err := kgo.NewClient(append(relay.ClientOptions(brokers), kgo.RecordDeliveryTimeout(3*time.Second))...)
 	if err != nil {
@@ -99,6 +100,9 @@ func startRelay(t *testing.T, pool *pgxpool.Pool, brokers []string, cfg relay.Co
 	r, err := relay.New(cfg, pool, client)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range setup {
+		f(r)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -903,22 +907,26 @@ func TestRelay_RowsBeingDeletedAreNotPublishedAgain(t *testing.T) {
 // TestRelay_VacuumsTheOutboxItDrains: the outbox is a queue whose dead
 // rows slow every read of its head, so once the relay deleted a few
 // thousand rows (and keeps up) it vacuums the table itself; migration 0003
-// lowers autovacuum's threshold for it too.
+// lowers autovacuum's threshold for it too (on each of its parts since
+// migration 0011).
 func TestRelay_VacuumsTheOutboxItDrains(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	var opts []string
-	if err := f.pool.QueryRow(ctx, `SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = 'outbox'::regclass`).Scan(&opts); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(opts, "autovacuum_vacuum_threshold=2000") || !slices.Contains(opts, "autovacuum_vacuum_scale_factor=0") {
-		t.Fatalf("outbox options %v: migration 0003's autovacuum settings are missing", opts)
+	// Migration 0011 carries them over to each of the outbox's parts.
+	for _, part := range []string{"outbox_0", "outbox_1"} {
+		var opts []string
+		if err := f.pool.QueryRow(ctx, `SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = $1::regclass`, part).Scan(&opts); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(opts, "autovacuum_vacuum_threshold=2000") || !slices.Contains(opts, "autovacuum_vacuum_scale_factor=0") {
+			t.Fatalf("%s options %v: migration 0003's autovacuum settings are missing", part, opts)
+		}
 	}
 	vacuums := func() int64 {
 		var n int64
-		if err := f.pool.QueryRow(ctx, `SELECT vacuum_count FROM pg_stat_user_tables
-			WHERE schemaname = $1 AND relname = 'outbox'`, f.schema).Scan(&n); err != nil {
+		if err := f.pool.QueryRow(ctx, `SELECT coalesce(sum(vacuum_count), 0)::bigint FROM pg_stat_user_tables
+			WHERE schemaname = $1 AND relname IN ('outbox_0', 'outbox_1')`, f.schema).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
