@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/runstream/runstream/store"
+	"github.com/runstream/runstream/store/postgres"
 )
 
 // DefaultRetryWindow is how long a refused record is retried by default
@@ -68,6 +69,14 @@ type Config struct {
 	// MetricsInterval is how often the outbox gauges are refreshed; 0 means
 	// 5s.
 	MetricsInterval time.Duration
+	// OutboxSwitchBytes is the size on disk (table and indexes) of the
+	// outbox part taking appends from which the relay switches appends to
+	// the other part, once that one is drained and truncated (migration
+	// 0011); the part left is truncated in turn once drained. So once a
+	// backlog drained, the outbox is back under about this size within a
+	// few rotation steps (one a second). 0 means
+	// postgres.DefaultOutboxSwitchBytes (8 MiB).
+	OutboxSwitchBytes int64
 	// Registerer receives the relay's metrics; nil means none.
 	Registerer prometheus.Registerer
 	// Logger; nil means discard.
@@ -94,6 +103,9 @@ func (c Config) Validate() error {
 	}
 	if c.RetryWindow < 0 {
 		errs = append(errs, fmt.Errorf("relay retry window (--retry-window, RUNSTREAM_RETRY_WINDOW) must be >= 0, got %v", c.RetryWindow))
+	}
+	if c.OutboxSwitchBytes < 0 {
+		errs = append(errs, fmt.Errorf("relay outbox switch size must be >= 0 bytes (0: %d), got %d", postgres.DefaultOutboxSwitchBytes, c.OutboxSwitchBytes))
 	}
 	if c.BackoffMax != 0 && c.BackoffBase > c.BackoffMax {
 		errs = append(errs, fmt.Errorf("relay backoff base %v is above its max %v", c.BackoffBase, c.BackoffMax))
@@ -137,6 +149,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MetricsInterval == 0 {
 		c.MetricsInterval = 5 * time.Second
+	}
+	if c.OutboxSwitchBytes == 0 {
+		c.OutboxSwitchBytes = postgres.DefaultOutboxSwitchBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

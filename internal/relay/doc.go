@@ -44,6 +44,16 @@
 // Latency: the store sends NOTIFY runstream_outbox (debounced) after
 // appends and the relay LISTENs; a slow poll is the safety net.
 //
+// Disk: the outbox is two parts used in turn (migration 0011). Once the
+// part taking appends holds Config.OutboxSwitchBytes (8 MiB) on disk and
+// the other is truncated, a relay switches appends to the other part by
+// moving the id sequence forward (ids only grow, so per-run order by id
+// holds across parts); the part left drains and is then truncated, under
+// a lock that waits for every transaction that wrote to it and with a
+// read after the lock that finds it empty, so no row is lost. Its files
+// are returned at once: a drained backlog does not keep its space on disk
+// (DELETE and VACUUM never returned it). See store/postgres.RotateOutbox.
+//
 // Metrics:
 //
 //	runstream_relay_published_total              records acknowledged by the broker
@@ -57,4 +67,6 @@
 //	runstream_outbox_backlog_rows                rows waiting in the outbox (all shards)
 //	runstream_outbox_oldest_age_seconds          age of the oldest outbox row
 //	runstream_outbox_dead_letters                rows in the dead-letter table
+//	runstream_outbox_bytes                       size on disk of the outbox (both parts, with indexes)
+//	runstream_relay_outbox_rotations_total{step="switch|truncate"}  rotation steps this relay took
 package relay

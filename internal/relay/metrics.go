@@ -6,6 +6,8 @@ type metrics struct {
 	published, batches, retries, deadLetters, unavailable prometheus.Counter
 	publishTime, commitToAck                              prometheus.Histogram
 	ownedShards, backlog, oldestAge, deadLetterRows       prometheus.Gauge
+	outboxBytes                                           prometheus.Gauge
+	rotations                                             *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -37,10 +39,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		backlog:        gauge("runstream_outbox_backlog_rows", "Rows waiting in the outbox, all shards."),
 		oldestAge:      gauge("runstream_outbox_oldest_age_seconds", "Age of the oldest row waiting in the outbox (0 when empty)."),
 		deadLetterRows: gauge("runstream_outbox_dead_letters", "Rows in the outbox dead-letter table."),
+		outboxBytes:    gauge("runstream_outbox_bytes", "Size on disk of the outbox, both parts with their indexes (0 rows take little once a drained part is truncated)."),
+		rotations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "runstream_relay_outbox_rotations_total",
+			Help: "Steps of the outbox's rotation this relay took: switch (appends moved to the other part), truncate (a drained part's files returned)."}, []string{"step"}),
+	}
+	for _, s := range []string{"switch", "truncate"} {
+		m.rotations.WithLabelValues(s)
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.published, m.batches, m.retries, m.deadLetters, m.unavailable,
-			m.publishTime, m.commitToAck, m.ownedShards, m.backlog, m.oldestAge, m.deadLetterRows} {
+			m.publishTime, m.commitToAck, m.ownedShards, m.backlog, m.oldestAge, m.deadLetterRows, m.outboxBytes, m.rotations} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

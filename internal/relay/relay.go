@@ -33,6 +33,7 @@ type Relay struct {
 	log     *slog.Logger
 	metrics *metrics
 	vacuum  *vacuumer
+	rotate  *rotator
 	// readAheads counts rounds that published rows read ahead (tests).
 	readAheads atomic.Int64
 }
@@ -74,7 +75,9 @@ func New(cfg Config, pool *pgxpool.Pool, client *kgo.Client) (*Relay, error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("component", "relay")
-	return &Relay{cfg: cfg, pool: pool, client: client, log: log, metrics: m, vacuum: &vacuumer{pool: pool, log: log}}, nil
+	return &Relay{cfg: cfg, pool: pool, client: client, log: log, metrics: m, vacuum: &vacuumer{pool: pool, log: log},
+		rotate: &rotator{pool: pool, log: log, metrics: m, every: rotateEvery,
+			opts: postgres.RotateOutboxOptions{SwitchBytes: cfg.OutboxSwitchBytes}}}, nil
 }
 
 // Run publishes until ctx is done. It returns nil on cancellation and an
@@ -122,6 +125,7 @@ func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) error {
 	outages, dbErrors := 0, 0
 	var st roundState
 	defer r.vacuum.wait()
+	defer r.rotate.wait()
 	defer func() {
 		st.dropAhead()
 		// Stopping: let the last background delete finish, so a clean stop
@@ -171,6 +175,7 @@ func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) error {
 			continue
 		}
 		dbErrors = 0
+		r.rotate.maybe(ctx)
 		if res.outage != nil {
 			outages++
 			r.metrics.unavailable.Inc()
@@ -749,15 +754,18 @@ func (r *Relay) refreshGauges(ctx context.Context) {
 	t := time.NewTicker(r.cfg.MetricsInterval)
 	defer t.Stop()
 	for {
-		var rows, dead int64
+		var rows, dead, bytes int64
 		var age float64
 		err := r.pool.QueryRow(ctx, `SELECT count(*),
 			coalesce(extract(epoch FROM clock_timestamp() - min(created_at)), 0)::float8,
-			(SELECT count(*) FROM outbox_dead_letters) FROM outbox`).Scan(&rows, &age, &dead)
+			(SELECT count(*) FROM outbox_dead_letters),
+			(SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_partition_tree('outbox'))::bigint
+			FROM outbox`).Scan(&rows, &age, &dead, &bytes)
 		if err == nil {
 			r.metrics.backlog.Set(float64(rows))
 			r.metrics.oldestAge.Set(age)
 			r.metrics.deadLetterRows.Set(float64(dead))
+			r.metrics.outboxBytes.Set(float64(bytes))
 		} else if ctx.Err() == nil {
 			r.log.Debug("refreshing outbox gauges failed", "err", err)
 		}
