@@ -250,6 +250,7 @@ func (p *PostgresProcess) Kill() {
 	if cmd == nil {
 		return
 	}
+	shmid := postmasterShmID(filepath.Join(p.data, "postmaster.pid"))
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	<-done
 	// The backends are in the same process group; wait until none is left,
@@ -258,4 +259,57 @@ func (p *PostgresProcess) Kill() {
 	for i := 0; i < 200 && syscall.Kill(-cmd.Process.Pid, 0) == nil; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
+	// A killed backend in uninterruptible I/O (a loaded machine's fsync)
+	// holds the segment for seconds, and a postmaster started meanwhile
+	// refuses to start ("pre-existing shared memory block ... is still in
+	// use"); a finished one may linger as a zombie that the loop above
+	// cannot tell apart. What the next start needs is the segment without
+	// attachments: wait for exactly that.
+	for deadline := time.Now().Add(60 * time.Second); shmid >= 0 && shmAttached(shmid) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// postmasterShmID reads the System V shared memory id a running
+// postmaster recorded in its postmaster.pid (the second field of its
+// seventh line); -1 when there is none.
+func postmasterShmID(pidFile string) int {
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return -1
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 7 {
+		return -1
+	}
+	f := strings.Fields(lines[6])
+	if len(f) != 2 {
+		return -1
+	}
+	id, err := strconv.Atoi(f[1])
+	if err != nil {
+		return -1
+	}
+	return id
+}
+
+// shmAttached reports whether any process is attached to the System V
+// shared memory segment shmid (/proc/sysvipc/shm's nattch); false when the
+// segment is gone or cannot be read.
+func shmAttached(shmid int) bool {
+	b, err := os.ReadFile("/proc/sysvipc/shm")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 7 {
+			continue
+		}
+		if id, err := strconv.Atoi(f[1]); err == nil && id == shmid {
+			n, err := strconv.Atoi(f[6])
+			return err == nil && n > 0
+		}
+	}
+	return false
 }
