@@ -469,9 +469,13 @@ func runChaos(t *testing.T, sc scenario) {
 	if !cutsOK {
 		pass, verdict = false, "FAIL"
 	}
-	line := fmt.Sprintf("chaos: %s runs=%d events=%d acked=%d duplicates=%d faults=%d redis_mismatch=%d etl_mismatch=%d converged_after=%s"+
+	expired := ""
+	if sc.snapshotTTL > 0 {
+		expired = fmt.Sprintf(" expired=%d", rep.expired)
+	}
+	line := fmt.Sprintf("chaos: %s runs=%d events=%d acked=%d duplicates=%d faults=%d redis_mismatch=%d%s etl_mismatch=%d converged_after=%s"+
 		" store_errors=%d ack_errors=%d dead_letters=%d tail_cuts=%d outbox=%d unacked=%d idle=%d exits=%d lost_acked=%d%s%s standby=%s mode=%s wall=%.0fs",
-		verdict, len(lr.runs), srep.events, lr.acked, lr.duplicates, len(sc.faults), rep.redisBad(), rep.etlBad(), conv,
+		verdict, len(lr.runs), srep.events, lr.acked, lr.duplicates, len(sc.faults), rep.redisBad(), expired, rep.etlBad(), conv,
 		storeProblems, len(lr.errs), srep.deadLetters, lr.tailCuts, srep.outbox, srep.unacked, lr.idle, len(exits), srep.lost, failover, cuts,
 		cmp.Or(sc.standby, "none"), sc.name, time.Since(began).Seconds())
 	fmt.Println(line)

@@ -202,6 +202,9 @@ func getConsistent(ctx context.Context, client *http.Client, apis []string, api 
 // readReport is how far the read side is from the store's projection.
 type readReport struct {
 	redisMissing, redisMismatch, redisStale, indexMissing int
+	// expired counts the runs past the snapshot retention found gone, as
+	// they should be (the verdict line's expired=).
+	expired int
 	etlMissing, etlMismatch                               int
 	// redisRuns counts the runs with any of the Redis problems.
 	redisRuns int
@@ -290,6 +293,8 @@ func checkRead(ctx context.Context, rdb *redis.Client, pool *pgxpool.Pool, etlSc
 				}
 				if rep.redisMismatch > before {
 					rep.redisRuns++
+				} else {
+					rep.expired++
 				}
 				continue
 			}
