@@ -204,8 +204,8 @@ type readReport struct {
 	redisMissing, redisMismatch, redisStale, indexMissing int
 	// expired counts the runs past the snapshot retention found gone, as
 	// they should be (the verdict line's expired=).
-	expired int
-	etlMissing, etlMismatch                               int
+	expired                 int
+	etlMissing, etlMismatch int
 	// redisRuns counts the runs with any of the Redis problems.
 	redisRuns int
 	problems  []string // the first few, by kind
