@@ -128,9 +128,9 @@ func shortScenario() scenario {
 		converge: 45 * time.Second,
 		standby:  "sync",
 		sentinel: true,
-		// A minute: the first runs expire after the first round of
-		// faults, so the later kills, Redis restarts and failovers hit a
-		// Redis where runs are expiring.
+		// A minute: the runs that end in the first seconds expire while
+		// the last faults (the Postgres kill, Redis back empty) hit, and
+		// the check wants them gone and every other run there.
 		snapshotTTL: time.Minute,
 	}
 }
@@ -160,6 +160,10 @@ func fullScenario() scenario {
 		converge: 2 * time.Minute,
 		standby:  "sync",
 		sentinel: true,
+		// A minute: the first runs expire after the first round of
+		// faults, so the later kills, Redis restarts and failovers hit a
+		// Redis where runs are expiring.
+		snapshotTTL: time.Minute,
 	}
 }
 
@@ -173,6 +177,7 @@ func asyncFailoverScenario() scenario {
 	sc.load.concurrency = 12
 	sc.load.minDelay, sc.load.maxDelay = 0, 20*time.Millisecond
 	sc.faults = []faultSpec{{postgresFailover, 0}}
+	sc.snapshotTTL = 0 // 16 s: nothing would expire
 	return sc
 }
 
