@@ -3,11 +3,8 @@ package postgres_test
 import (
 	"context"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -430,30 +427,8 @@ func TestRotateOutbox_AppendsDoNotWaitForTheTruncation(t *testing.T) {
 // and the id sequence goes on from where it was.
 func TestMigrate_OutboxPartsCarryTheOutboxOver(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.Postgres(t, 8)
 	ctx := ctxT(t)
-	before := fstest.MapFS{}
-	entries, err := os.ReadDir("migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.Name() >= "0011" {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("migrations", e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		before["migrations/"+e.Name()] = &fstest.MapFile{Data: b}
-	}
-	if _, err := postgres.MigrateFS(ctx, pool, before, "migrations", "schema_migrations"); err != nil {
-		t.Fatal(err)
-	}
-	s, err := postgres.New(pool, postgres.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, pool := storeBefore(ctx, t, "0011")
 	runs := []workload.Identity{workload.NewIdentity("tenant_a"), workload.NewIdentity("tenant_a")}
 	for _, run := range runs {
 		appendEvents(ctx, t, s, run, 3)

@@ -1,11 +1,14 @@
 package postgres_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
@@ -94,30 +97,8 @@ func TestTerminalAt_FirstTerminalEventInRunsAndHeads(t *testing.T) {
 // when migration 0010 applies.
 func TestTerminalAt_MigrationFillsExistingRuns(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.Postgres(t, 8)
 	ctx := ctxT(t)
-	before := fstest.MapFS{}
-	entries, err := os.ReadDir("migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.Name() >= "0010" {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("migrations", e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		before["migrations/"+e.Name()] = &fstest.MapFile{Data: b}
-	}
-	if _, err := postgres.MigrateFS(ctx, pool, before, "migrations", "schema_migrations"); err != nil {
-		t.Fatal(err)
-	}
-	s, err := postgres.New(pool, postgres.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, pool := storeBefore(ctx, t, "0010")
 	t0 := time.Date(2026, 2, 16, 10, 0, 0, 0, time.UTC)
 	open, ended := workload.NewIdentity("tenant_a"), workload.NewIdentity("tenant_a")
 	for _, ev := range []store.RunEventWrite{
@@ -149,4 +130,35 @@ func TestTerminalAt_MigrationFillsExistingRuns(t *testing.T) {
 	if endedAt == nil || store.FormatPersistedAt(*endedAt) != evs[1].PersistedAt {
 		t.Fatalf("ended run's terminal_at = %v, want the RunCompleted's persistedAt %s (not the later RunFailed's)", endedAt, evs[1].PersistedAt)
 	}
+}
+
+// storeBefore is a store in a fresh schema migrated up to, and not
+// including, the migration whose file name starts with version: what an
+// existing deployment has when that migration is about to apply.
+func storeBefore(ctx context.Context, t *testing.T, version string) (*postgres.Store, *pgxpool.Pool) {
+	t.Helper()
+	pool, _ := testenv.Postgres(t, 8)
+	before := fstest.MapFS{}
+	entries, err := os.ReadDir("migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() >= version {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("migrations", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before["migrations/"+e.Name()] = &fstest.MapFile{Data: b}
+	}
+	if _, err := postgres.MigrateFS(ctx, pool, before, "migrations", "schema_migrations"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := postgres.New(pool, postgres.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, pool
 }
