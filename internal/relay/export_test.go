@@ -6,7 +6,7 @@ import "time"
 // every (instead of every second), waiting up to lockTimeout for a drained
 // part's lock. Call it before Run.
 func (r *Relay) SetRotation(every, lockTimeout time.Duration) {
-	r.rotate.every = every
+	r.rotate.interval = every
 	r.rotate.opts.LockTimeout = lockTimeout
 }
 

@@ -75,9 +75,8 @@ func New(cfg Config, pool *pgxpool.Pool, client *kgo.Client) (*Relay, error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("component", "relay")
-	return &Relay{cfg: cfg, pool: pool, client: client, log: log, metrics: m, vacuum: &vacuumer{pool: pool, log: log},
-		rotate: &rotator{pool: pool, log: log, metrics: m, every: rotateEvery,
-			opts: postgres.RotateOutboxOptions{SwitchBytes: cfg.OutboxSwitchBytes}}}, nil
+	return &Relay{cfg: cfg, pool: pool, client: client, log: log, metrics: m, vacuum: newVacuumer(pool, log),
+		rotate: newRotator(pool, log, m, postgres.RotateOutboxOptions{SwitchBytes: cfg.OutboxSwitchBytes})}, nil
 }
 
 // Run publishes until ctx is done. It returns nil on cancellation and an

@@ -3,8 +3,6 @@ package relay
 import (
 	"context"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -35,73 +33,39 @@ const (
 // step checks, and without them the rotator turns itself off and the
 // outbox keeps its size after a backlog, as before migration 0011.
 type rotator struct {
+	background
 	pool    *pgxpool.Pool
-	log     *slog.Logger
 	metrics *metrics
 	opts    postgres.RotateOutboxOptions
-	every   time.Duration
+}
 
-	running atomic.Bool
-	off     atomic.Bool
-	mu      sync.Mutex
-	last    time.Time
-	// checked says whether the privileges were looked up (by the first
-	// step's goroutine).
-	checked bool
-	wg      sync.WaitGroup
+func newRotator(pool *pgxpool.Pool, log *slog.Logger, m *metrics, opts postgres.RotateOutboxOptions) *rotator {
+	return &rotator{pool: pool, metrics: m, opts: opts, background: background{log: log, interval: rotateEvery, timeout: rotateTimeout,
+		refused: "the relay's role may not truncate the outbox's parts or move its id sequence; the outbox keeps its size on disk after a backlog",
+		may:     func(ctx context.Context) (bool, error) { return postgres.MayRotateOutbox(ctx, pool) }}}
 }
 
 // maybe starts a step when one is due. The relay calls it after every
 // round, in a backlog too: a backlog is what fills a part.
 func (rt *rotator) maybe(ctx context.Context) {
-	if rt.off.Load() || rt.running.Load() {
-		return
-	}
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if time.Since(rt.last) < rt.every || !rt.running.CompareAndSwap(false, true) {
-		return
-	}
-	rt.last = time.Now()
-	check := !rt.checked
-	rt.checked = true
-	rt.wg.Add(1)
-	go func() {
-		defer rt.wg.Done()
-		defer rt.running.Store(false)
-		sctx, cancel := context.WithTimeout(ctx, rotateTimeout)
-		defer cancel()
-		if check {
-			may, err := postgres.MayRotateOutbox(sctx, rt.pool)
-			if err != nil {
-				rt.mu.Lock()
-				rt.checked = false // look again next time
-				rt.mu.Unlock()
-				return
-			}
-			if !may {
-				rt.off.Store(true)
-				rt.log.Info("the relay's role may not truncate the outbox's parts or move its id sequence; the outbox keeps its size on disk after a backlog")
-				return
-			}
-		}
-		res, err := postgres.RotateOutbox(sctx, rt.pool, rt.opts)
-		if err != nil {
-			if ctx.Err() == nil {
-				rt.log.Warn("rotating the outbox's parts failed; trying again", "err", err)
-			}
-			return
-		}
-		switch res.Step {
-		case postgres.OutboxSwitched:
-			rt.metrics.rotations.WithLabelValues("switch").Inc()
-			rt.log.Debug("outbox appends switched to the other part", "from", res.Part)
-		case postgres.OutboxTruncated:
-			rt.metrics.rotations.WithLabelValues("truncate").Inc()
-			rt.log.Debug("truncated the drained outbox part", "part", res.Part, "bytes", res.Bytes)
-		}
-	}()
+	rt.start(ctx, func() func(context.Context) { return rt.step })
 }
 
-// wait waits for a step in flight.
-func (rt *rotator) wait() { rt.wg.Wait() }
+// step takes one rotation step: a switch, a truncation, or nothing due.
+func (rt *rotator) step(ctx context.Context) {
+	res, err := postgres.RotateOutbox(ctx, rt.pool, rt.opts)
+	if err != nil {
+		if ctx.Err() == nil {
+			rt.log.Warn("rotating the outbox's parts failed; trying again", "err", err)
+		}
+		return
+	}
+	switch res.Step {
+	case postgres.OutboxSwitched:
+		rt.metrics.rotations.WithLabelValues("switch").Inc()
+		rt.log.Debug("outbox appends switched to the other part", "from", res.Part)
+	case postgres.OutboxTruncated:
+		rt.metrics.rotations.WithLabelValues("truncate").Inc()
+		rt.log.Debug("truncated the drained outbox part", "part", res.Part, "bytes", res.Bytes)
+	}
+}

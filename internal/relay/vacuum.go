@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,20 +35,21 @@ const (
 // off and leaves the outbox to autovacuum (whose threshold for it
 // migration 0003 lowers).
 type vacuumer struct {
-	pool *pgxpool.Pool
-	log  *slog.Logger
-
+	background
+	pool    *pgxpool.Pool
 	deleted atomic.Int64 // rows deleted since the last vacuum started
-	running atomic.Bool
-	// off is set when the role may not vacuum the outbox: Postgres would
-	// only log a warning for every try.
-	off  atomic.Bool
-	mu   sync.Mutex
-	last time.Time
-	// checked says whether the permission was looked up (by the first
-	// vacuum's goroutine).
-	checked bool
-	wg      sync.WaitGroup
+}
+
+func newVacuumer(pool *pgxpool.Pool, log *slog.Logger) *vacuumer {
+	v := &vacuumer{pool: pool}
+	v.background = background{log: log, interval: vacuumMinInterval, timeout: vacuumTimeout,
+		refused: "the relay's role may not vacuum the outbox (it is not its owner); leaving it to autovacuum",
+		may: func(ctx context.Context) (bool, error) {
+			var may bool
+			err := pool.QueryRow(ctx, mayVacuum).Scan(&may)
+			return may, err
+		}}
+	return v
 }
 
 // mayVacuum reports whether the session's role may vacuum the outbox: as
@@ -66,48 +66,20 @@ func (v *vacuumer) deletedRows(n int) { v.deleted.Add(int64(n)) }
 // maybe starts a vacuum when one is due. The relay calls it after a round
 // that was not a full batch (it keeps up with the outbox).
 func (v *vacuumer) maybe(ctx context.Context) {
-	if v.off.Load() || v.deleted.Load() < vacuumAfterRows || v.running.Load() {
+	if v.deleted.Load() < vacuumAfterRows {
 		return
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if time.Since(v.last) < vacuumMinInterval || !v.running.CompareAndSwap(false, true) {
-		return
-	}
-	v.last = time.Now()
-	n := v.deleted.Swap(0)
-	check := !v.checked
-	v.checked = true
-	v.wg.Add(1)
-	go func() {
-		defer v.wg.Done()
-		defer v.running.Store(false)
-		vctx, cancel := context.WithTimeout(ctx, vacuumTimeout)
-		defer cancel()
-		if check {
-			var may bool
-			if err := v.pool.QueryRow(vctx, mayVacuum).Scan(&may); err != nil {
-				v.mu.Lock()
-				v.checked = false // look again next time
-				v.mu.Unlock()
+	v.start(ctx, func() func(context.Context) {
+		n := v.deleted.Swap(0)
+		return func(ctx context.Context) {
+			start := time.Now()
+			if _, err := v.pool.Exec(ctx, "VACUUM outbox"); err != nil {
+				if ctx.Err() == nil {
+					v.log.Warn("vacuuming the outbox failed; autovacuum will", "err", err)
+				}
 				return
 			}
-			if !may {
-				v.off.Store(true)
-				v.log.Info("the relay's role may not vacuum the outbox (it is not its owner); leaving it to autovacuum")
-				return
-			}
+			v.log.Debug("vacuumed the outbox", "deletedRows", n, "took", time.Since(start))
 		}
-		start := time.Now()
-		if _, err := v.pool.Exec(vctx, "VACUUM outbox"); err != nil {
-			if ctx.Err() == nil {
-				v.log.Warn("vacuuming the outbox failed; autovacuum will", "err", err)
-			}
-			return
-		}
-		v.log.Debug("vacuumed the outbox", "deletedRows", n, "took", time.Since(start))
-	}()
+	})
 }
-
-// wait waits for a vacuum in flight.
-func (v *vacuumer) wait() { v.wg.Wait() }
