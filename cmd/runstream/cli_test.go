@@ -58,9 +58,10 @@ func TestRun_HelpCommand(t *testing.T) {
 	}
 }
 
-// The top-level help lists every command and every bench subcommand.
+// The top-level help lists every command and every bench subcommand;
+// help help is that help too (help has no flags of its own to show).
 func TestRun_TopLevelHelpListsEverything(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"--help"}, {"help", "--help"}} {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"help", "--help"}, {"help", "help"}} {
 		_, stderr, err := runCaptured(t, args...)
 		if err != nil {
 			t.Fatalf("%v: %v", args, err)
@@ -96,9 +97,10 @@ func TestRun_UnknownFlagPrintedOnce(t *testing.T) {
 	}
 }
 
-// --version and version print the version, the commit and the Go version.
+// --version, -v and version print the version, the commit and the Go
+// version.
 func TestRun_Version(t *testing.T) {
-	for _, args := range [][]string{{"--version"}, {"version"}} {
+	for _, args := range [][]string{{"--version"}, {"-v"}, {"version"}} {
 		stdout, _, err := runCaptured(t, args...)
 		if err != nil {
 			t.Fatalf("%v: %v", args, err)

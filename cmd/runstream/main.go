@@ -87,8 +87,8 @@ func commands() []command {
 		{"migrate", "apply the Postgres schema (idempotent)", runMigrate},
 		{"etl", "analytics sink: the topic into Postgres tables runs and step_attempts, effectively once", runEtl},
 		{"bench", "load generators and reports, each with its baseline: bench " + benchNames(), runBench},
-		{"version", "version, commit and Go version of this binary (also --version)", runVersion},
-		{"help", "help for a command: help <command> [subcommand]", nil},
+		{"version", "version, commit and Go version of this binary (also --version, -v)", runVersion},
+		{"help", "help for a command: help <command> [subcommand]; help alone (or help help) prints this list", nil},
 	}
 }
 
@@ -105,14 +105,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	env := &environment{getenv: getenv, stdout: stdout, stderr: stderr}
 	cmds := commands()
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" ||
-		(args[0] == "help" && (len(args) == 1 || args[1] == "-h" || args[1] == "--help")) {
+		(args[0] == "help" && (len(args) == 1 || args[1] == "-h" || args[1] == "--help" || args[1] == "help")) {
 		usage(stderr, cmds)
 		if len(args) == 0 {
 			return usageError{errors.New("no command given")}
 		}
 		return nil
 	}
-	if args[0] == "--version" || args[0] == "-version" {
+	if args[0] == "--version" || args[0] == "-version" || args[0] == "-v" {
 		return runVersion(ctx, env, args[1:])
 	}
 	// help <command> [subcommand...] is <command> [subcommand...] --help.
@@ -142,7 +142,7 @@ func usage(w io.Writer, cmds []command) {
 	}
 	b.WriteString("\nThe web console is served at the API's / (http://127.0.0.1:8080/ under 'runstream dev').\n")
 	b.WriteString("\nEvery flag can also be set as an environment variable RUNSTREAM_<FLAG_NAME>.\n" +
-		"Run 'runstream help <command>' (or 'runstream <command> --help') for its flags; 'runstream --version' for the build.\n")
+		"Run 'runstream help <command>' (or 'runstream <command> --help') for its flags; 'runstream --version' (or -v) for the build.\n")
 	fmt.Fprint(w, b.String())
 }
 

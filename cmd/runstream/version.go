@@ -78,7 +78,7 @@ func buildInfoCollector(b buildInfo) prometheus.Collector {
 
 func runVersion(_ context.Context, env *environment, args []string) error {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprint(env.stderr, "Usage: runstream version (or runstream --version)\n\nPrints the version, the commit it was built from and the Go version.\n")
+		fmt.Fprint(env.stderr, "Usage: runstream version (or runstream --version, runstream -v)\n\nPrints the version, the commit it was built from and the Go version.\n")
 		return flag.ErrHelp
 	}
 	if len(args) > 0 {
