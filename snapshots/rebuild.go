@@ -25,16 +25,52 @@ type Source interface {
 // snapshots it wrote; runs the store does not know are skipped. workers
 // bounds the concurrent store reads (0 means 4). p is the writer's
 // policy: a terminal run past its retention is not written back (and
-// nothing of it stays in Redis).
+// nothing of it stays in Redis). [RebuildRuns] also says why the others
+// were not written.
 func Rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs []string, workers int, p Policy) (int, error) {
-	done, err := rebuild(ctx, rdb, src, runIDs, workers, ModeMax, p)
-	n := 0
+	res, err := RebuildRuns(ctx, rdb, src, runIDs, workers, p)
+	return res.Written, err
+}
+
+// RebuildResult is what [RebuildRuns] did with each run it was given:
+// every run is counted in exactly one field.
+type RebuildResult struct {
+	// Written is the runs whose snapshot was written.
+	Written int
+	// Current is the runs of which Redis already held a snapshot as new
+	// as the store's (the same watermark, not stale) or newer.
+	Current int
+	// Expired is the terminal runs that ended longer ago than the
+	// policy's TTL: Redis no longer keeps them, and they are not written
+	// back.
+	Expired int
+	// Unknown is the runs the store has no events of.
+	Unknown int
+}
+
+// Add returns the sum of r and o.
+func (r RebuildResult) Add(o RebuildResult) RebuildResult {
+	return RebuildResult{Written: r.Written + o.Written, Current: r.Current + o.Current,
+		Expired: r.Expired + o.Expired, Unknown: r.Unknown + o.Unknown}
+}
+
+// RebuildRuns is [Rebuild], counting each run by what became of it. On
+// an error the result is zero: the runs' outcome is not known.
+func RebuildRuns(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs []string, workers int, p Policy) (RebuildResult, error) {
+	done, unknown, err := rebuild(ctx, rdb, src, runIDs, workers, ModeMax, p)
+	res := RebuildResult{Unknown: unknown}
 	for _, d := range done {
-		if !d.expired {
-			n++
+		if d.expired {
+			res.Expired++
+		} else {
+			res.Written++
 		}
 	}
-	return n, err
+	if err != nil {
+		return RebuildResult{Written: res.Written}, err
+	}
+	res.Current = len(runIDs) - res.Written - res.Expired - res.Unknown
+	return res, nil
 }
 
 // Resync is the operator's FULL resync of one run (POST
@@ -45,7 +81,7 @@ func Rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs 
 // terminal run past the retention of p is not written back, and is
 // [ErrExpired].
 func Resync(ctx context.Context, rdb redis.UniversalClient, src Source, runID string, p Policy) (store.RunSnapshot, error) {
-	snaps, err := rebuild(ctx, rdb, src, []string{runID}, 1, ModeMaxEq, p)
+	snaps, _, err := rebuild(ctx, rdb, src, []string{runID}, 1, ModeMaxEq, p)
 	if err != nil {
 		return store.RunSnapshot{}, err
 	}
@@ -69,8 +105,9 @@ type rebuilt struct {
 }
 
 // rebuild writes the store's projection of runIDs in mode and returns the
-// snapshots written (and those found expired).
-func rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs []string, workers int, mode Mode, p Policy) ([]rebuilt, error) {
+// snapshots written (and those found expired), and how many runs the
+// store does not know.
+func rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs []string, workers int, mode Mode, p Policy) (written []rebuilt, unknown int, err error) {
 	if workers <= 0 {
 		workers = 4
 	}
@@ -99,15 +136,16 @@ func rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs 
 	close(next)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var writes []Write
 	for i, err := range errs {
 		if errors.Is(err, store.ErrNotFound) {
+			unknown++
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("projecting run %q from the store: %w", runIDs[i], err)
+			return nil, 0, fmt.Errorf("projecting run %q from the store: %w", runIDs[i], err)
 		}
 		s := snaps[i]
 		s.Stale = false
@@ -115,10 +153,9 @@ func rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs 
 	}
 	res, err := WriteAll(ctx, rdb, writes)
 	if err != nil {
-		return nil, fmt.Errorf("writing rebuilt snapshots: %w", err)
+		return nil, 0, fmt.Errorf("writing rebuilt snapshots: %w", err)
 	}
 	var done []any
-	var written []rebuilt
 	for i, r := range res {
 		if r.Written || r.Expired {
 			done = append(done, writes[i].Snapshot.RunID)
@@ -131,8 +168,8 @@ func rebuild(ctx context.Context, rdb redis.UniversalClient, src Source, runIDs 
 	}
 	if len(done) > 0 {
 		if err := rdb.SRem(ctx, ResyncSetKey, done...).Err(); err != nil {
-			return written, fmt.Errorf("clearing rebuilt runs from the resync set: %w", err)
+			return written, unknown, fmt.Errorf("clearing rebuilt runs from the resync set: %w", err)
 		}
 	}
-	return written, nil
+	return written, unknown, nil
 }

@@ -260,6 +260,9 @@ type rebuildJSON struct {
 	Done       int64      `json:"done"`
 	Failed     int64      `json:"failed"`
 	Written    int64      `json:"written"`
+	Current    int64      `json:"current"`
+	Expired    int64      `json:"expired"`
+	Unknown    int64      `json:"unknown"`
 	FinishedAt *time.Time `json:"finishedAt"`
 	Error      *string    `json:"error"`
 	Process    string     `json:"process"`
@@ -382,8 +385,21 @@ func TestOperator_RebuildTenant(t *testing.T) {
 		rb2 = rebuildOf(t, do(t, "GET", e.url+"/v1/rebuilds/"+rb2.ID, "tok-op", nil).body)
 		return rb2.State != "running"
 	})
-	if rb2.State != "done" || rb2.Total != 4 || rb2.Done != 4 || rb2.Written != 3 || rb2.TenantID != "" {
-		t.Fatalf("runIds rebuild: %+v, want done, 4 handled, 3 written", rb2)
+	if rb2.State != "done" || rb2.Total != 4 || rb2.Done != 4 || rb2.Written != 3 || rb2.Unknown != 1 || rb2.Current != 0 || rb2.TenantID != "" {
+		t.Fatalf("runIds rebuild: %+v, want done, 4 handled, 3 written, 1 unknown to the store", rb2)
+	}
+	// The same again writes nothing, and says why: the runs were current.
+	r = do(t, "POST", e.url+"/v1/rebuilds", "tok-op", mustJSON(t, map[string]any{"runIds": append(other, "no-such-run")}))
+	if r.status != http.StatusAccepted {
+		t.Fatalf("start by runIds again: %d %s", r.status, r.body)
+	}
+	rb3 := rebuildOf(t, r.body)
+	testenv.WaitFor(t, 30*time.Second, "the runIds rebuild again", func() bool {
+		rb3 = rebuildOf(t, do(t, "GET", e.url+"/v1/rebuilds/"+rb3.ID, "tok-op", nil).body)
+		return rb3.State != "running"
+	})
+	if rb3.State != "done" || rb3.Done != 4 || rb3.Written != 0 || rb3.Current != 3 || rb3.Unknown != 1 || rb3.Expired != 0 {
+		t.Fatalf("runIds rebuild again: %+v, want done, 0 written, 3 current, 1 unknown", rb3)
 	}
 	// Both listed, newest first, by either replica (the list is every
 	// replica's, so other tests' rebuilds of this Redis may be in it too).

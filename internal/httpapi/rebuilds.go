@@ -61,11 +61,16 @@ type rebuildState struct {
 	// grows if the tenant starts runs meanwhile).
 	Total int64 `json:"total"`
 	// Done is the runs handled so far, Failed those of them that could
-	// not be rebuilt, Written those whose snapshot was written (the others
-	// were current already, or unknown to the store).
+	// not be rebuilt, Written those whose snapshot was written. The others
+	// were skipped: Current, Redis held a snapshot as new already;
+	// Expired, the run ended longer ago than the snapshot TTL, so Redis
+	// keeps it no more; Unknown, the store has no events of it.
 	Done       int64      `json:"done"`
 	Failed     int64      `json:"failed"`
 	Written    int64      `json:"written"`
+	Current    int64      `json:"current"`
+	Expired    int64      `json:"expired"`
+	Unknown    int64      `json:"unknown"`
 	StartedAt  time.Time  `json:"startedAt"`
 	FinishedAt *time.Time `json:"finishedAt"`
 	Error      *string    `json:"error"`
@@ -418,7 +423,8 @@ func (s *Server) startRebuild(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			s.log.Warn("operator rebuild failed", "rebuild", rb.ID, "done", final.Done, "failed", final.Failed, "err", err)
 		} else {
-			s.log.Info("operator rebuild done", "rebuild", rb.ID, "done", final.Done, "written", final.Written, "failed", final.Failed)
+			s.log.Info("operator rebuild done", "rebuild", rb.ID, "tenantId", final.TenantID, "done", final.Done, "written", final.Written,
+				"current", final.Current, "expired", final.Expired, "unknown", final.Unknown, "failed", final.Failed)
 		}
 	}()
 	writeJSON(w, http.StatusAccepted, map[string]rebuildState{"rebuild": started})
@@ -443,14 +449,18 @@ func (s *Server) runRebuild(ctx context.Context, rb *rebuildState, tenant string
 			return nil
 		}
 		after = page[len(page)-1]
-		written, failed, err := s.rebuildPage(ctx, page)
+		res, failed, err := s.rebuildPage(ctx, page)
 		s.rebuilds.update(rb, func(rb *rebuildState) {
 			if err == nil {
 				rb.Done += int64(len(page))
 			} else {
-				rb.Done += int64(written + failed) // the runs handled before it stopped
+				// The runs handled before it stopped.
+				rb.Done += int64(res.Written + res.Current + res.Expired + res.Unknown + failed)
 			}
-			rb.Written += int64(written)
+			rb.Written += int64(res.Written)
+			rb.Current += int64(res.Current)
+			rb.Expired += int64(res.Expired)
+			rb.Unknown += int64(res.Unknown)
 			rb.Failed += int64(failed)
 			rb.Total = max(rb.Total, rb.Done)
 		})
@@ -468,29 +478,30 @@ func (s *Server) runRebuild(ctx context.Context, rb *rebuildState, tenant string
 // it returns an error, ending the rebuild, when the first runs tried alone
 // all fail too (Redis or Postgres down: trying the page's other runs one
 // by one would only wait out their timeouts).
-func (s *Server) rebuildPage(ctx context.Context, page []string) (written, failed int, err error) {
-	n, err := snapshots.Rebuild(ctx, s.redis, s.store, page, rebuildWorkers, s.snapshotPolicy())
+func (s *Server) rebuildPage(ctx context.Context, page []string) (res snapshots.RebuildResult, failed int, err error) {
+	res, err = snapshots.RebuildRuns(ctx, s.redis, s.store, page, rebuildWorkers, s.snapshotPolicy())
 	if err == nil || ctx.Err() != nil {
-		return n, 0, err
+		return res, 0, err
 	}
+	res = snapshots.RebuildResult{}
 	const firstAlone = 3
 	for i, id := range page {
-		n, err := snapshots.Rebuild(ctx, s.redis, s.store, []string{id}, 1, s.snapshotPolicy())
+		one, err := snapshots.RebuildRuns(ctx, s.redis, s.store, []string{id}, 1, s.snapshotPolicy())
 		if ctx.Err() != nil {
-			return written, failed, ctx.Err()
+			return res, failed, ctx.Err()
 		}
 		if err != nil {
 			failed++
 			s.log.Warn("rebuilding a run failed", "runId", id, "err", err)
 			if failed == i+1 && (failed == firstAlone || failed == len(page)) {
 				// Stopped here: the page's untried runs are neither done nor failed.
-				return written, failed, fmt.Errorf("rebuilding runs failed, one by one too (is Redis or Postgres down?): %w", err)
+				return res, failed, fmt.Errorf("rebuilding runs failed, one by one too (is Redis or Postgres down?): %w", err)
 			}
 			continue
 		}
-		written += n
+		res = res.Add(one)
 	}
-	return written, failed, nil
+	return res, failed, nil
 }
 
 // rebuildStopped names why a rebuild stopped early.

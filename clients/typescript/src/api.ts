@@ -846,8 +846,14 @@ export interface components {
             done: number;
             /** @description Runs of done that could not be rebuilt. */
             failed: number;
-            /** @description Runs of done whose snapshot was written (the others were current, or unknown to the store). */
+            /** @description Runs of done whose snapshot was written. The others of done were skipped (current, expired or unknown) or failed. */
             written: number;
+            /** @description Runs of done skipped because Redis already held a snapshot as new as the store's. */
+            current: number;
+            /** @description Runs of done skipped because they ended longer ago than the snapshot TTL: Redis keeps them no more (the API serves them from the store). */
+            expired: number;
+            /** @description Runs of done skipped because the store has no events of them. */
+            unknown: number;
             /** Format: date-time */
             startedAt: string;
             /** Format: date-time */
