@@ -128,6 +128,7 @@ type eventStore interface {
 	FetchEvents(ctx context.Context, runID string, opts store.FetchOptions) ([]store.RunEventRecord, error)
 	ReadAudit(ctx context.Context, q postgres.AuditQuery) (postgres.AuditPage, error)
 	ProjectSnapshot(ctx context.Context, runID string) (store.RunSnapshot, error)
+	ProjectSnapshotOf(ctx context.Context, runID, tenant string) (store.RunSnapshot, error)
 	RunTenant(ctx context.Context, runID string) (string, error)
 	Ping(ctx context.Context) error
 }

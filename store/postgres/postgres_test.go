@@ -714,3 +714,85 @@ func TestRunCount_CountsOneTenantsRuns(t *testing.T) {
 		t.Fatalf("index runs_tenant_id missing after Migrate (%v)", err)
 	}
 }
+
+// TestProjectSnapshotOf_OneStatementAgreesWithFull: the one-statement
+// projection equals the FULL reduction of every event, for a run longer
+// than one fetch (MaxFetchLimit) and from a checkpoint; a reader limited
+// to another tenant gets NOT_FOUND, exactly as for an unknown run.
+func TestProjectSnapshotOf_OneStatementAgreesWithFull(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t, postgres.Config{SnapshotEvery: 600})
+	ctx := ctxT(t)
+	id := workload.NewIdentity("tenant_a")
+	t0 := time.Date(2026, 2, 16, 10, 0, 0, 0, time.UTC)
+	evs := []store.RunEventWrite{workload.Event(id, store.EventRunStarted, "", 1, 1, t0, nil)}
+	const steps = 700 // 1,401 events: more than one fetch of MaxFetchLimit
+	for i := range steps {
+		step := fmt.Sprintf("step-%03d", i)
+		evs = append(evs, workload.Event(id, store.EventStepStarted, step, 1, 1, t0.Add(time.Second), nil),
+			workload.Event(id, store.EventStepCompleted, step, 1, 1, t0.Add(2*time.Second), map[string]any{"n": i}))
+	}
+	for lo := 0; lo < len(evs); lo += 500 {
+		for i, res := range s.AppendBatch(ctx, evs[lo:min(len(evs), lo+500)]) {
+			if res.Err != nil {
+				t.Fatalf("appending event %d: %v", lo+i, res.Err)
+			}
+		}
+	}
+	full := func() store.RunSnapshot {
+		t.Helper()
+		var all []store.RunEventRecord
+		for after := int64(0); ; {
+			page, err := s.FetchEvents(ctx, id.RunID, store.FetchOptions{AfterSeq: after, Limit: postgres.MaxFetchLimit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			all = append(all, page...)
+			after = page[len(page)-1].RunSeq
+		}
+		snap, _ := reduce.Project(store.RunSnapshot{}, all)
+		snap.Stale = false
+		return snap
+	}
+	for _, reader := range []string{"tenant_a", ""} {
+		got, err := s.ProjectSnapshotOf(ctx, id.RunID, reader)
+		if err != nil {
+			t.Fatalf("reader %q: %v", reader, err)
+		}
+		if diff := cmp.Diff(full(), got); diff != "" {
+			t.Fatalf("reader %q: one-statement projection differs from FULL (-full +got):\n%s", reader, diff)
+		}
+	}
+	// The first projection checkpointed (1,401 events past none, SnapshotEvery
+	// 600); two more events project from that checkpoint.
+	if cp, err := s.GetSnapshot(ctx, id.RunID); err != nil || cp.LastEventSeq != int64(len(evs)) {
+		t.Fatalf("checkpoint after the projection: seq %d, %v; want %d", cp.LastEventSeq, err, len(evs))
+	}
+	for _, ev := range []store.RunEventWrite{
+		workload.Event(id, store.EventStepFailed, "late", 1, 1, t0.Add(3*time.Second), map[string]any{"errorCode": "X"}),
+		workload.Event(id, store.EventRunCompleted, "", 1, 1, t0.Add(4*time.Second), nil),
+	} {
+		if _, err := s.AppendEvent(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.ProjectSnapshotOf(ctx, id.RunID, "tenant_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := full()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("projection from the checkpoint differs from FULL (-full +got):\n%s", diff)
+	}
+	if got.Status != store.RunCompleted || got.TerminalAt == "" {
+		t.Fatalf("status %s terminalAt %q, want COMPLETED with the end's time", got.Status, got.TerminalAt)
+	}
+	for _, tc := range []struct{ run, reader string }{{id.RunID, "tenant_b"}, {"run-unknown", "tenant_a"}, {"run-unknown", ""}} {
+		if _, err := s.ProjectSnapshotOf(ctx, tc.run, tc.reader); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("run %q read by %q: %v, want NOT_FOUND", tc.run, tc.reader, err)
+		}
+	}
+}

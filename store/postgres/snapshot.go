@@ -31,34 +31,102 @@ func (s *Store) GetSnapshot(ctx context.Context, runID string) (store.RunSnapsho
 // past the checkpoint it stores a new checkpoint, guarded so an older one
 // never replaces a newer one. A run with no events is store.ErrNotFound.
 func (s *Store) ProjectSnapshot(ctx context.Context, runID string) (store.RunSnapshot, error) {
-	snap, err := s.GetSnapshot(ctx, runID)
-	if err != nil && !isNotFound(err) {
-		return store.RunSnapshot{}, err
+	return s.ProjectSnapshotOf(ctx, runID, "")
+}
+
+// projectSQL reads in one statement (one round trip, one MVCC snapshot)
+// what a projection needs. Its first row (kind 0) is the run's head: its
+// tenant, terminal_at, and its checkpoint's seq and JSON when it has one.
+// The rows after it (kind 1) are the first $3 events after the
+// checkpoint, fetched only when $2 is empty or the run's tenant: the
+// tenant check costs no second statement, and another tenant's run reads
+// no events. Both kinds share the leading columns (seq, tenant, a time, a
+// JSON text); the event columns follow, NULL on the head row.
+const projectSQL = `WITH head AS (
+	SELECT r.tenant_id, r.terminal_at, c.last_event_seq, c.snapshot
+	FROM runs r LEFT JOIN run_snapshots c ON c.run_id = r.run_id
+	WHERE r.run_id = $1)
+SELECT 0 AS kind, coalesce(last_event_seq, 0) AS seq, tenant_id, terminal_at AS at, snapshot::text AS body,
+	NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text,
+	NULL::integer, NULL::integer, NULL::text
+FROM head
+UNION ALL
+(SELECT 1, e.run_seq, e.tenant_id, e.persisted_at, e.payload::text,
+	e.event_id::text, e.event_type, e.idempotency_key, e.project_id, e.environment_id, e.plan_id,
+	e.plan_version, coalesce(e.step_id, ''), e.engine_attempt_id, e.logical_attempt_id, e.emitted_at
+FROM head h JOIN run_events e ON e.run_id = $1 AND e.run_seq > coalesce(h.last_event_seq, 0)
+WHERE $2 = '' OR h.tenant_id = $2
+ORDER BY e.run_seq LIMIT $3)
+ORDER BY kind, seq`
+
+// ProjectSnapshotOf is ProjectSnapshot for a reader limited to tenant
+// ("" reads any run): another tenant's run is store.ErrNotFound, exactly
+// as an unknown one, and costs no event read. The head, the checkpoint
+// and the first MaxFetchLimit events come in one round trip.
+func (s *Store) ProjectSnapshotOf(ctx context.Context, runID, tenant string) (store.RunSnapshot, error) {
+	notFound := &store.Error{Code: store.CodeNotFound, Message: fmt.Sprintf("run %q has no events", runID)}
+	rows, err := s.pool.Query(ctx, projectSQL, runID, tenant, MaxFetchLimit)
+	if err != nil {
+		return store.RunSnapshot{}, classify(fmt.Errorf("reading run %q for its snapshot: %w", runID, err))
+	}
+	var (
+		snap       store.RunSnapshot
+		owner      string
+		terminalAt *time.Time
+		headSeen   bool
+		events     = make([]store.RunEventRecord, 0, 32)
+	)
+	for rows.Next() {
+		var (
+			kind     int32
+			seq      int64
+			tenantID string
+			at       *time.Time
+			body     *string
+			ev       eventColumns
+		)
+		if err := rows.Scan(&kind, &seq, &tenantID, &at, &body, &ev.eventID, &ev.eventType, &ev.idempotencyKey,
+			&ev.projectID, &ev.environmentID, &ev.planID, &ev.planVersion, &ev.stepID,
+			&ev.engineAttempt, &ev.logicalAttempt, &ev.emittedAt); err != nil {
+			rows.Close()
+			return store.RunSnapshot{}, classify(fmt.Errorf("reading run %q for its snapshot: %w", runID, err))
+		}
+		if kind == 0 {
+			headSeen, owner, terminalAt = true, tenantID, at
+			if body != nil {
+				if err := json.Unmarshal([]byte(*body), &snap); err != nil {
+					rows.Close()
+					return store.RunSnapshot{}, fmt.Errorf("decoding the stored snapshot of run %q: %w", runID, err)
+				}
+			}
+			continue
+		}
+		events = append(events, ev.record(runID, seq, tenantID, at, body))
+	}
+	if err := rows.Err(); err != nil {
+		return store.RunSnapshot{}, classify(fmt.Errorf("reading run %q for its snapshot: %w", runID, err))
+	}
+	if !headSeen || (tenant != "" && owner != tenant) {
+		return store.RunSnapshot{}, notFound
 	}
 	from := snap.LastEventSeq
-	for {
-		events, err := s.FetchEvents(ctx, runID, store.FetchOptions{AfterSeq: snap.LastEventSeq, Limit: MaxFetchLimit})
-		if err != nil {
-			return store.RunSnapshot{}, err
-		}
-		if len(events) == 0 {
-			break
-		}
+	for len(events) > 0 {
 		snap, _ = reduce.Project(snap, events)
 		if len(events) < MaxFetchLimit {
 			break
 		}
-	}
-	if snap.LastEventSeq == 0 {
-		return store.RunSnapshot{}, &store.Error{Code: store.CodeNotFound, Message: fmt.Sprintf("run %q has no events", runID)}
-	}
-	snap.Stale = false
-	if snap.TerminalAt == "" && store.IsTerminalRunStatus(snap.Status) {
-		// A checkpoint written before snapshots carried terminalAt froze
-		// the run without it: the runs row has it (migration 0010).
-		if err := s.fillTerminalAt(ctx, &snap); err != nil {
+		if events, err = s.FetchEvents(ctx, runID, store.FetchOptions{AfterSeq: snap.LastEventSeq, Limit: MaxFetchLimit}); err != nil {
 			return store.RunSnapshot{}, err
 		}
+	}
+	if snap.LastEventSeq == 0 {
+		return store.RunSnapshot{}, notFound
+	}
+	snap.Stale = false
+	if snap.TerminalAt == "" && store.IsTerminalRunStatus(snap.Status) && terminalAt != nil {
+		// A checkpoint written before snapshots carried terminalAt froze
+		// the run without it: the runs row has it (migration 0010).
+		snap.TerminalAt = store.FormatPersistedAt(*terminalAt)
 	}
 	if !s.cfg.DisableSnapshotCheckpoints && snap.LastEventSeq-from >= int64(s.cfg.SnapshotEvery) {
 		if err := s.checkpoint(ctx, snap); err != nil {
@@ -68,6 +136,43 @@ func (s *Store) ProjectSnapshot(ctx context.Context, runID string) (store.RunSna
 		}
 	}
 	return snap, nil
+}
+
+// eventColumns are projectSQL's event-only columns, NULL on its head row.
+type eventColumns struct {
+	eventID, eventType, idempotencyKey, projectID, environmentID *string
+	planID, planVersion, stepID, emittedAt                       *string
+	engineAttempt, logicalAttempt                                *int32
+}
+
+// record is the event row as a RunEventRecord; the shared leading
+// columns give its seq, tenant, persistedAt and payload.
+func (c eventColumns) record(runID string, seq int64, tenant string, persisted *time.Time, payload *string) store.RunEventRecord {
+	var r store.RunEventRecord
+	r.RunID, r.RunSeq, r.TenantID = runID, seq, tenant
+	r.EventID, r.EventType, r.IdempotencyKey = deref(c.eventID), deref(c.eventType), deref(c.idempotencyKey)
+	r.ProjectID, r.EnvironmentID, r.PlanID = deref(c.projectID), deref(c.environmentID), deref(c.planID)
+	r.PlanVersion, r.StepID, r.EmittedAt = deref(c.planVersion), deref(c.stepID), deref(c.emittedAt)
+	if c.engineAttempt != nil {
+		r.EngineAttemptID = int64(*c.engineAttempt)
+	}
+	if c.logicalAttempt != nil {
+		r.LogicalAttemptID = int64(*c.logicalAttempt)
+	}
+	if persisted != nil {
+		r.PersistedAt = store.FormatPersistedAt(*persisted)
+	}
+	if payload != nil {
+		r.Payload = []byte(*payload)
+	}
+	return r
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func (s *Store) checkpoint(ctx context.Context, snap store.RunSnapshot) error {
@@ -84,18 +189,5 @@ func (s *Store) checkpoint(ctx context.Context, snap store.RunSnapshot) error {
 		return classify(fmt.Errorf("checkpointing the snapshot of run %q: %w", snap.RunID, err))
 	}
 	s.metrics.checkpoints.Inc()
-	return nil
-}
-
-// fillTerminalAt sets snap.TerminalAt from the run's terminal_at.
-func (s *Store) fillTerminalAt(ctx context.Context, snap *store.RunSnapshot) error {
-	var at *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT terminal_at FROM runs WHERE run_id = $1`, snap.RunID).Scan(&at)
-	if err != nil {
-		return classify(fmt.Errorf("reading when run %q ended: %w", snap.RunID, err))
-	}
-	if at != nil {
-		snap.TerminalAt = store.FormatPersistedAt(*at)
-	}
 	return nil
 }
