@@ -371,8 +371,24 @@ func TestRun_Rebuild(t *testing.T) {
 	if err := run(ctx, []string{"rebuild", "--all"}, getenv, &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "rebuilt 2 of 3 runs") || !strings.Contains(out.String(), "100%") {
-		t.Fatalf("rebuild --all printed %q; want a progress bar and 2 of 3 rebuilt (one was current)", out.String())
+	if !strings.Contains(out.String(), "rebuilt 2 of 3 runs; skipped: 1 already current in Redis\n") || !strings.Contains(out.String(), "100%") {
+		t.Fatalf("rebuild --all printed %q; want a progress bar and 2 of 3 rebuilt, 1 skipped as current", out.String())
+	}
+	// Nothing to write: it says so, and why.
+	out.Reset()
+	if err := run(ctx, []string{"rebuild", "--all"}, getenv, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "rebuilt 0 of 3 runs; skipped: 3 already current in Redis\n") {
+		t.Fatalf("rebuild --all again printed %q; want 0 of 3 rebuilt, 3 skipped as current", out.String())
+	}
+	out.Reset()
+	if err := run(ctx, []string{"rebuild", "--run", ids[0]}, getenv, &out, &out); err != nil || !strings.Contains(out.String(), "not written: Redis already holds a snapshot as new") {
+		t.Fatalf("rebuild --run of a current run: %v, printed %q; want exit 0 saying Redis holds it", err, out.String())
+	}
+	err := run(ctx, []string{"rebuild", "--run", "no-such-run"}, getenv, &out, &out)
+	if err == nil || exitCode(err) == 0 || !strings.Contains(err.Error(), `run "no-such-run": the store has no events of it`) {
+		t.Fatalf("rebuild --run of an unknown run: %v; want a non-zero exit naming the run", err)
 	}
 	if err := run(ctx, []string{"rebuild"}, getenv, &out, &out); err == nil {
 		t.Fatal("rebuild without --run or --all must fail")

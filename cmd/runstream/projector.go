@@ -181,15 +181,19 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	if *runID != "" {
-		n, err := snapshots.Rebuild(ctx, rdb, st, []string{*runID}, 1, policy)
-		if err != nil {
+		res, err := snapshots.RebuildRuns(ctx, rdb, st, []string{*runID}, 1, policy)
+		switch {
+		case err != nil:
 			return err
+		case res.Unknown == 1:
+			return fmt.Errorf("run %q: the store has no events of it; check the id (GET /v1/runs lists them)", *runID)
+		case res.Expired == 1:
+			fmt.Fprintf(env.stdout, "run %q: not written: it ended longer ago than --snapshot-ttl (%s), so Redis keeps it no more; the API serves it from the store\n", *runID, policy.TTL)
+		case res.Current == 1:
+			fmt.Fprintf(env.stdout, "run %q: not written: Redis already holds a snapshot as new as the store's\n", *runID)
+		default:
+			fmt.Fprintf(env.stdout, "rebuilt run %q\n", *runID)
 		}
-		if n == 0 {
-			fmt.Fprintf(env.stdout, "run %q: not in the store, ended more than --snapshot-ttl ago, or Redis already holds a newer snapshot\n", *runID)
-			return nil
-		}
-		fmt.Fprintf(env.stdout, "rebuilt run %q\n", *runID)
 		return nil
 	}
 	total, err := st.CountRuns(ctx)
@@ -197,7 +201,8 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	bar := newProgress(env.stderr, total, "runs")
-	after, written, seen := "", 0, int64(0)
+	var sum snapshots.RebuildResult
+	after, seen := "", int64(0)
 	for {
 		ids, err := st.ListRuns(ctx, after, *batch)
 		if err != nil {
@@ -206,16 +211,36 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 		if len(ids) == 0 {
 			break
 		}
-		n, err := snapshots.Rebuild(ctx, rdb, st, ids, 4, policy)
+		res, err := snapshots.RebuildRuns(ctx, rdb, st, ids, 4, policy)
 		if err != nil {
 			return err
 		}
-		written += n
+		sum = sum.Add(res)
 		seen += int64(len(ids))
 		after = ids[len(ids)-1]
 		bar.set(seen)
 	}
 	bar.done()
-	fmt.Fprintf(env.stdout, "rebuilt %d of %d runs (the others already had a newer snapshot, or ended more than --snapshot-ttl ago)\n", written, seen)
+	fmt.Fprintln(env.stdout, rebuildSummary(sum, seen, policy.TTL))
 	return nil
+}
+
+// rebuildSummary is rebuild --all's last line: how many of the runs seen
+// were written, and why the others were skipped.
+func rebuildSummary(res snapshots.RebuildResult, seen int64, ttl time.Duration) string {
+	line := fmt.Sprintf("rebuilt %d of %d runs", res.Written, seen)
+	var why []string
+	if res.Current > 0 {
+		why = append(why, fmt.Sprintf("%d already current in Redis", res.Current))
+	}
+	if res.Expired > 0 {
+		why = append(why, fmt.Sprintf("%d ended longer ago than --snapshot-ttl (%s), which Redis keeps no more", res.Expired, ttl))
+	}
+	if res.Unknown > 0 {
+		why = append(why, fmt.Sprintf("%d with no events in the store", res.Unknown))
+	}
+	if len(why) > 0 {
+		line += "; skipped: " + strings.Join(why, ", ")
+	}
+	return line
 }
