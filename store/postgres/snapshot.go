@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/store"
@@ -36,22 +37,22 @@ func (s *Store) ProjectSnapshot(ctx context.Context, runID string) (store.RunSna
 
 // projectSQL reads in one statement (one round trip, one MVCC snapshot)
 // what a projection needs. Its first row (kind 0) is the run's head: its
-// tenant, terminal_at, and its checkpoint's seq and JSON when it has one.
-// The rows after it (kind 1) are the first $3 events after the
+// tenant, terminal_at, and its checkpoint's seq and JSON (” without
+// one). The rows after it (kind 1) are the first $3 events after the
 // checkpoint, fetched only when $2 is empty or the run's tenant: the
 // tenant check costs no second statement, and another tenant's run reads
 // no events. Both kinds share the leading columns (seq, tenant, a time, a
-// JSON text); the event columns follow, NULL on the head row.
+// JSON text); the event columns follow, empty on the head row. No column
+// but the time is NULL, so every value scans into a plain Go value.
 const projectSQL = `WITH head AS (
 	SELECT r.tenant_id, r.terminal_at, c.last_event_seq, c.snapshot
 	FROM runs r LEFT JOIN run_snapshots c ON c.run_id = r.run_id
 	WHERE r.run_id = $1)
-SELECT 0 AS kind, coalesce(last_event_seq, 0) AS seq, tenant_id, terminal_at AS at, snapshot::text AS body,
-	NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text,
-	NULL::integer, NULL::integer, NULL::text
+SELECT 0 AS kind, coalesce(last_event_seq, 0) AS seq, tenant_id, terminal_at AS at,
+	coalesce(snapshot::text, '') AS body, '', '', '', '', '', '', '', '', 0, 0, ''
 FROM head
 UNION ALL
-(SELECT 1, e.run_seq, e.tenant_id, e.persisted_at, e.payload::text,
+(SELECT 1, e.run_seq, e.tenant_id, e.persisted_at, coalesce(e.payload::text, ''),
 	e.event_id::text, e.event_type, e.idempotency_key, e.project_id, e.environment_id, e.plan_id,
 	e.plan_version, coalesce(e.step_id, ''), e.engine_attempt_id, e.logical_attempt_id, e.emitted_at
 FROM head h JOIN run_events e ON e.run_id = $1 AND e.run_seq > coalesce(h.last_event_seq, 0)
@@ -72,36 +73,43 @@ func (s *Store) ProjectSnapshotOf(ctx context.Context, runID, tenant string) (st
 	var (
 		snap       store.RunSnapshot
 		owner      string
-		terminalAt *time.Time
+		terminalAt pgtype.Timestamptz
 		headSeen   bool
 		events     = make([]store.RunEventRecord, 0, 32)
 	)
 	for rows.Next() {
 		var (
-			kind     int32
-			seq      int64
-			tenantID string
-			at       *time.Time
-			body     *string
-			ev       eventColumns
+			kind int32
+			at   pgtype.Timestamptz
+			body string
+			r    store.RunEventRecord
+			eng  int32
+			log  int32
 		)
-		if err := rows.Scan(&kind, &seq, &tenantID, &at, &body, &ev.eventID, &ev.eventType, &ev.idempotencyKey,
-			&ev.projectID, &ev.environmentID, &ev.planID, &ev.planVersion, &ev.stepID,
-			&ev.engineAttempt, &ev.logicalAttempt, &ev.emittedAt); err != nil {
+		if err := rows.Scan(&kind, &r.RunSeq, &r.TenantID, &at, &body, &r.EventID, &r.EventType, &r.IdempotencyKey,
+			&r.ProjectID, &r.EnvironmentID, &r.PlanID, &r.PlanVersion, &r.StepID,
+			&eng, &log, &r.EmittedAt); err != nil {
 			rows.Close()
 			return store.RunSnapshot{}, classify(fmt.Errorf("reading run %q for its snapshot: %w", runID, err))
 		}
 		if kind == 0 {
-			headSeen, owner, terminalAt = true, tenantID, at
-			if body != nil {
-				if err := json.Unmarshal([]byte(*body), &snap); err != nil {
+			headSeen, owner, terminalAt = true, r.TenantID, at
+			if body != "" {
+				if err := json.Unmarshal([]byte(body), &snap); err != nil {
 					rows.Close()
 					return store.RunSnapshot{}, fmt.Errorf("decoding the stored snapshot of run %q: %w", runID, err)
 				}
 			}
 			continue
 		}
-		events = append(events, ev.record(runID, seq, tenantID, at, body))
+		r.RunID, r.EngineAttemptID, r.LogicalAttemptID = runID, int64(eng), int64(log)
+		if at.Valid {
+			r.PersistedAt = store.FormatPersistedAt(at.Time)
+		}
+		if body != "" {
+			r.Payload = []byte(body)
+		}
+		events = append(events, r)
 	}
 	if err := rows.Err(); err != nil {
 		return store.RunSnapshot{}, classify(fmt.Errorf("reading run %q for its snapshot: %w", runID, err))
@@ -123,10 +131,10 @@ func (s *Store) ProjectSnapshotOf(ctx context.Context, runID, tenant string) (st
 		return store.RunSnapshot{}, notFound
 	}
 	snap.Stale = false
-	if snap.TerminalAt == "" && store.IsTerminalRunStatus(snap.Status) && terminalAt != nil {
+	if snap.TerminalAt == "" && store.IsTerminalRunStatus(snap.Status) && terminalAt.Valid {
 		// A checkpoint written before snapshots carried terminalAt froze
 		// the run without it: the runs row has it (migration 0010).
-		snap.TerminalAt = store.FormatPersistedAt(*terminalAt)
+		snap.TerminalAt = store.FormatPersistedAt(terminalAt.Time)
 	}
 	if !s.cfg.DisableSnapshotCheckpoints && snap.LastEventSeq-from >= int64(s.cfg.SnapshotEvery) {
 		if err := s.checkpoint(ctx, snap); err != nil {
@@ -136,43 +144,6 @@ func (s *Store) ProjectSnapshotOf(ctx context.Context, runID, tenant string) (st
 		}
 	}
 	return snap, nil
-}
-
-// eventColumns are projectSQL's event-only columns, NULL on its head row.
-type eventColumns struct {
-	eventID, eventType, idempotencyKey, projectID, environmentID *string
-	planID, planVersion, stepID, emittedAt                       *string
-	engineAttempt, logicalAttempt                                *int32
-}
-
-// record is the event row as a RunEventRecord; the shared leading
-// columns give its seq, tenant, persistedAt and payload.
-func (c eventColumns) record(runID string, seq int64, tenant string, persisted *time.Time, payload *string) store.RunEventRecord {
-	var r store.RunEventRecord
-	r.RunID, r.RunSeq, r.TenantID = runID, seq, tenant
-	r.EventID, r.EventType, r.IdempotencyKey = deref(c.eventID), deref(c.eventType), deref(c.idempotencyKey)
-	r.ProjectID, r.EnvironmentID, r.PlanID = deref(c.projectID), deref(c.environmentID), deref(c.planID)
-	r.PlanVersion, r.StepID, r.EmittedAt = deref(c.planVersion), deref(c.stepID), deref(c.emittedAt)
-	if c.engineAttempt != nil {
-		r.EngineAttemptID = int64(*c.engineAttempt)
-	}
-	if c.logicalAttempt != nil {
-		r.LogicalAttemptID = int64(*c.logicalAttempt)
-	}
-	if persisted != nil {
-		r.PersistedAt = store.FormatPersistedAt(*persisted)
-	}
-	if payload != nil {
-		r.Payload = []byte(*payload)
-	}
-	return r
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 func (s *Store) checkpoint(ctx context.Context, snap store.RunSnapshot) error {
