@@ -17,6 +17,7 @@ import (
 
 	"github.com/runstream/runstream/internal/kgroup"
 	"github.com/runstream/runstream/internal/retry"
+	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/store"
 )
 
@@ -563,7 +564,7 @@ func (c *Consumer) partition(ctx context.Context, recs []*kgo.Record, buf *[]ite
 		it.rec = r
 		it.ev = Event{Raw: r.Value, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
 		if !c.cfg.DecodeDuplicates {
-			if id, seq, ok := headerIDs(r); ok {
+			if id, seq, ok := record.IDs(r); ok {
 				it.ev.RunID, it.ev.RunSeq = id, seq
 				continue
 			}
@@ -591,7 +592,7 @@ func (c *Consumer) decode(it *item) {
 		return
 	}
 	id, seq := it.ev.RunID, it.ev.RunSeq
-	err := store.DecodeRecord(it.rec.Value, &it.ev.RunEventRecord)
+	err := record.DecodeValue(it.rec.Value, &it.ev.RunEventRecord)
 	rec := &it.ev.RunEventRecord
 	switch {
 	case err != nil:

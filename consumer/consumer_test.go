@@ -15,10 +15,10 @@ import (
 
 	"github.com/runstream/runstream/consumer"
 	"github.com/runstream/runstream/consumer/pgcheckpoint"
-	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/testenv/testkafka"
 	"github.com/runstream/runstream/internal/workload"
+	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -317,10 +317,10 @@ func TestConsumer_HeadersSkipDuplicatesWithoutDecoding(t *testing.T) {
 		}
 	}
 	withSeq := func(seq string, value []byte) *kgo.Record {
-		return &kgo.Record{Key: []byte(id), Value: value, Headers: []kgo.RecordHeader{{Key: "runSeq", Value: []byte(seq)}}}
+		return &kgo.Record{Key: []byte(id), Value: value, Headers: []kgo.RecordHeader{{Key: record.HeaderRunSeq, Value: []byte(seq)}}}
 	}
 	bare := func(rec store.RunEventRecord) *kgo.Record {
-		kr, err := relay.Record(topic, &rec)
+		kr, err := record.New(topic, &rec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,8 +334,8 @@ func TestConsumer_HeadersSkipDuplicatesWithoutDecoding(t *testing.T) {
 		bare(run[3]),                     // a duplicate found by decoding
 		withSeq("5", []byte(`{garbage`)), // past the checkpoint: poison
 	)
-	wrong, _ := relay.Record(topic, &run[4])
-	wrong.Headers = []kgo.RecordHeader{{Key: "runSeq", Value: []byte("6")}} // the value says 5
+	wrong, _ := record.New(topic, &run[4])
+	wrong.Headers = []kgo.RecordHeader{{Key: record.HeaderRunSeq, Value: []byte("6")}} // the value says 5
 	produce(wrong)
 	f.publish(t, run[4])
 
@@ -402,7 +402,7 @@ func TestConsumer_DecodeDuplicates(t *testing.T) {
 	run := f.runs(t, 1)[0]
 	f.publish(t, run[0], run[1])
 	garbage := &kgo.Record{Topic: topic, Key: []byte(run[0].RunID), Value: []byte(`{garbage`),
-		Headers: []kgo.RecordHeader{{Key: "runSeq", Value: []byte("1")}}}
+		Headers: []kgo.RecordHeader{{Key: record.HeaderRunSeq, Value: []byte("1")}}}
 	if err := f.prod.ProduceSync(context.Background(), garbage).FirstErr(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runstream/runstream/consumer"
-	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/store"
 )
 
@@ -109,7 +109,7 @@ func TestConsumer_QueuedPollsShareATransaction(t *testing.T) {
 			runs := f.runs(t, 5)
 			publish := func(recs []store.RunEventRecord) {
 				for i := range recs {
-					kr, err := relay.Record(one, &recs[i])
+					kr, err := record.New(one, &recs[i])
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -20,6 +20,7 @@ import (
 	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
+	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 )
@@ -111,7 +112,7 @@ func TestConverge_ReplayOntoMissingSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := runs[victim][0]
-	kr, err := relay.Record(topic, &first)
+	kr, err := record.New(topic, &first)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,9 +23,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/projector"
+	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
@@ -472,7 +472,7 @@ func TestProjector_RebalanceDuringStream(t *testing.T) {
 			}
 			var krs []*kgo.Record
 			for i := range waves[w] {
-				kr, err := relay.Record(topic, &waves[w][i])
+				kr, err := record.New(topic, &waves[w][i])
 				if err != nil {
 					pubErr <- err
 					return

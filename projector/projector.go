@@ -16,6 +16,7 @@ import (
 
 	"github.com/runstream/runstream/internal/kgroup"
 	"github.com/runstream/runstream/internal/retry"
+	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
@@ -278,7 +279,7 @@ func (p *Projector) decode(recs []*kgo.Record) []*runEvents {
 	}
 	for _, r := range recs {
 		var ev store.RunEventRecord
-		err := store.DecodeRecord(r.Value, &ev)
+		err := record.DecodeValue(r.Value, &ev)
 		if err == nil && (ev.RunID == "" || ev.RunSeq < 1 || (len(r.Key) > 0 && string(r.Key) != ev.RunID)) {
 			err = fmt.Errorf("runId %q / runSeq %d missing or not matching the key %q", ev.RunID, ev.RunSeq, r.Key)
 		}

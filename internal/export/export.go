@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/runstream/runstream/internal/relay"
+	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -176,7 +176,7 @@ func (e *exporter) progress() Progress {
 // write appends one record's line to the buffer.
 func (e *exporter) write(rec *store.RunEventRecord, at time.Time) error {
 	var err error
-	e.buf, err = relay.AppendValue(e.buf[:0], rec)
+	e.buf, err = record.AppendValue(e.buf[:0], rec)
 	if err != nil {
 		return fmt.Errorf("encoding event %s of run %q: %w", rec.EventID, rec.RunID, err)
 	}

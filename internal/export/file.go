@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/store"
 )
 
@@ -84,7 +85,7 @@ func keepCompleteLines(f *os.File, after store.AuditPosition) error {
 	}
 	line := tail[bytes.LastIndexByte(tail[:end-1], '\n')+1 : end-1]
 	var rec store.RunEventRecord
-	if err := store.DecodeRecord(line, &rec); err != nil {
+	if err := record.DecodeValue(line, &rec); err != nil {
 		return fmt.Errorf("its last line is not a record: %w", err)
 	}
 	at, err := time.Parse(time.RFC3339Nano, rec.PersistedAt)

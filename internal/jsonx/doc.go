@@ -1,6 +1,6 @@
 // Package jsonx is runstream's one hand-written JSON layer, under the fast
 // paths that read or write one fixed shape many times: the Kafka record
-// decoder (store.DecodeRecord), the reducer's payload reader, the snapshot
+// decoder (record.DecodeValue), the reducer's payload reader, the snapshot
 // codec, the relay's record encoder, the ETL's payload reader and the
 // request-body splitter of store/validate.
 //

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,14 +15,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/runstream/runstream/internal/jsonx"
 	"github.com/runstream/runstream/internal/retry"
+	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
-
-// SchemaVersion is the schema-version header of every record.
-const SchemaVersion = "2.0.0"
 
 // Relay publishes the outbox. Create it with [New] and call [Relay.Run].
 type Relay struct {
@@ -280,77 +276,6 @@ func (r *Relay) read(ctx context.Context, shards []int32, limit int, skip []int6
 	})
 }
 
-// Record builds the Kafka record of an event (DESIGN.md section 2): key
-// runId, value the RunEventRecord JSON, and the documented headers.
-func Record(topic string, rec *store.RunEventRecord) (*kgo.Record, error) {
-	value, err := AppendValue(make([]byte, 0, 512+len(rec.Payload)), rec)
-	if err != nil {
-		return nil, fmt.Errorf("encoding event %s of run %q: %w", rec.EventID, rec.RunID, err)
-	}
-	return &kgo.Record{
-		Topic: topic,
-		Key:   []byte(rec.RunID),
-		Value: value,
-		Headers: []kgo.RecordHeader{
-			{Key: "eventType", Value: []byte(rec.EventType)},
-			{Key: "eventId", Value: []byte(rec.EventID)},
-			{Key: "runSeq", Value: []byte(strconv.FormatInt(rec.RunSeq, 10))},
-			{Key: "tenantId", Value: []byte(rec.TenantID)},
-			{Key: "content-type", Value: []byte("application/json")},
-			{Key: "schema-version", Value: []byte(SchemaVersion)},
-		},
-	}, nil
-}
-
-// AppendValue appends a record's Kafka value, byte for byte what
-// json.Marshal(rec) writes (field order, omitempty, escaping, the payload
-// compacted), without reflection: encoding/json spent most of its time
-// re-scanning each payload, and encoding was a quarter of the relay's CPU
-// while draining a backlog. TestAppendValue_EqualsEncodingJSON holds the two
-// equal on every field.
-func AppendValue(b []byte, rec *store.RunEventRecord) ([]byte, error) {
-	b = append(b, `{"eventId":`...)
-	b = jsonx.AppendString(b, rec.EventID)
-	b = append(b, `,"eventType":`...)
-	b = jsonx.AppendString(b, rec.EventType)
-	b = append(b, `,"emittedAt":`...)
-	b = jsonx.AppendString(b, rec.EmittedAt)
-	b = append(b, `,"runId":`...)
-	b = jsonx.AppendString(b, rec.RunID)
-	b = append(b, `,"tenantId":`...)
-	b = jsonx.AppendString(b, rec.TenantID)
-	b = append(b, `,"projectId":`...)
-	b = jsonx.AppendString(b, rec.ProjectID)
-	b = append(b, `,"environmentId":`...)
-	b = jsonx.AppendString(b, rec.EnvironmentID)
-	b = append(b, `,"planId":`...)
-	b = jsonx.AppendString(b, rec.PlanID)
-	b = append(b, `,"planVersion":`...)
-	b = jsonx.AppendString(b, rec.PlanVersion)
-	b = append(b, `,"engineAttemptId":`...)
-	b = strconv.AppendInt(b, rec.EngineAttemptID, 10)
-	b = append(b, `,"logicalAttemptId":`...)
-	b = strconv.AppendInt(b, rec.LogicalAttemptID, 10)
-	b = append(b, `,"idempotencyKey":`...)
-	b = jsonx.AppendString(b, rec.IdempotencyKey)
-	if rec.StepID != "" {
-		b = append(b, `,"stepId":`...)
-		b = jsonx.AppendString(b, rec.StepID)
-	}
-	if len(rec.Payload) > 0 {
-		b = append(b, `,"payload":`...)
-		var err error
-		if b, err = jsonx.AppendRaw(b, rec.Payload); err != nil {
-			return b, err
-		}
-	}
-	b = append(b, `,"runSeq":`...)
-	b = strconv.AppendInt(b, rec.RunSeq, 10)
-	b = append(b, `,"persistedAt":`...)
-	b = jsonx.AppendString(b, rec.PersistedAt)
-	return append(b, '}'), nil
-}
-
 // roundResult says what one round did.
 type roundResult struct {
 	read      int
@@ -453,7 +378,7 @@ func (r *Relay) round(ctx context.Context, shards []int32, st *roundState) (res 
 		var recs []*kgo.Record
 		for _, id := range order {
 			if rs := byRun[id]; wave < len(rs) && !blocked[id] {
-				rec, err := Record(r.cfg.Topic, &rs[wave].rec)
+				rec, err := record.New(r.cfg.Topic, &rs[wave].rec)
 				if err != nil {
 					return res, err
 				}

@@ -18,8 +18,8 @@ import (
 
 	"github.com/runstream/runstream/internal/bench/harness"
 	"github.com/runstream/runstream/internal/etl"
-	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/workload"
+	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/store"
 )
@@ -78,11 +78,11 @@ func generate(seed uint64, events, active int) (runs [][]store.RunEventRecord, o
 	return kept, order
 }
 
-// fill produces order as the relay would (relay.Record, murmur2 key
+// fill produces order as the relay would (record.New, murmur2 key
 // partitioning) and returns the mean record value size.
 func (b *bench) fill(ctx context.Context, order []store.RunEventRecord) (float64, error) {
 	size, err := b.kafka.Fill(ctx, len(order), func(i int) (*kgo.Record, error) {
-		return relay.Record(b.kafka.Topic, &order[i])
+		return record.New(b.kafka.Topic, &order[i])
 	}, b.cfg.Progress, "fill"+b.label)
 	return harness.Round(size, 1), err
 }

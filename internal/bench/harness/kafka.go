@@ -140,7 +140,7 @@ func (b *Broker) CommittedSum(ctx context.Context, group string) (int64, error) 
 }
 
 // Fill produces n records to the topic, record(i) building the i-th (with
-// relay.Record, so it is what the relay would publish), with the relay's
+// record.New, so it is what the relay would publish), with the relay's
 // client options (murmur2 key partitioning) and extra, reporting progress
 // as phase. It checks that the topic then holds n records and returns the
 // records' mean value size.

@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runstream/runstream/internal/bench/harness"
-	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/workload"
+	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/store"
 )
 
@@ -130,13 +130,13 @@ func (p *plan) wantStatus() string {
 // fill produces events events of plans, event k being the next of run k
 // mod len(plans), so each run's runSeq is contiguous from 1 and the runs
 // interleave as they do when many progress at once. The records are
-// built with relay.Record and produced with the relay's client options
+// built with record.New and produced with the relay's client options
 // (murmur2 key partitioning), so they are what the relay would publish.
 // It returns the mean record value size.
 func (b *bench) fill(ctx context.Context, kafka *harness.Broker, plans []*plan, events int, phase string) (float64, error) {
 	return kafka.Fill(ctx, events, func(k int) (*kgo.Record, error) {
 		rec := plans[k%len(plans)].nextRecord()
-		kr, err := relay.Record(kafka.Topic, &rec)
+		kr, err := record.New(kafka.Topic, &rec)
 		if err != nil {
 			return nil, err
 		}

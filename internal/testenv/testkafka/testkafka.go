@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runstream/runstream/internal/relay"
+	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/store"
 )
 
@@ -45,13 +46,13 @@ func Start(t testing.TB, opts ...kfake.Opt) *Broker {
 	return &Broker{Cluster: c, Brokers: c.ListenAddrs(), Producer: prod}
 }
 
-// Publish produces recs to topic as the relay would (relay.Record: key,
+// Publish produces recs to topic as the relay would (record.New: key,
 // headers and value) and waits until the broker acknowledged them all.
 func (k *Broker) Publish(t testing.TB, topic string, recs []store.RunEventRecord) {
 	t.Helper()
 	krs := make([]*kgo.Record, 0, len(recs))
 	for i := range recs {
-		kr, err := relay.Record(topic, &recs[i])
+		kr, err := record.New(topic, &recs[i])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package store
+package record
 
 import (
 	"encoding/json"
@@ -7,10 +7,12 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/runstream/runstream/store"
 )
 
 // relayValues returns record values as the relay publishes them
-// (json.Marshal of a RunEventRecord, which relay.AppendValue matches byte
+// (json.Marshal of a RunEventRecord, which AppendValue matches byte
 // for byte), for a few realistic runs: payloads with times, artifacts,
 // nested metadata and errors.
 func relayValues(t testing.TB, seed uint64) [][]byte {
@@ -22,28 +24,28 @@ func relayValues(t testing.TB, seed uint64) [][]byte {
 		seq := int64(0)
 		add := func(typ, step string, payload string) {
 			seq++
-			rec := RunEventRecord{RunEventWrite: RunEventWrite{EventID: fmt.Sprintf("%08x-0000-4000-8000-%012x", rng.Uint32(), rng.Uint64()&0xffffffffffff),
+			rec := store.RunEventRecord{RunEventWrite: store.RunEventWrite{EventID: fmt.Sprintf("%08x-0000-4000-8000-%012x", rng.Uint32(), rng.Uint64()&0xffffffffffff),
 				EventType: typ, EmittedAt: "2026-11-22T10:00:00.123456789Z", RunID: runID, TenantID: "tenant_a", ProjectID: "proj",
 				EnvironmentID: "prod", PlanID: "plan", PlanVersion: "v3", EngineAttemptID: 1, LogicalAttemptID: int64(1 + rng.IntN(2)),
 				IdempotencyKey: fmt.Sprintf("%064x", rng.Uint64()), StepID: step, Payload: json.RawMessage(payload)},
-				RunSeq: seq, PersistedAt: FormatPersistedAt(time.Now())}
+				RunSeq: seq, PersistedAt: store.FormatPersistedAt(time.Now())}
 			b, err := json.Marshal(&rec)
 			if err != nil {
 				t.Fatal(err)
 			}
 			out = append(out, b)
 		}
-		add(EventRunStarted, "", `{"trigger":"schedule","params":{"full_refresh":false,"vars":{"a":[1,2,{"b":null}]}}}`)
+		add(store.EventRunStarted, "", `{"trigger":"schedule","params":{"full_refresh":false,"vars":{"a":[1,2,{"b":null}]}}}`)
 		for s := range 2 + rng.IntN(4) {
 			step := fmt.Sprintf("model.proj.step_%d", s)
-			add(EventStepStarted, step, `{"startedAt":"2026-11-22T10:00:01Z"}`)
+			add(store.EventStepStarted, step, `{"startedAt":"2026-11-22T10:00:01Z"}`)
 			if rng.IntN(4) == 0 {
-				add(EventStepFailed, step, `{"errorCode":"DBT_COMPILE","errorMessage":"syntax error at or near \"selec\"","failureCategory":"USER"}`)
+				add(store.EventStepFailed, step, `{"errorCode":"DBT_COMPILE","errorMessage":"syntax error at or near \"selec\"","failureCategory":"USER"}`)
 				continue
 			}
-			add(EventStepCompleted, step, `{"durationMs":1234,"artifacts":[{"kind":"dbt.run_results","uri":"s3://bucket/run_results.json","sizeBytes":2048}],"rowsAffected":12}`)
+			add(store.EventStepCompleted, step, `{"durationMs":1234,"artifacts":[{"kind":"dbt.run_results","uri":"s3://bucket/run_results.json","sizeBytes":2048}],"rowsAffected":12}`)
 		}
-		add(EventRunCompleted, "", `{}`)
+		add(store.EventRunCompleted, "", `{}`)
 		add("RunArchivedInTheFuture", "", `{"x":1.5e3}`)
 	}
 	return out
@@ -117,19 +119,19 @@ func deep(n int) string {
 	return s
 }
 
-// checkDecode fails when DecodeRecord and json.Unmarshal disagree, or when
+// checkDecode fails when DecodeValue and json.Unmarshal disagree, or when
 // the fast path claims a value it decodes differently.
 func checkDecode(t *testing.T, value []byte) {
 	t.Helper()
-	var want, got, fast RunEventRecord
+	var want, got, fast store.RunEventRecord
 	wantErr := json.Unmarshal(value, &want)
-	gotErr := DecodeRecord(value, &got)
+	gotErr := DecodeValue(value, &got)
 	if (wantErr == nil) != (gotErr == nil) {
-		t.Fatalf("%q: DecodeRecord error %v, encoding/json %v", value, gotErr, wantErr)
+		t.Fatalf("%q: DecodeValue error %v, encoding/json %v", value, gotErr, wantErr)
 	}
 	if wantErr != nil {
 		if gotErr.Error() != wantErr.Error() {
-			t.Fatalf("%q: DecodeRecord error %q, encoding/json %q", value, gotErr, wantErr)
+			t.Fatalf("%q: DecodeValue error %q, encoding/json %q", value, gotErr, wantErr)
 		}
 		if fastDecode(value, &fast) {
 			t.Fatalf("%q: the fast path accepted what encoding/json refuses (%v)", value, wantErr)
@@ -137,14 +139,14 @@ func checkDecode(t *testing.T, value []byte) {
 		return
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%q:\nDecodeRecord %+v\nencoding/json %+v", value, got, want)
+		t.Fatalf("%q:\nDecodeValue %+v\nencoding/json %+v", value, got, want)
 	}
 	if fastDecode(value, &fast) && !reflect.DeepEqual(fast, want) {
 		t.Fatalf("%q:\nfast path %+v\nencoding/json %+v", value, fast, want)
 	}
 }
 
-func TestDecodeRecord_AgreesWithEncodingJSON(t *testing.T) {
+func TestDecodeValue_AgreesWithEncodingJSON(t *testing.T) {
 	for _, v := range edgeValues {
 		checkDecode(t, []byte(v))
 	}
@@ -153,12 +155,12 @@ func TestDecodeRecord_AgreesWithEncodingJSON(t *testing.T) {
 	}
 }
 
-// TestDecodeRecord_RelayRecordsTakeTheFastPath: what the relay publishes
+// TestDecodeValue_RelayRecordsTakeTheFastPath: what the relay publishes
 // never falls back to encoding/json (the point of the fast path).
-func TestDecodeRecord_RelayRecordsTakeTheFastPath(t *testing.T) {
+func TestDecodeValue_RelayRecordsTakeTheFastPath(t *testing.T) {
 	vals := relayValues(t, 2)
 	for _, v := range vals {
-		var rec RunEventRecord
+		var rec store.RunEventRecord
 		if !fastDecode(v, &rec) {
 			t.Fatalf("the fast path gave up on a relay record: %s", v)
 		}
@@ -168,7 +170,7 @@ func TestDecodeRecord_RelayRecordsTakeTheFastPath(t *testing.T) {
 	}
 }
 
-func FuzzDecodeRecord(f *testing.F) {
+func FuzzDecodeValue(f *testing.F) {
 	for _, v := range edgeValues {
 		f.Add([]byte(v))
 	}
@@ -180,17 +182,17 @@ func FuzzDecodeRecord(f *testing.F) {
 	})
 }
 
-func BenchmarkDecodeRecord(b *testing.B) {
+func BenchmarkDecodeValue(b *testing.B) {
 	vals := relayValues(b, 4)
 	b.Run("fast", func(b *testing.B) {
-		var rec RunEventRecord
+		var rec store.RunEventRecord
 		for i := 0; b.Loop(); i++ {
-			_ = DecodeRecord(vals[i%len(vals)], &rec)
+			_ = DecodeValue(vals[i%len(vals)], &rec)
 		}
 	})
 	b.Run("encoding/json", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
-			var rec RunEventRecord
+			var rec store.RunEventRecord
 			_ = json.Unmarshal(vals[i%len(vals)], &rec)
 		}
 	})

@@ -1,14 +1,15 @@
-package store
+package record
 
 import (
 	"encoding/json"
 	"strings"
 
 	"github.com/runstream/runstream/internal/jsonx"
+	"github.com/runstream/runstream/store"
 )
 
-// DecodeRecord decodes a Kafka record value (a RunEventRecord as the relay
-// writes it, or any JSON) into rec exactly as
+// DecodeValue decodes a Kafka record value (a RunEventRecord as
+// [AppendValue] writes it, or any JSON) into rec exactly as
 // json.Unmarshal(value, rec) would, same result and same errors.
 //
 // A hand-written decoder reads the envelope the relay writes (a flat
@@ -21,18 +22,18 @@ import (
 // null, a number with a fraction or exponent, a key that only matches a
 // field case-insensitively, deep nesting, a syntax error) makes it give up
 // and leave the value to encoding/json, so that both always agree;
-// FuzzDecodeRecord checks it.
+// FuzzDecodeValue checks it.
 //
 // rec.Payload shares memory with value.
-func DecodeRecord(value []byte, rec *RunEventRecord) error {
+func DecodeValue(value []byte, rec *store.RunEventRecord) error {
 	if fastDecode(value, rec) {
 		return nil
 	}
-	*rec = RunEventRecord{}
+	*rec = store.RunEventRecord{}
 	return json.Unmarshal(value, rec)
 }
 
-// envelopeFields are the JSON names of RunEventRecord's fields. A
+// envelopeFields are the JSON names of store.RunEventRecord's fields. A
 // key that equals one of them only case-insensitively is left to
 // encoding/json, which matches names that way.
 var envelopeFields = []string{"eventId", "eventType", "emittedAt", "runId", "tenantId", "projectId",
@@ -41,9 +42,9 @@ var envelopeFields = []string{"eventId", "eventType", "emittedAt", "runId", "ten
 
 // fastDecode decodes value into rec and reports whether it could; when it
 // returns false, rec holds garbage.
-func fastDecode(value []byte, rec *RunEventRecord) bool {
+func fastDecode(value []byte, rec *store.RunEventRecord) bool {
 	d := fastDecoder{Scanner: jsonx.Scanner{B: value}}
-	*rec = RunEventRecord{}
+	*rec = store.RunEventRecord{}
 	d.WS()
 	if !d.Eat('{') {
 		return false
@@ -119,7 +120,7 @@ type span struct {
 }
 
 // field reads the value of key into rec.
-func (d *fastDecoder) field(rec *RunEventRecord, key []byte) bool {
+func (d *fastDecoder) field(rec *store.RunEventRecord, key []byte) bool {
 	switch string(key) {
 	case "eventId":
 		return d.str(&rec.EventID)

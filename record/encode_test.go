@@ -1,4 +1,4 @@
-package relay_test
+package record_test
 
 import (
 	"bytes"
@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/internal/workload"
+	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/store"
 )
 
-// TestAppendValue_EqualsEncodingJSON: the relay's hand-written encoder
+// TestAppendValue_EqualsEncodingJSON: the hand-written encoder
 // writes what json.Marshal writes, for generated events of every kind, for
 // every field set to something that needs escaping, and for payloads as
 // Postgres's jsonb prints them (with spaces).
@@ -49,7 +49,7 @@ func TestAppendValue_EqualsEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := relay.AppendValue(nil, &recs[i])
+		got, err := record.AppendValue(nil, &recs[i])
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("record %d:\n got %s (%v)\nwant %s", i, got, err, want)
 		}
@@ -65,7 +65,7 @@ func BenchmarkAppendValue(b *testing.B) {
 	b.Run("AppendValue", func(b *testing.B) {
 		var buf []byte
 		for i := 0; b.Loop(); i++ {
-			buf, _ = relay.AppendValue(buf[:0], &recs[i%len(recs)])
+			buf, _ = record.AppendValue(buf[:0], &recs[i%len(recs)])
 		}
 	})
 	b.Run("encoding/json", func(b *testing.B) {
