@@ -105,16 +105,39 @@ func runExport(ctx context.Context, env *environment, args []string) error {
 				return err
 			}
 		}
-		fmt.Fprintf(env.stderr, "export complete: %d events\n", res.Events)
+		fmt.Fprintf(env.stderr, "export complete: %d events%s\n", res.Events, noEvents(ctx, st, win, after, res.Events))
 	default: // an open window, up to the horizon
 		if file != nil {
 			if err := file.Finish(); err != nil {
 				return err
 			}
 		}
-		fmt.Fprintf(env.stderr, "export complete up to the horizon: %d events; continue with: --cursor %s\n", res.Events, resume)
+		fmt.Fprintf(env.stderr, "export complete up to the horizon: %d events%s; continue with: --cursor %s\n", res.Events, noEvents(ctx, st, win, after, res.Events), resume)
 	}
 	return nil
+}
+
+// noEvents says why an export from the start of its window found no
+// event: the store has no run of the tenant at all (a mistyped --tenant,
+// or a tenant that never appended), or none persisted in the window.
+// Empty when there were events, or when a resumed export found none
+// after its cursor.
+func noEvents(ctx context.Context, st *postgres.Store, win store.AuditWindow, after store.AuditPosition, events int64) string {
+	if events > 0 || !after.PersistedAt.IsZero() || after.RunID != "" {
+		return ""
+	}
+	in := "since --from " + win.From.Format(time.RFC3339Nano)
+	if !win.Open() {
+		in = "in [--from, --to) = [" + win.From.Format(time.RFC3339Nano) + ", " + endOf(win) + ")"
+	}
+	runs, err := st.RunCount(ctx, win.TenantID)
+	switch {
+	case err != nil: // a role that may not read runs: say what is known
+		return fmt.Sprintf(": tenant %q has no events persisted %s", win.TenantID, in)
+	case runs == 0:
+		return fmt.Sprintf(": the store has no events of tenant %q at all (check --tenant: tenant ids are case-sensitive)", win.TenantID)
+	}
+	return fmt.Sprintf(": tenant %q has %d runs in the store, but none of their events was persisted %s", win.TenantID, runs, in)
 }
 
 func outHint(f *export.File) string {

@@ -170,6 +170,23 @@ func TestRun_Export(t *testing.T) {
 	}
 	assertLines(t, readFile(t, followed), want())
 
+	// No events: said, with why. A tenant the store does not know, then
+	// a known tenant's window before its first event.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"export", "--tenant", "tenant_nobody", "--from", from, "--to", to},
+			`export complete: 0 events: the store has no events of tenant "tenant_nobody" at all (check --tenant`},
+		{[]string{"export", "--tenant", "tenant_a", "--from", "2020-01-01T00:00:00Z", "--to", "2020-01-02T00:00:00Z"},
+			`export complete: 0 events: tenant "tenant_a" has 3 runs in the store, but none of their events was persisted in [--from, --to) = [2020-01-01T00:00:00Z, 2020-01-02T00:00:00Z)`},
+	} {
+		out.Reset()
+		if err := run(ctx, c.args, getenv, &out, &out); err != nil || !strings.Contains(out.String(), c.want) {
+			t.Errorf("run %v: %v, printed %q; want exit 0 saying %q", c.args, err, out.String(), c.want)
+		}
+	}
+
 	// Usage errors name what to fix.
 	for _, c := range []struct {
 		args []string
