@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -151,4 +152,25 @@ func TestUseProcessLogger_RoutesGoRedis(t *testing.T) {
 		}
 		return fmt.Errorf("no go-redis line through the logger: %q", out.String())
 	})
+}
+
+// --log-format json writes durations as "1.5s", as the text format does,
+// at any depth, not as integer nanoseconds.
+func TestNewLogger_JSONDurationsReadable(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := newLogger(&buf, "info", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.With("every", 2*time.Minute).Info("retrying", "in", 1500*time.Millisecond, slog.Group("poll", "wait", 250*time.Microsecond))
+	var rec struct {
+		Every, In string
+		Poll      struct{ Wait string }
+	}
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatalf("%v: %s", err, buf.String())
+	}
+	if rec.Every != "2m0s" || rec.In != "1.5s" || rec.Poll.Wait != "250µs" {
+		t.Fatalf("logged %s; want the durations as 2m0s, 1.5s and 250µs", buf.String())
+	}
 }

@@ -157,7 +157,9 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var log *slog.Logger
 	switch format {
 	case "json":
-		log = slog.New(slog.NewJSONHandler(w, opts))
+		jopts := *opts
+		jopts.ReplaceAttr = readableDuration
+		log = slog.New(slog.NewJSONHandler(w, &jopts))
 	case "text":
 		log = slog.New(slog.NewTextHandler(w, opts))
 	default:
@@ -165,4 +167,13 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	}
 	useProcessLogger(log)
 	return log, nil
+}
+
+// readableDuration writes a duration in JSON logs as the text handler
+// does ("1.5s"), not as slog's JSON default, integer nanoseconds.
+func readableDuration(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }

@@ -121,10 +121,13 @@ func (c Config) Validate() error {
 // ETL consumes the run-event topic into the runs and step_attempts tables
 // of one Postgres schema, effectively once.
 type ETL struct {
-	cfg   Config
-	pool  *pgxpool.Pool
-	m     *metrics
-	log   *slog.Logger
+	cfg  Config
+	pool *pgxpool.Pool
+	m    *metrics
+	log  *slog.Logger
+	// base is cfg.Logger without the ETL's component: the consumer adds
+	// its own (a JSON line carries each key once).
+	base  *slog.Logger
 	ready atomic.Bool
 	// now is the clock of the partitions' months.
 	now func() time.Time
@@ -165,7 +168,7 @@ func New(cfg Config, pool *pgxpool.Pool) (*ETL, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ETL{cfg: cfg, pool: pool, m: m, log: log.With("component", "etl"), now: time.Now}, nil
+	return &ETL{cfg: cfg, pool: pool, m: m, log: log.With("component", "etl"), base: log, now: time.Now}, nil
 }
 
 // Run migrates the schema, then consumes until ctx is done (returning nil)
@@ -239,7 +242,7 @@ func (e *ETL) Run(ctx context.Context) error {
 		ConvergeName:     "etl",
 		Registerer:       e.cfg.Registerer,
 		Hooks:            e.m.hooks(),
-		Logger:           e.log,
+		Logger:           e.base,
 		ClientOptions:    e.cfg.ClientOptions,
 	}, s)
 	if err != nil {
@@ -249,9 +252,29 @@ func (e *ETL) Run(ctx context.Context) error {
 		"retention", e.cfg.Retention.String())
 	e.ready.Store(true)
 	defer e.ready.Store(false)
-	if err := c.Run(ctx); err != nil {
-		return fmt.Errorf("etl: %w", err)
+	// Log the stop when it comes, and how long the shutdown took.
+	var stopAt time.Time
+	ran, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-ctx.Done():
+			stopAt = time.Now()
+			e.log.Info("etl stopping: finishing the transactions in flight and committing their offsets")
+		case <-ran:
+		}
+	}()
+	err = c.Run(ctx)
+	close(ran)
+	<-watched
+	if err != nil {
+		return fmt.Errorf("etl: %w", err) // the caller logs it
 	}
+	took := time.Duration(0)
+	if !stopAt.IsZero() {
+		took = time.Since(stopAt)
+	}
+	e.log.Info("etl stopped", "took", took.Round(time.Millisecond).String())
 	return nil
 }
 

@@ -66,7 +66,7 @@ func (r *retention) run(ctx context.Context, interval time.Duration, now func() 
 	defer t.Stop()
 	for {
 		if err := r.check(ctx, now()); err != nil && ctx.Err() == nil {
-			r.log.Warn("partition maintenance failed; retrying at the next check", "err", err, "in", interval)
+			r.log.Warn("partition maintenance failed; retrying at the next check", "err", err, "in", interval.String())
 		}
 		select {
 		case <-ctx.Done():
