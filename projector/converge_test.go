@@ -283,7 +283,7 @@ func TestConverge_DeadLetteredTailThroughTheRelay(t *testing.T) {
 		}
 	}
 	testenv.WaitFor(t, 30*time.Second, "the tails dead-lettered", func() bool {
-		dls, err := relay.ListDeadLetters(ctx, f.store.Pool(), "", 100)
+		dls, err := f.store.Outbox().ListDeadLetters(ctx, "", 100)
 		return err == nil && len(dls) == len(tails) && outboxEmpty()
 	})
 	refused.Remove()

@@ -185,20 +185,20 @@ func runDLQ(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	if sub == "retry" {
-		n, err := relay.RetryDeadLetters(cctx, pool, list, *all)
+		n, err := postgres.NewOutbox(pool).RetryDeadLetters(cctx, list, *all)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(env.stdout, "moved %d dead letter(s) back to the outbox; the relay publishes them next\n", n)
 		return nil
 	}
-	dls, err := relay.ListDeadLetters(cctx, pool, *runID, *limit)
+	dls, err := postgres.NewOutbox(pool).ListDeadLetters(cctx, *runID, *limit)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
 		if dls == nil {
-			dls = []relay.DeadLetter{}
+			dls = []postgres.DeadLetter{}
 		}
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/store"
+	"github.com/runstream/runstream/store/postgres"
 	"github.com/runstream/runstream/store/validate"
 )
 
@@ -43,7 +43,7 @@ type deadLetter struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
-func toDeadLetter(d relay.DeadLetter) deadLetter {
+func toDeadLetter(d postgres.DeadLetter) deadLetter {
 	return deadLetter{ID: d.ID, RunID: d.RunID, RunSeq: d.RunSeq, EventType: d.EventType, EventID: d.EventID,
 		TenantID: d.TenantID, LastError: d.LastError, Attempts: d.Attempts, FirstFailedAt: d.FirstFailedAt,
 		DeadAt: d.FailedAt, CreatedAt: d.CreatedAt}
@@ -112,7 +112,7 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), operatorTimeout)
 	defer cancel()
 	// One more than the page tells whether another page follows.
-	ds, err := relay.ListDeadLettersAfter(ctx, s.ops.Pool(), runID, after, limit+1)
+	ds, err := s.ops.Outbox().ListDeadLettersAfter(ctx, runID, after, limit+1)
 	if err != nil {
 		return storeUnavailable(r, err)
 	}
@@ -167,7 +167,7 @@ func (s *Server) getDeadLetter(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), operatorTimeout)
 	defer cancel()
-	d, ok, err := relay.GetDeadLetter(ctx, s.ops.Pool(), id)
+	d, ok, err := s.ops.Outbox().GetDeadLetter(ctx, id)
 	if err != nil {
 		return storeUnavailable(r, err)
 	}
@@ -197,7 +197,7 @@ func (s *Server) retryDeadLetter(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), operatorTimeout)
 	defer cancel()
-	n, err := relay.RetryDeadLetters(ctx, s.ops.Pool(), []int64{id}, false)
+	n, err := s.ops.Outbox().RetryDeadLetters(ctx, []int64{id}, false)
 	if err != nil {
 		return storeUnavailable(r, err)
 	}
@@ -248,7 +248,7 @@ func (s *Server) retryDeadLetters(w http.ResponseWriter, r *http.Request) error 
 	ids := slices.Compact(slices.Sorted(slices.Values(req.IDs)))
 	ctx, cancel := context.WithTimeout(r.Context(), operatorTimeout)
 	defer cancel()
-	n, err := relay.RetryDeadLetters(ctx, s.ops.Pool(), ids, all)
+	n, err := s.ops.Outbox().RetryDeadLetters(ctx, ids, all)
 	if err != nil {
 		return storeUnavailable(r, err)
 	}

@@ -12,10 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/runstream/runstream/internal/lag"
 	"github.com/runstream/runstream/store"
+	"github.com/runstream/runstream/store/postgres"
 )
 
 // The operator routes behind the console's operator pages: the lag of
@@ -26,8 +25,8 @@ import (
 // opsStore is what the operator routes need of the store beyond
 // eventStore; *postgres.Store satisfies it.
 type opsStore interface {
-	// Pool is where the relay's dead letters are read and moved.
-	Pool() *pgxpool.Pool
+	// Outbox is where the relay's dead letters are read and moved.
+	Outbox() *postgres.Outbox
 	// ListTenantRuns pages a tenant's run ids, for a tenant's rebuild.
 	ListTenantRuns(ctx context.Context, tenantID, after string, limit int) ([]string, error)
 	// RunCount is a tenant's number of runs, a rebuild's total.

@@ -52,7 +52,12 @@
 // a lock that waits for every transaction that wrote to it and with a
 // read after the lock that finds it empty, so no row is lost. Its files
 // are returned at once: a drained backlog does not keep its space on disk
-// (DELETE and VACUUM never returned it). See store/postgres.RotateOutbox.
+// (DELETE and VACUUM never returned it). See store/postgres.Outbox.Rotate.
+//
+// The relay decides; store/postgres.Outbox holds the SQL: reading the head
+// of the owned shards, deleting what the broker acknowledged, recording a
+// refusal or moving a row to the dead-letter table, VACUUM, rotation and
+// LISTEN. The shard locks (shards.go) are the relay's own.
 //
 // Metrics:
 //

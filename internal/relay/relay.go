@@ -10,14 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runstream/runstream/internal/retry"
 	"github.com/runstream/runstream/record"
-	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
 
@@ -25,6 +23,7 @@ import (
 type Relay struct {
 	cfg     Config
 	pool    *pgxpool.Pool
+	outbox  *postgres.Outbox
 	client  *kgo.Client
 	log     *slog.Logger
 	metrics *metrics
@@ -71,8 +70,9 @@ func New(cfg Config, pool *pgxpool.Pool, client *kgo.Client) (*Relay, error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("component", "relay")
-	return &Relay{cfg: cfg, pool: pool, client: client, log: log, metrics: m, vacuum: newVacuumer(pool, log),
-		rotate: newRotator(pool, log, m, postgres.RotateOutboxOptions{SwitchBytes: cfg.OutboxSwitchBytes})}, nil
+	outbox := postgres.NewOutbox(pool)
+	return &Relay{cfg: cfg, pool: pool, outbox: outbox, client: client, log: log, metrics: m, vacuum: newVacuumer(outbox, log),
+		rotate: newRotator(outbox, log, m, postgres.RotateOutboxOptions{SwitchBytes: cfg.OutboxSwitchBytes})}, nil
 }
 
 // Run publishes until ctx is done. It returns nil on cancellation and an
@@ -199,83 +199,6 @@ func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) error {
 	return nil
 }
 
-// outboxRow is one outbox row joined with its event.
-type outboxRow struct {
-	id       int64
-	attempts int
-	// committedAt is when the row's transaction committed (see readSQL).
-	committedAt time.Time
-	rec         store.RunEventRecord
-}
-
-// readSQL takes the head of the owned shards first (LIMIT on the outbox
-// alone), then looks each event up by its primary key. Written as a LATERAL
-// lookup with a LIMIT, which Postgres cannot pull up into a join, so the
-// plan is always a unique-index probe per outbox row and never a hash join
-// over the whole event log: a plan chosen while run_events was small (a
-// generic plan cached on a never-analyzed table, or stale statistics on a
-// young install) did that, and every round of the relay then read the whole
-// log (p99 commit-to-consume 270 ms instead of 28 ms in bench relay with a
-// 10,000-event log).
-//
-// skip ($3) names rows already in hand (being deleted, or being published
-// while the next round's rows are read ahead): they are passed over in the
-// outbox, before the event lookup, and do not count toward the limit.
-//
-// The time each row reports is its transaction's commit when Postgres
-// records commit timestamps (track_commit_timestamp = on; the CASE keeps
-// pg_xact_commit_timestamp, which fails when it is off, from running
-// then), else the outbox row's creation inside the appending transaction,
-// a little before its commit. A row retried after a produce error was
-// updated since (xmin is the update's), so it always reports its creation.
-// It is the start of runstream_relay_commit_to_ack_seconds.
-const readSQL = `WITH blocked AS (
-	SELECT DISTINCT run_id FROM outbox
-	WHERE next_attempt_at IS NOT NULL AND next_attempt_at > clock_timestamp() AND shard = ANY($1)),
-head AS (
-	SELECT o.id, o.attempts, o.run_id, o.run_seq,
-		coalesce(CASE WHEN o.attempts = 0 AND current_setting('track_commit_timestamp')::bool
-			THEN pg_xact_commit_timestamp(o.xmin) END, o.created_at) AS committed_at
-	FROM outbox o
-	WHERE o.shard = ANY($1) AND o.run_id NOT IN (SELECT run_id FROM blocked)
-		AND o.id NOT IN (SELECT unnest($3::bigint[]))
-	ORDER BY o.id LIMIT $2)
-SELECT h.id, h.attempts, h.committed_at,
-	e.run_id, e.run_seq, e.event_id::text, e.event_type, e.idempotency_key, e.tenant_id,
-	e.project_id, e.environment_id, e.plan_id, e.plan_version, coalesce(e.step_id, ''),
-	e.engine_attempt_id, e.logical_attempt_id, e.emitted_at, e.persisted_at, e.payload::text
-FROM head h CROSS JOIN LATERAL (
-	SELECT * FROM run_events e WHERE e.run_id = h.run_id AND e.run_seq = h.run_seq LIMIT 1) e
-ORDER BY h.id`
-
-func (r *Relay) read(ctx context.Context, shards []int32, limit int, skip []int64) ([]outboxRow, error) {
-	if skip == nil {
-		skip = []int64{}
-	}
-	rows, err := r.pool.Query(ctx, readSQL, shards, limit, skip)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (outboxRow, error) {
-		var (
-			o         outboxRow
-			eng, log  int32
-			persisted time.Time
-			payload   *string
-		)
-		err := row.Scan(&o.id, &o.attempts, &o.committedAt,
-			&o.rec.RunID, &o.rec.RunSeq, &o.rec.EventID, &o.rec.EventType, &o.rec.IdempotencyKey, &o.rec.TenantID,
-			&o.rec.ProjectID, &o.rec.EnvironmentID, &o.rec.PlanID, &o.rec.PlanVersion, &o.rec.StepID,
-			&eng, &log, &o.rec.EmittedAt, &persisted, &payload)
-		o.rec.EngineAttemptID, o.rec.LogicalAttemptID = int64(eng), int64(log)
-		o.rec.PersistedAt = store.FormatPersistedAt(persisted)
-		if payload != nil {
-			o.rec.Payload = []byte(*payload)
-		}
-		return o, err
-	})
-}
-
 // roundResult says what one round did.
 type roundResult struct {
 	read      int
@@ -313,6 +236,11 @@ func isOutage(err error) bool {
 // it would have read itself, less rows committed after the read ahead,
 // which the round after finds (no cursor skips them). Otherwise it reads
 // afresh.
+// read reads the head of shards (postgres.Outbox.ReadHead).
+func (r *Relay) read(ctx context.Context, shards []int32, limit int, skip []int64) ([]postgres.OutboxRow, error) {
+	return r.outbox.ReadHead(ctx, shards, limit, skip)
+}
+
 func (r *Relay) round(ctx context.Context, shards []int32, st *roundState) (res roundResult, err error) {
 	if len(shards) == 0 {
 		st.dropAhead()
@@ -336,7 +264,7 @@ func (r *Relay) round(ctx context.Context, shards []int32, st *roundState) (res 
 		default:
 		}
 	}
-	var rows []outboxRow
+	var rows []postgres.OutboxRow
 	if a := st.takeAhead(); a != nil && a.err == nil && slices.Equal(a.shards, shards) {
 		rows = a.rows
 		r.readAheads.Add(1)
@@ -353,14 +281,14 @@ func (r *Relay) round(ctx context.Context, shards []int32, st *roundState) (res 
 	if len(rows) >= r.cfg.BatchSize {
 		skip := st.deleting()
 		for i := range rows {
-			skip = append(skip, rows[i].id)
+			skip = append(skip, rows[i].ID)
 		}
 		st.readAhead(ctx, r, slices.Clone(shards), skip)
 	}
-	byRun := map[string][]*outboxRow{}
+	byRun := map[string][]*postgres.OutboxRow{}
 	var order []string
 	for i := range rows {
-		id := rows[i].rec.RunID
+		id := rows[i].Record.RunID
 		if _, ok := byRun[id]; !ok {
 			order = append(order, id)
 		}
@@ -369,16 +297,16 @@ func (r *Relay) round(ctx context.Context, shards []int32, st *roundState) (res 
 	blocked := map[string]bool{}
 	var acked []int64
 	type refusal struct {
-		row *outboxRow
+		row *postgres.OutboxRow
 		err error
 	}
 	var refused []refusal
 	for wave := 0; res.outage == nil; wave++ {
-		var batch []*outboxRow
+		var batch []*postgres.OutboxRow
 		var recs []*kgo.Record
 		for _, id := range order {
 			if rs := byRun[id]; wave < len(rs) && !blocked[id] {
-				rec, err := record.New(r.cfg.Topic, &rs[wave].rec)
+				rec, err := record.New(r.cfg.Topic, &rs[wave].Record)
 				if err != nil {
 					return res, err
 				}
@@ -399,11 +327,11 @@ func (r *Relay) round(ctx context.Context, shards []int32, st *roundState) (res 
 		for i, perr := range errs {
 			row := batch[i]
 			if perr == nil {
-				acked = append(acked, row.id)
-				r.metrics.commitToAck.Observe(now.Sub(row.committedAt).Seconds())
+				acked = append(acked, row.ID)
+				r.metrics.commitToAck.Observe(now.Sub(row.CommittedAt).Seconds())
 				continue
 			}
-			blocked[row.rec.RunID] = true
+			blocked[row.Record.RunID] = true
 			if ctx.Err() != nil {
 				continue // shutting down: the row stays for the next relay
 			}
@@ -475,7 +403,7 @@ type aheadRead struct {
 	shards []int32
 	cancel context.CancelFunc
 	done   chan struct{}
-	rows   []outboxRow // set before done is closed
+	rows   []postgres.OutboxRow // set before done is closed
 	err    error
 }
 
@@ -521,20 +449,14 @@ func (st *roundState) dropAhead() {
 	}
 }
 
-// deleteAcked deletes acknowledged outbox rows in one round trip: one
-// pipelined batch is one transaction, in which set_config(..., true) turns
-// off waiting for the WAL flush. A delete lost in a crash only means those
-// records are published again (at least once allows it). It uses a fresh
-// context: the records are acknowledged, and not deleting them only means
-// duplicates.
+// deleteAcked deletes acknowledged outbox rows
+// (postgres.Outbox.DeletePublished). It uses a fresh context: the records
+// are acknowledged, and not deleting them only means duplicates.
 func (r *Relay) deleteAcked(ctx context.Context, ids []int64) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	b := &pgx.Batch{}
-	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
-	b.Queue(`DELETE FROM outbox WHERE id = ANY($1)`, ids)
-	if err := r.pool.SendBatch(dctx, b).Close(); err != nil {
-		return fmt.Errorf("deleting %d acknowledged outbox rows (they will be published again): %w", len(ids), err)
+	if err := r.outbox.DeletePublished(dctx, ids); err != nil {
+		return err
 	}
 	r.vacuum.deletedRows(len(ids))
 	return nil
@@ -576,68 +498,34 @@ func (r *Relay) produce(ctx context.Context, recs []*kgo.Record) ([]error, bool)
 	}
 }
 
-// refuse records a refused publish: a retry with backoff, or, once the
-// record was refused at least MaxAttempts times and its first refusal is
-// more than RetryWindow old, the dead-letter table and alert
-// EVENT_BUS_DELIVERY_FAILED. The first refusal's time is kept in the row
-// (first_failed_at, set here on the first refusal) and compared on the
-// database's clock, so neither a relay restart nor another relay taking
-// the shard starts the window again, and relays on hosts with skewed
-// clocks agree. It returns when the retry is due (zero when dead-lettered,
-// or when the row is gone: another relay took it).
-func (r *Relay) refuse(ctx context.Context, row *outboxRow, cause error) (time.Time, error) {
-	attempts := row.attempts + 1
-	msg := cause.Error()
-	var (
-		refusedFor time.Duration // since the first refusal
-		dead, gone bool
-		d          time.Duration
-	)
-	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		var us int64
-		err := tx.QueryRow(ctx, `UPDATE outbox SET first_failed_at = coalesce(first_failed_at, clock_timestamp())
-			WHERE id = $1
-			RETURNING (extract(epoch FROM clock_timestamp() - first_failed_at) * 1e6)::bigint`, row.id).Scan(&us)
-		if errors.Is(err, pgx.ErrNoRows) {
-			gone = true
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		refusedFor = time.Duration(us) * time.Microsecond
-		if dead = attempts >= r.cfg.MaxAttempts && refusedFor > r.cfg.RetryWindow; dead {
-			_, err = tx.Exec(ctx, `WITH moved AS (DELETE FROM outbox WHERE id = $1
-					RETURNING id, shard, run_id, run_seq, created_at, first_failed_at)
-				INSERT INTO outbox_dead_letters (id, shard, run_id, run_seq, created_at, attempts, last_error, first_failed_at)
-				SELECT id, shard, run_id, run_seq, created_at, $2, $3, first_failed_at FROM moved
-				ON CONFLICT (id) DO UPDATE SET failed_at = clock_timestamp(), attempts = EXCLUDED.attempts,
-					last_error = EXCLUDED.last_error, first_failed_at = EXCLUDED.first_failed_at`, row.id, attempts, msg)
-			return err
-		}
-		d = retry.FullJitter(r.cfg.BackoffBase, r.cfg.BackoffMax, attempts)
-		_, err = tx.Exec(ctx, `UPDATE outbox SET attempts = $2, last_error = $3,
-			next_attempt_at = clock_timestamp() + $4 * interval '1 microsecond' WHERE id = $1`,
-			row.id, attempts, msg, d.Microseconds())
-		return err
-	})
+// refuse records a refused publish (postgres.Outbox.Refuse): a retry with
+// backoff, or, once the record was refused at least MaxAttempts times and
+// its first refusal is more than RetryWindow old (measured on the
+// database's clock from the row's first_failed_at, so neither a relay
+// restart nor another relay taking the shard starts the window again), the
+// dead-letter table and alert EVENT_BUS_DELIVERY_FAILED. It returns when
+// the retry is due (zero when dead-lettered, or when the row is gone:
+// another relay took it).
+func (r *Relay) refuse(ctx context.Context, row *postgres.OutboxRow, cause error) (time.Time, error) {
+	attempts := row.Attempts + 1
+	d := retry.FullJitter(r.cfg.BackoffBase, r.cfg.BackoffMax, attempts)
+	res, err := r.outbox.Refuse(ctx, postgres.Refusal{ID: row.ID, Attempts: attempts, Err: cause.Error(),
+		MaxAttempts: r.cfg.MaxAttempts, RetryWindow: r.cfg.RetryWindow, RetryIn: d})
 	switch {
-	case err != nil && dead:
-		return time.Time{}, fmt.Errorf("dead-lettering outbox row %d: %w", row.id, err)
 	case err != nil:
-		return time.Time{}, fmt.Errorf("recording the refusal of outbox row %d: %w", row.id, err)
-	case gone:
+		return time.Time{}, err
+	case res.Gone:
 		return time.Time{}, nil
-	case dead:
+	case res.DeadLettered:
 		r.metrics.deadLetters.Inc()
 		r.log.Error("event moved to the dead-letter table after repeated broker refusals; the run's later events flow, consumers resync from the store",
-			"alert", "EVENT_BUS_DELIVERY_FAILED", "runId", row.rec.RunID, "runSeq", row.rec.RunSeq,
-			"eventId", row.rec.EventID, "attempts", attempts, "refusedFor", refusedFor, "err", cause)
+			"alert", "EVENT_BUS_DELIVERY_FAILED", "runId", row.Record.RunID, "runSeq", row.Record.RunSeq,
+			"eventId", row.Record.EventID, "attempts", attempts, "refusedFor", res.RefusedFor, "err", cause)
 		return time.Time{}, nil
 	}
 	r.metrics.retries.Inc()
-	r.log.Warn("broker refused an event; retrying", "runId", row.rec.RunID, "runSeq", row.rec.RunSeq,
-		"attempt", attempts, "minAttempts", r.cfg.MaxAttempts, "refusedFor", refusedFor,
+	r.log.Warn("broker refused an event; retrying", "runId", row.Record.RunID, "runSeq", row.Record.RunSeq,
+		"attempt", attempts, "minAttempts", r.cfg.MaxAttempts, "refusedFor", res.RefusedFor,
 		"retryWindow", r.cfg.RetryWindow, "in", d, "err", cause)
 	return time.Now().Add(d), nil
 }
@@ -646,24 +534,18 @@ func (r *Relay) refuse(ctx context.Context, row *outboxRow, cause error) (time.T
 // reconnects with backoff; meanwhile the poll finds new rows.
 func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
 	for attempt := 1; ctx.Err() == nil; attempt++ {
-		conn, err := r.pool.Acquire(ctx)
+		l, err := r.outbox.Listen(ctx)
 		if err == nil {
-			_, err = conn.Exec(ctx, "LISTEN "+postgres.OutboxChannel)
-			if err == nil {
-				attempt = 0
-				for err == nil {
-					_, err = conn.Conn().WaitForNotification(ctx)
-					if err == nil {
-						select {
-						case wake <- struct{}{}:
-						default:
-						}
+			attempt = 0
+			for err == nil {
+				if err = l.Wait(ctx); err == nil {
+					select {
+					case wake <- struct{}{}:
+					default:
 					}
 				}
 			}
-			// A LISTENing session must not go back to the pool.
-			_ = conn.Conn().Close(context.Background())
-			conn.Release()
+			l.Close()
 		}
 		if ctx.Err() != nil {
 			return
@@ -678,18 +560,12 @@ func (r *Relay) refreshGauges(ctx context.Context) {
 	t := time.NewTicker(r.cfg.MetricsInterval)
 	defer t.Stop()
 	for {
-		var rows, dead, bytes int64
-		var age float64
-		err := r.pool.QueryRow(ctx, `SELECT count(*),
-			coalesce(extract(epoch FROM clock_timestamp() - min(created_at)), 0)::float8,
-			(SELECT count(*) FROM outbox_dead_letters),
-			(SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_partition_tree('outbox'))::bigint
-			FROM outbox`).Scan(&rows, &age, &dead, &bytes)
+		st, err := r.outbox.Stats(ctx)
 		if err == nil {
-			r.metrics.backlog.Set(float64(rows))
-			r.metrics.oldestAge.Set(age)
-			r.metrics.deadLetterRows.Set(float64(dead))
-			r.metrics.outboxBytes.Set(float64(bytes))
+			r.metrics.backlog.Set(float64(st.Rows))
+			r.metrics.oldestAge.Set(st.OldestAge.Seconds())
+			r.metrics.deadLetterRows.Set(float64(st.DeadLetters))
+			r.metrics.outboxBytes.Set(float64(st.Bytes))
 		} else if ctx.Err() == nil {
 			r.log.Debug("refreshing outbox gauges failed", "err", err)
 		}

@@ -414,7 +414,7 @@ func TestRelay_BacklogReadAheadKeepsOrder(t *testing.T) {
 	if n := run.relay.ReadAheads(); n == 0 {
 		t.Fatalf("no round used rows read ahead in a backlog of %d events in batches of %d", events, cfg.BatchSize)
 	}
-	if dls, err := relay.ListDeadLetters(ctx, f.pool, "", 10); err != nil || len(dls) != 0 {
+	if dls, err := f.store.Outbox().ListDeadLetters(ctx, "", 10); err != nil || len(dls) != 0 {
 		t.Fatalf("dead letters %+v, %v; want none (two refusals, five attempts)", dls, err)
 	}
 	if got := counter(t, run.reg, "runstream_relay_retries_total"); got < 1 {
@@ -651,7 +651,7 @@ func TestRelay_RefusedRecordIsDeadLetteredAndTheRunFlowsOn(t *testing.T) {
 		defer c.mu.Unlock()
 		return fmt.Sprint(c.seqs[victim.RunID]) == "[2 3]" && len(c.seqs[other.RunID]) == 1
 	})
-	dls, err := relay.ListDeadLetters(ctx, f.pool, "", 10)
+	dls, err := f.store.Outbox().ListDeadLetters(ctx, "", 10)
 	if err != nil || len(dls) != 1 || dls[0].RunID != victim.RunID || dls[0].RunSeq != 1 || dls[0].Attempts != cfg.MaxAttempts {
 		t.Fatalf("dead letters = %+v, %v; want the victim's runSeq 1 after %d attempts", dls, err, cfg.MaxAttempts)
 	}
@@ -661,7 +661,7 @@ func TestRelay_RefusedRecordIsDeadLetteredAndTheRunFlowsOn(t *testing.T) {
 	if dls[0].FirstFailedAt == nil || dls[0].FirstFailedAt.After(dls[0].FailedAt) {
 		t.Fatalf("dead letter's first refusal %v, failed at %v: the start of its retry window was not carried over", dls[0].FirstFailedAt, dls[0].FailedAt)
 	}
-	if n, err := relay.RetryDeadLetters(ctx, f.pool, []int64{dls[0].ID}, false); err != nil || n != 1 {
+	if n, err := f.store.Outbox().RetryDeadLetters(ctx, []int64{dls[0].ID}, false); err != nil || n != 1 {
 		t.Fatalf("retrying the dead letter: %d, %v", n, err)
 	}
 	testenv.WaitFor(t, 30*time.Second, "the replayed dead letter", func() bool {
@@ -670,7 +670,7 @@ func TestRelay_RefusedRecordIsDeadLetteredAndTheRunFlowsOn(t *testing.T) {
 		defer c.mu.Unlock()
 		return fmt.Sprint(c.seqs[victim.RunID]) == "[2 3 1]"
 	})
-	if dls, _ := relay.ListDeadLetters(ctx, f.pool, "", 10); len(dls) != 0 {
+	if dls, _ := f.store.Outbox().ListDeadLetters(ctx, "", 10); len(dls) != 0 {
 		t.Fatalf("dead letters after retry: %+v", dls)
 	}
 }
@@ -764,7 +764,7 @@ func TestRelay_MinuteOfRefusalsDeadLettersNothing(t *testing.T) {
 	if got, want := seqs(other.RunID), fmt.Sprint(otherSeqs); got != want {
 		t.Fatalf("other run's runSeqs on the topic %s, want %s", got, want)
 	}
-	if dls, err := relay.ListDeadLetters(ctx, f.pool, "", 10); err != nil || len(dls) != 0 {
+	if dls, err := f.store.Outbox().ListDeadLetters(ctx, "", 10); err != nil || len(dls) != 0 {
 		t.Fatalf("dead letters %+v, %v; want none", dls, err)
 	}
 	if d := counter(t, run.reg, "runstream_relay_dead_letters_total"); d != 0 {
@@ -816,7 +816,7 @@ func TestRelay_RestartKeepsTheRetryWindow(t *testing.T) {
 	if r := counter(t, second.reg, "runstream_relay_retries_total"); r != 0 {
 		t.Fatalf("the restarted relay retried the record %v times: it started its retry window again", r)
 	}
-	dls, err := relay.ListDeadLetters(ctx, f.pool, "", 10)
+	dls, err := f.store.Outbox().ListDeadLetters(ctx, "", 10)
 	if err != nil || len(dls) != 1 || dls[0].FirstFailedAt == nil || !dls[0].FirstFailedAt.Equal(firstFailed) {
 		t.Fatalf("dead letters %+v, %v; want one whose first refusal is still %v", dls, err, firstFailed)
 	}

@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/runstream/runstream/store/postgres"
 )
 
@@ -29,20 +27,20 @@ const (
 
 // rotator takes the outbox's rotation steps in the background, at most one
 // every interval. Truncating the parts and moving the id sequence needs
-// privileges the relay's role may not have (MayRotateOutbox); the first
+// privileges the relay's role may not have (postgres.Outbox.MayRotate); the first
 // step checks, and without them the rotator turns itself off and the
 // outbox keeps its size after a backlog, as before migration 0011.
 type rotator struct {
 	background
-	pool    *pgxpool.Pool
+	outbox  *postgres.Outbox
 	metrics *metrics
 	opts    postgres.RotateOutboxOptions
 }
 
-func newRotator(pool *pgxpool.Pool, log *slog.Logger, m *metrics, opts postgres.RotateOutboxOptions) *rotator {
-	return &rotator{pool: pool, metrics: m, opts: opts, background: background{log: log, interval: rotateEvery, timeout: rotateTimeout,
+func newRotator(outbox *postgres.Outbox, log *slog.Logger, m *metrics, opts postgres.RotateOutboxOptions) *rotator {
+	return &rotator{outbox: outbox, metrics: m, opts: opts, background: background{log: log, interval: rotateEvery, timeout: rotateTimeout,
 		refused: "the relay's role may not truncate the outbox's parts or move its id sequence; the outbox keeps its size on disk after a backlog",
-		may:     func(ctx context.Context) (bool, error) { return postgres.MayRotateOutbox(ctx, pool) }}}
+		may:     outbox.MayRotate}}
 }
 
 // maybe starts a step when one is due. The relay calls it after every
@@ -53,7 +51,7 @@ func (rt *rotator) maybe(ctx context.Context) {
 
 // step takes one rotation step: a switch, a truncation, or nothing due.
 func (rt *rotator) step(ctx context.Context) {
-	res, err := postgres.RotateOutbox(ctx, rt.pool, rt.opts)
+	res, err := rt.outbox.Rotate(ctx, rt.opts)
 	if err != nil {
 		if ctx.Err() == nil {
 			rt.log.Warn("rotating the outbox's parts failed; trying again", "err", err)

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/runstream/runstream/store/postgres"
 )
 
 // The outbox is a queue: every event is inserted once and deleted once, so
@@ -36,29 +36,15 @@ const (
 // migration 0003 lowers).
 type vacuumer struct {
 	background
-	pool    *pgxpool.Pool
+	outbox  *postgres.Outbox
 	deleted atomic.Int64 // rows deleted since the last vacuum started
 }
 
-func newVacuumer(pool *pgxpool.Pool, log *slog.Logger) *vacuumer {
-	v := &vacuumer{pool: pool}
-	v.background = background{log: log, interval: vacuumMinInterval, timeout: vacuumTimeout,
+func newVacuumer(outbox *postgres.Outbox, log *slog.Logger) *vacuumer {
+	return &vacuumer{outbox: outbox, background: background{log: log, interval: vacuumMinInterval, timeout: vacuumTimeout,
 		refused: "the relay's role may not vacuum the outbox (it is not its owner); leaving it to autovacuum",
-		may: func(ctx context.Context) (bool, error) {
-			var may bool
-			err := pool.QueryRow(ctx, mayVacuum).Scan(&may)
-			return may, err
-		}}
-	return v
+		may:     outbox.MayVacuum}}
 }
-
-// mayVacuum reports whether the session's role may vacuum the outbox: as
-// (a member of) its owner or of the database's owner, or a superuser.
-const mayVacuum = `SELECT pg_has_role(current_user, c.relowner, 'MEMBER')
-	OR pg_has_role(current_user, d.datdba, 'MEMBER')
-	OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
-	FROM pg_class c, pg_database d
-	WHERE c.oid = 'outbox'::regclass AND d.datname = current_database()`
 
 // deletedRows records rows the relay deleted.
 func (v *vacuumer) deletedRows(n int) { v.deleted.Add(int64(n)) }
@@ -73,7 +59,7 @@ func (v *vacuumer) maybe(ctx context.Context) {
 		n := v.deleted.Swap(0)
 		return func(ctx context.Context) {
 			start := time.Now()
-			if _, err := v.pool.Exec(ctx, "VACUUM outbox"); err != nil {
+			if err := v.outbox.Vacuum(ctx); err != nil {
 				if ctx.Err() == nil {
 					v.log.Warn("vacuuming the outbox failed; autovacuum will", "err", err)
 				}

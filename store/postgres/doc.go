@@ -4,6 +4,11 @@
 // same transaction, fetch, and snapshots (the run_snapshots checkpoint plus
 // projectSnapshot through the one reducer in reduce).
 //
+// It owns the outbox and dead-letter tables: [Outbox] is every read and
+// change of them other than the append's insert, for the relay (head read,
+// delete, refusal and dead-lettering, vacuum, rotation, LISTEN) and for the
+// API and `runstream relay dlq` (listing and retrying dead letters).
+//
 // Metrics (registered on the Registerer in [Config]):
 //
 //	runstream_store_appends_total{result="inserted|duplicate|duplicate_differs|rejected"}

@@ -55,9 +55,9 @@ func heapBytes(ctx context.Context, t *testing.T, pool *pgxpool.Pool, part strin
 
 func rotate(ctx context.Context, t *testing.T, pool *pgxpool.Pool, opts postgres.RotateOutboxOptions) postgres.OutboxRotation {
 	t.Helper()
-	r, err := postgres.RotateOutbox(ctx, pool, opts)
+	r, err := postgres.NewOutbox(pool).Rotate(ctx, opts)
 	if err != nil {
-		t.Fatalf("RotateOutbox: %v", err)
+		t.Fatalf("Rotate: %v", err)
 	}
 	return r
 }
@@ -395,7 +395,7 @@ func TestRotateOutbox_AppendsDoNotWaitForTheTruncation(t *testing.T) {
 
 	done := make(chan postgres.OutboxRotation, 1)
 	go func() {
-		r, err := postgres.RotateOutbox(ctx, pool, postgres.RotateOutboxOptions{SwitchBytes: 1, LockTimeout: time.Minute})
+		r, err := postgres.NewOutbox(pool).Rotate(ctx, postgres.RotateOutboxOptions{SwitchBytes: 1, LockTimeout: time.Minute})
 		if err != nil {
 			t.Error(err)
 		}
@@ -458,8 +458,8 @@ func TestMigrate_OutboxPartsCarryTheOutboxOver(t *testing.T) {
 	}
 
 	applied, err := postgres.Migrate(ctx, pool)
-	if err != nil || !slices.Equal(applied, []int{11}) {
-		t.Fatalf("Migrate after 0010: applied %v, %v; want [11]", applied, err)
+	if err != nil || len(applied) == 0 || applied[0] != 11 {
+		t.Fatalf("Migrate after 0010: applied %v, %v; want 11 first", applied, err)
 	}
 	if got := snapshot(); got != want {
 		t.Fatalf("outbox after the migration:\n%s\nwant the rows it had:\n%s", got, want)
@@ -495,10 +495,10 @@ func TestMigrate_OutboxPartsCarryTheOutboxOver(t *testing.T) {
 	if last := rows[len(rows)-1]; last.RunID != runs[0].RunID || last.RunSeq != 4 || last.ID <= rows[len(rows)-2].ID {
 		t.Fatalf("outbox after an append %+v: want runSeq 4 last, with a higher id", rows)
 	}
-	if may, err := postgres.MayRotateOutbox(ctx, pool); err != nil || !may {
-		t.Fatalf("MayRotateOutbox as the schema's owner: %v, %v", may, err)
+	if may, err := postgres.NewOutbox(pool).MayRotate(ctx); err != nil || !may {
+		t.Fatalf("MayRotate as the schema's owner: %v, %v", may, err)
 	}
-	if _, err := postgres.RotateOutbox(ctx, pool, postgres.RotateOutboxOptions{}); err != nil {
+	if _, err := postgres.NewOutbox(pool).Rotate(ctx, postgres.RotateOutboxOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

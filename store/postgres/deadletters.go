@@ -1,4 +1,4 @@
-package relay
+package postgres
 
 import (
 	"context"
@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// DeadLetter is an event the relay gave up publishing.
+// DeadLetter is an event the relay gave up publishing: a row of
+// outbox_dead_letters with its event's type, id and tenant.
 type DeadLetter struct {
 	ID        int64     `json:"id"`
 	RunID     string    `json:"runId"`
@@ -59,9 +59,9 @@ func listDeadLettersAfterQuery(runID string, afterID int64, limit int) (string, 
 
 // ListDeadLetters returns up to limit dead letters, oldest failure first,
 // optionally of one run.
-func ListDeadLetters(ctx context.Context, pool *pgxpool.Pool, runID string, limit int) ([]DeadLetter, error) {
+func (o *Outbox) ListDeadLetters(ctx context.Context, runID string, limit int) ([]DeadLetter, error) {
 	sql, args := listDeadLettersQuery(runID, limit)
-	rows, err := pool.Query(ctx, sql, args...)
+	rows, err := o.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing dead letters: %w", err)
 	}
@@ -72,9 +72,9 @@ func ListDeadLetters(ctx context.Context, pool *pgxpool.Pool, runID string, limi
 // afterID, in id order (the order their events entered the outbox),
 // optionally of one run: the pages of a listing that keeps its place
 // while letters are retried or added (the primary key walks it).
-func ListDeadLettersAfter(ctx context.Context, pool *pgxpool.Pool, runID string, afterID int64, limit int) ([]DeadLetter, error) {
+func (o *Outbox) ListDeadLettersAfter(ctx context.Context, runID string, afterID int64, limit int) ([]DeadLetter, error) {
 	sql, args := listDeadLettersAfterQuery(runID, afterID, limit)
-	rows, err := pool.Query(ctx, sql, args...)
+	rows, err := o.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing dead letters after id %d: %w", afterID, err)
 	}
@@ -83,8 +83,8 @@ func ListDeadLettersAfter(ctx context.Context, pool *pgxpool.Pool, runID string,
 
 // GetDeadLetter returns dead letter id; ok is false when there is none
 // (never dead-lettered, or already retried).
-func GetDeadLetter(ctx context.Context, pool *pgxpool.Pool, id int64) (d DeadLetter, ok bool, err error) {
-	rows, err := pool.Query(ctx, `SELECT `+deadLetterColumns+` WHERE d.id = $1`, id)
+func (o *Outbox) GetDeadLetter(ctx context.Context, id int64) (d DeadLetter, ok bool, err error) {
+	rows, err := o.pool.Query(ctx, `SELECT `+deadLetterColumns+` WHERE d.id = $1`, id)
 	if err != nil {
 		return d, false, fmt.Errorf("reading dead letter %d: %w", id, err)
 	}
@@ -99,16 +99,16 @@ func GetDeadLetter(ctx context.Context, pool *pgxpool.Pool, id int64) (d DeadLet
 }
 
 // RetryDeadLetters moves dead letters back into the outbox (with fresh
-// attempts and a fresh retry window) so the relay publishes them again: the ones with the given ids,
-// or all of them when all is set. Consumers that already resynced past an
+// attempts and a fresh retry window) so the relay publishes them again:
+// the ones with the given ids, or all of them when all is set. Consumers that already resynced past an
 // event drop the replay as a duplicate (DESIGN.md 1.12). It returns how many
 // rows moved.
-func RetryDeadLetters(ctx context.Context, pool *pgxpool.Pool, ids []int64, all bool) (int64, error) {
+func (o *Outbox) RetryDeadLetters(ctx context.Context, ids []int64, all bool) (int64, error) {
 	if !all && len(ids) == 0 {
 		return 0, fmt.Errorf("name dead letters to retry with --id, or use --all")
 	}
 	var moved int64
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `WITH gone AS (
 				DELETE FROM outbox_dead_letters WHERE $2 OR id = ANY($1)
 				RETURNING shard, run_id, run_seq)

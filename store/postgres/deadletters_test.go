@@ -1,4 +1,4 @@
-package relay_test
+package postgres_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runstream/runstream/internal/relay"
+	"github.com/runstream/runstream/store/postgres"
 )
 
 // TestDeadLetters_RunFilterUsesItsIndex: listing one run's dead letters
@@ -16,10 +16,10 @@ import (
 // single statement whose "run_id = $1 unless $1 is empty" a generic plan cannot
 // narrow.
 func TestDeadLetters_RunFilterUsesItsIndex(t *testing.T) {
-	f := newFixture(t)
+	_, pool := newStore(t, postgres.Config{})
 	ctx := context.Background()
 	// 20,000 dead letters of 2,000 runs; run_77's events for the join.
-	if _, err := f.pool.Exec(ctx, `
+	if _, err := pool.Exec(ctx, `
 		INSERT INTO run_events (run_id, run_seq, event_id, event_type, idempotency_key, tenant_id, project_id,
 			environment_id, plan_id, plan_version, engine_attempt_id, logical_attempt_id, emitted_at, persisted_at)
 		SELECT 'run_77', s, gen_random_uuid(), 'StepCompleted', 'k' || s, 'tenant_a', 'p', 'e', 'plan', '1', 1, 1,
@@ -27,18 +27,18 @@ func TestDeadLetters_RunFilterUsesItsIndex(t *testing.T) {
 		FROM generate_series(1, 10) s`); err != nil {
 		t.Fatalf("run_77's events: %v", err)
 	}
-	if _, err := f.pool.Exec(ctx, `
+	if _, err := pool.Exec(ctx, `
 		INSERT INTO outbox_dead_letters (id, shard, run_id, run_seq, created_at, attempts, last_error)
 		SELECT r * 10 + s, 0, 'run_' || r, s, now(), 3, 'refused'
 		FROM generate_series(1, 2000) r, generate_series(1, 10) s`); err != nil {
 		t.Fatalf("dead letters: %v", err)
 	}
-	if _, err := f.pool.Exec(ctx, `ANALYZE outbox_dead_letters`); err != nil {
+	if _, err := pool.Exec(ctx, `ANALYZE outbox_dead_letters`); err != nil {
 		t.Fatal(err)
 	}
 	// Force the generic plan pgx's prepared statements get after five
 	// executions, the one a `$1 = ''` test cannot narrow.
-	conn, err := f.pool.Acquire(ctx)
+	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestDeadLetters_RunFilterUsesItsIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Exec(ctx, `RESET plan_cache_mode`)
-	for i, q := range relay.DeadLetterQueries("run_77", 0, 100) {
+	for i, q := range postgres.DeadLetterQueries("run_77", 0, 100) {
 		sql, args := q[0].(string), q[1].([]any)
 		name := fmt.Sprintf("dlq_plan_%d", i)
 		if _, err := conn.Conn().Prepare(ctx, name, sql); err != nil {
@@ -80,7 +80,7 @@ func TestDeadLetters_RunFilterUsesItsIndex(t *testing.T) {
 		}
 	}
 	// And the statements answer: the run's ten letters, in order.
-	dls, err := relay.ListDeadLettersAfter(ctx, f.pool, "run_77", 773, 100)
+	dls, err := postgres.NewOutbox(pool).ListDeadLettersAfter(ctx, "run_77", 773, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
