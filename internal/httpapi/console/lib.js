@@ -5,6 +5,9 @@ export const $ = (sel, root = document) => root.querySelector(sel);
 const TOKEN_KEY = 'runstream.token';
 export const STATUSES = ['PENDING', 'APPROVED', 'RUNNING', 'PAUSED', 'COMPLETED', 'FAILED', 'CANCELLED'];
 export const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
+// A snapshot's failedSteps counts StepFailed events: failed attempts,
+// each step's retries included, whether or not a later attempt succeeded.
+export const FAILED_ATTEMPTS_TITLE = 'Step attempts that failed (StepFailed events), retried or not: a completed run may have some.';
 
 // h builds an element: h('a', {href, testid, onclick}, ...children).
 // Children are text or nodes; text is never parsed as HTML.

@@ -254,10 +254,28 @@ export function rebuildsPage(view) {
   api('/v1/rebuilds').then(r => {
     const rs = r.rebuilds || [];
     list.replaceChildren(rs.length ? h('ul', { class: 'plain', testid: 'rebuild-list' }, rs.map(b => h('li', {},
-      h('a', { href: `#/rebuilds/${encodeURIComponent(b.id)}` }, b.id), ` · ${b.state} · ${num(b.done)}/${num(b.total)} done`, b.failed ? `, ${num(b.failed)} failed` : '', ' · started ', when(b.startedAt))))
+      h('a', { href: `#/rebuilds/${encodeURIComponent(b.id)}` }, b.id), ` · ${rebuildTarget(b)} · ${b.state} · ${num(b.done)}/${num(b.total)} done, ${num(b.written)} written`,
+      b.failed ? `, ${num(b.failed)} failed` : '', ' · started ', when(b.startedAt))))
       : h('p', { class: 'muted' }, 'No rebuild recorded (rebuilds are kept for 7 days).'));
   }, e => list.replaceChildren(e.status === 403 ? forbidden('The rebuild page', e) : h('p', { class: 'error', role: 'alert', testid: 'rebuild-list-error' }, `Could not list rebuilds: ${errorText(e)}`)));
   return () => {};
+}
+
+// rebuildTarget names what a rebuild rebuilds: a tenant, or runs by id.
+const rebuildTarget = b => (b.tenantId ? `tenant ${b.tenantId}` : 'selected runs');
+
+// rebuildCounts says how many runs a rebuild handled, how many it wrote,
+// and why it skipped the others (a rebuild of runs Redis already holds
+// writes nothing, and says so).
+function rebuildCounts(b, pct) {
+  const skipped = [
+    [b.current, 'already current in Redis'],
+    [b.expired, 'ended longer ago than the snapshot TTL, so Redis keeps them no more'],
+    [b.unknown, 'unknown to the store'],
+  ].filter(([n]) => n > 0).map(([n, why]) => `${num(n)} ${why}`);
+  return `${num(b.done)} of ${num(b.total)} runs handled (${pct}%): ${num(b.written ?? 0)} written`
+    + (skipped.length ? `; skipped: ${skipped.join(', ')}` : '')
+    + (b.failed ? `; ${num(b.failed)} failed` : '') + '.';
 }
 
 export function rebuildPage(view, id) {
@@ -285,8 +303,10 @@ export function rebuildPage(view, id) {
     body.replaceChildren(
       h('p', { class: 'status-line' }, h('span', { class: `badge s-${b.state === 'done' ? 'completed' : b.state === 'failed' ? 'failed' : 'running'}`, testid: 'rebuild-state' }, b.state.toUpperCase())),
       h('progress', { max: 100, value: pct, testid: 'rebuild-progress', 'aria-label': 'Rebuild progress' }),
-      h('p', { testid: 'rebuild-counts' }, `${num(b.done)} of ${num(b.total)} runs rebuilt`, b.failed ? `, ${num(b.failed)} failed` : '', ` (${pct}%).`),
-      h('div', { class: 'run-meta' }, h('dl', {}, h('dt', {}, 'Started'), h('dd', {}, when(b.startedAt)), h('dt', {}, 'Finished'), h('dd', {}, when(b.finishedAt)))),
+      h('p', { testid: 'rebuild-counts' }, rebuildCounts(b, pct)),
+      h('div', { class: 'run-meta' }, h('dl', {},
+        h('dt', {}, 'Rebuilds'), h('dd', { testid: 'rebuild-target' }, b.tenantId ? `every run of tenant ${b.tenantId}` : 'the runs selected by id'),
+        h('dt', {}, 'Started'), h('dd', {}, when(b.startedAt)), h('dt', {}, 'Finished'), h('dd', {}, when(b.finishedAt)))),
       b.error ? h('div', { class: 'notice error', role: 'alert', testid: 'rebuild-error' }, b.error) : '');
     if (b.state === 'running') timer = setTimeout(poll, REBUILD_POLL_MS);
   }

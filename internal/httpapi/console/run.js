@@ -2,7 +2,7 @@
 // the stored events, live updates, Resync; a not-found page for an
 // unknown run; every failure shown as such, never as an empty state.
 
-import { h, api, watch, conn, when, dur, size, badge, staleBadge, keepFocus, onTick, errorText, clock, TERMINAL } from './lib.js';
+import { h, api, watch, conn, when, dur, size, badge, staleBadge, keepFocus, onTick, errorText, clock, TERMINAL, FAILED_ATTEMPTS_TITLE } from './lib.js';
 
 const EVENTS_PAGE = 50;
 
@@ -145,7 +145,7 @@ export function runPage(view, id) {
         item('Plan', `${s.planId} v${s.planVersion}`), s.engineRunRef ? item('Engine run', s.engineRunRef) : null,
         item('Started', when(s.startedAt)), item('Completed', when(s.completedAt)),
         item('Duration (event time)', dur(s.totalDurationMs), 'run-duration'),
-        item('Failed steps', s.failedSteps ?? 0), item('Last event seq', s.lastEventSeq, 'last-seq'),
+        item('Failed attempts', h('span', { title: FAILED_ATTEMPTS_TITLE }, s.failedSteps ?? 0), 'failed-attempts'), item('Last event seq', s.lastEventSeq, 'last-seq'),
         item('Updated', when(s.updatedAt))));
   }
 
@@ -230,13 +230,33 @@ export function runPage(view, id) {
       h('div', { class: 'tl-axis muted' }, h('span', {}, new Date(t0).toLocaleTimeString()), h('span', {}, `${dur(t1 - t0)} total, event time`))));
   }
 
+  // The run's artifacts and every step attempt's, once each by uri: the
+  // run's own list is only made when it completes (the union of its
+  // steps' current attempts' and its own), so a running or failed run's
+  // artifacts are its steps'. From says which attempt produced each.
+  function artifactsOf(s) {
+    const byUri = new Map();
+    for (const step of s.steps || []) {
+      for (const a of attemptsOf(step)) {
+        for (const x of a.artifacts || []) {
+          if (x.uri && !byUri.has(x.uri)) byUri.set(x.uri, { ...x, from: `${step.stepId} #${a.logicalAttemptId}` });
+        }
+      }
+    }
+    for (const x of s.artifacts || []) {
+      if (x.uri && !byUri.has(x.uri)) byUri.set(x.uri, { ...x, from: 'run' });
+    }
+    return [...byUri.values()];
+  }
+
   function renderArtifacts() {
-    const list = snap.artifacts || [];
+    const list = artifactsOf(snap);
     arts.replaceChildren(list.length ? h('div', { class: 'table-box' }, h('table', { testid: 'artifacts-table' },
-      h('thead', {}, h('tr', {}, ['URI', 'Kind', 'Size', 'SHA-256'].map(c => h('th', { scope: 'col' }, c)))),
-      h('tbody', {}, list.map(x => h('tr', {}, h('td', {}, h('code', {}, x.uri)), h('td', {}, x.kind),
+      h('thead', {}, h('tr', {}, ['URI', 'From', 'Kind', 'Size', 'SHA-256'].map(c => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, list.map(x => h('tr', { testid: 'artifact-row' }, h('td', {}, h('code', {}, x.uri)),
+        h('td', { testid: 'artifact-from' }, x.from), h('td', {}, x.kind),
         h('td', { class: 'num' }, size(x.sizeBytes)), h('td', { class: 'mono', title: x.sha256 || '' }, x.sha256 ? x.sha256.slice(0, 12) : '—'))))))
-      : h('p', { class: 'muted' }, 'No artifacts.'));
+      : h('p', { class: 'muted', testid: 'artifacts-empty' }, 'No artifacts: neither the run nor its steps reported any.'));
   }
 
   // Events: the newest page first, then on every change the events after

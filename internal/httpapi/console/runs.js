@@ -1,7 +1,7 @@
 // runstream console: the runs list (#/runs?status=&runIdPrefix=&engineRunRef=&plan=&from=&to=&sort=&order=&tenant=).
 // Every filter lives in the hash, so a view deep-links and survives a reload.
 
-import { h, api, watch, conn, token, when, dur, num, badge, staleBadge, keepFocus, hashParams, errorText, STATUSES, clock } from './lib.js';
+import { h, api, watch, conn, token, when, dur, num, badge, staleBadge, keepFocus, hashParams, errorText, STATUSES, clock, FAILED_ATTEMPTS_TITLE } from './lib.js';
 
 // Hash keys and the API parameters they become.
 const FIELDS = [
@@ -214,7 +214,8 @@ export function runsPage(view) {
         td('Status', {}, badge(r.status, r.substatus), ' ', staleBadge(r.stale)),
         td('Plan', { testid: 'run-plan' }, `${r.planId ?? ''}${r.planVersion ? ` v${r.planVersion}` : ''}`),
         td('Engine run', { class: 'mono' }, r.engineRunRef || '—'),
-        td('Steps', { class: 'num' }, r.steps ?? '—', r.failedSteps ? h('span', { class: 'failed-count' }, ` (${r.failedSteps} failed)`) : null),
+        td('Steps', { class: 'num' }, r.steps ?? '—', r.failedSteps ? h('span', { class: r.status === 'FAILED' ? 'failed-count' : 'muted', testid: 'failed-attempts', title: FAILED_ATTEMPTS_TITLE },
+          ` (${num(r.failedSteps)} failed attempt${r.failedSteps === 1 ? '' : 's'})`) : null),
         td('Started', { testid: 'run-started', 'data-at': r.startedAt || '' }, when(r.startedAt)),
         td('Updated', { testid: 'run-updated', 'data-at': r.updatedAt || '' }, when(r.updatedAt)),
         td('Duration', { class: 'num', title: 'completedAt − startedAt by event time (payload sourceOccurredAt, else emittedAt)' }, dur(r.totalDurationMs)))))))));

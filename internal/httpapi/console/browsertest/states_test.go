@@ -173,7 +173,7 @@ func TestConsole_ScanLimitedSearch(t *testing.T) {
 // row's key in an open transaction. The first page is then done and the
 // second cannot finish: the page must show RUNNING, "200 of 501" and 40%,
 // as the API says, and keep polling. When the transaction ends the rebuild
-// finishes and the page shows DONE, 501 of 501, 100%. A MutationObserver
+// finishes and the page shows DONE, 501 of 501, 100%, and the tenant. A MutationObserver
 // records every state the page showed: the progress never goes back.
 func TestConsole_RebuildRunning(t *testing.T) {
 	t.Parallel() // each test has its own dev process and tab; they mostly wait
@@ -276,7 +276,7 @@ func TestConsole_RebuildRunning(t *testing.T) {
 	b.waitTrue(`location.hash.startsWith('#/rebuilds/')`, "the rebuild's own page")
 	id := strings.TrimPrefix(b.eval(`decodeURIComponent(location.hash)`), "#/rebuilds/")
 
-	b.waitText(`[data-testid=rebuild-counts]`, "200 of 501 runs rebuilt (40%).")
+	b.waitText(`[data-testid=rebuild-counts]`, "200 of 501 runs handled (40%): ")
 	b.waitText(`[data-testid=rebuild-state]`, "RUNNING")
 	b.waitTrue(`document.querySelector('[data-testid=rebuild-progress]').value === 40`, "the progress bar at 40 (200 of 501)")
 	var api struct {
@@ -293,7 +293,7 @@ func TestConsole_RebuildRunning(t *testing.T) {
 	renders := b.eval(`String(window.__rbRenders)`)
 	b.waitTrue(fmt.Sprintf(`window.__rbRenders >= %s + 2`, renders), "two more polls of the running rebuild")
 	b.waitText(`[data-testid=rebuild-state]`, "RUNNING")
-	b.waitText(`[data-testid=rebuild-counts]`, "200 of 501 runs rebuilt (40%).")
+	b.waitText(`[data-testid=rebuild-counts]`, "200 of 501 runs handled (40%): ")
 	b.waitText(`[data-testid=rebuild-refresh]`, "every second")
 	b.shots("rebuild-running")
 
@@ -301,7 +301,8 @@ func TestConsole_RebuildRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.waitText(`[data-testid=rebuild-state]`, "DONE")
-	b.waitText(`[data-testid=rebuild-counts]`, "501 of 501 runs rebuilt (100%).")
+	b.waitText(`[data-testid=rebuild-counts]`, "501 of 501 runs handled (100%): ")
+	b.waitText(`[data-testid=rebuild-target]`, "every run of tenant "+tenant)
 	b.waitTrue(`document.querySelector('[data-testid=rebuild-progress]').value === 100`, "the progress bar full")
 	b.waitText(`[data-testid=rebuild-refresh]`, "Finished")
 	getJSON(t, base+"/v1/rebuilds/"+url.PathEscape(id), &api)

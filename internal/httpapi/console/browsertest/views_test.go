@@ -139,14 +139,25 @@ func TestConsole_Views(t *testing.T) {
 	const n = 1100
 	s := seedRuns(t, base, tenant, n)
 	// One more run whose step durations disagree by clock: the engine
-	// measured 2.6 s, its events are 258 ms apart.
+	// measured 2.6 s, its events are 258 ms apart. Its steps have
+	// artifacts, and one step failed once before it succeeded.
 	special := workload.NewIdentity(tenant)
 	special.PlanID = "plan_special"
 	t0 := time.Now().Add(-10 * time.Second)
+	artifact := func(name, kind string) []map[string]any {
+		return []map[string]any{{"uri": "s3://console-test/" + special.RunID + "/" + name, "kind": kind, "sizeBytes": 2048}}
+	}
 	appendEvents(t, base, "",
 		workload.Event(special, store.EventRunStarted, "", 1, 1, t0, nil),
 		workload.Event(special, store.EventStepStarted, "load", 1, 1, t0.Add(100*time.Millisecond), nil),
-		workload.Event(special, store.EventStepCompleted, "load", 1, 1, t0.Add(358*time.Millisecond), map[string]any{"durationMs": 2600}),
+		workload.Event(special, store.EventStepCompleted, "load", 1, 1, t0.Add(358*time.Millisecond),
+			map[string]any{"durationMs": 2600, "artifacts": artifact("load/manifest.json", "manifest")}),
+		workload.Event(special, store.EventStepStarted, "extract", 1, 1, t0.Add(400*time.Millisecond), nil),
+		workload.Event(special, store.EventStepFailed, "extract", 1, 1, t0.Add(500*time.Millisecond),
+			map[string]any{"errorCode": "TIMEOUT", "errorMessage": "the warehouse query did not finish", "retryable": true}),
+		workload.Event(special, store.EventStepStarted, "extract", 2, 1, t0.Add(600*time.Millisecond), nil),
+		workload.Event(special, store.EventStepCompleted, "extract", 2, 1, t0.Add(700*time.Millisecond),
+			map[string]any{"artifacts": artifact("extract/2/rows.parquet", "parquet")}),
 	)
 	s.counts[store.RunRunning]++
 	all := append(append([]string{}, s.ids...), special.RunID)
@@ -187,6 +198,10 @@ func TestConsole_Views(t *testing.T) {
 	b.navigate(base + "/#/runs?tenant=" + tenant + "&plan=plan_special")
 	b.waitRows([]string{special.RunID}, "the one run of plan_special")
 	b.waitTrue(`[...document.querySelectorAll('[data-testid=run-plan]')].every(e => e.textContent.startsWith('plan_special'))`, "plan column")
+	// failedSteps counts failed attempts: one, of a step that then
+	// succeeded, in a run still going.
+	b.waitText(`[data-testid=run-row] [data-testid=failed-attempts]`, "(1 failed attempt)")
+	b.noElement(`[data-testid=run-row] .failed-count`, "no failure colour for a run that has not failed")
 
 	// ---- sorting and a time range on startedAt, oldest first ----
 	b.navigate(base + "/#/runs?tenant=" + tenant + "&sort=startedAt&order=asc")
@@ -229,6 +244,12 @@ func TestConsole_Views(t *testing.T) {
 	b.waitText(`[data-testid=timeline-duration]`, "258 ms")
 	b.waitText(`[data-testid=timeline-legend]`, "emittedAt")
 	b.waitText(`[data-testid=steps-duration-header]`, "engine")
+	// The run has not completed, so it has no artifacts list of its own:
+	// the section shows its steps' artifacts, each with its attempt.
+	b.waitTrue(fmt.Sprintf(`JSON.stringify([...document.querySelectorAll('[data-testid=artifact-row]')].map(r => [r.querySelector('code').textContent, r.querySelector('[data-testid=artifact-from]').textContent])) === %s`,
+		jsString(fmt.Sprintf(`[["s3://console-test/%[1]s/load/manifest.json","load #1"],["s3://console-test/%[1]s/extract/2/rows.parquet","extract #2"]]`, special.RunID))),
+		"the artifacts section to list both steps' artifacts with their attempts")
+	b.waitText(`[data-testid=failed-attempts]`, "1")
 	b.waitLive()
 	b.shots("run-page")
 
@@ -312,7 +333,8 @@ func TestConsole_Views(t *testing.T) {
 	b.waitTrue(`location.hash.startsWith('#/rebuilds/')`, "the rebuild's own page")
 	b.waitVisible(`[data-testid=rebuild-progress]`)
 	b.waitText(`[data-testid=rebuild-state]`, "DONE")
-	b.waitText(`[data-testid=rebuild-counts]`, "1,101 of 1,101 runs rebuilt")
+	b.waitText(`[data-testid=rebuild-counts]`, "1,101 of 1,101 runs handled (100%): ")
+	b.waitText(`[data-testid=rebuild-target]`, "every run of tenant "+tenant)
 	b.waitTrue(`document.querySelector('[data-testid=rebuild-progress]').value === 100`, "the progress bar full")
 	b.shots("rebuild")
 	tenantRebuild := b.eval(`location.hash`)
@@ -324,7 +346,10 @@ func TestConsole_Views(t *testing.T) {
 	b.waitText(`[data-testid=confirm-text]`, "3 runs")
 	b.do(chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
 	b.waitText(`[data-testid=rebuild-state]`, "DONE")
-	b.waitText(`[data-testid=rebuild-counts]`, "3 of 3 runs rebuilt")
+	// The tenant's rebuild left them current: this one writes nothing,
+	// and says so and why.
+	b.waitText(`[data-testid=rebuild-counts]`, "3 of 3 runs handled (100%): 0 written; skipped: 3 already current in Redis.")
+	b.waitText(`[data-testid=rebuild-target]`, "the runs selected by id")
 	runsRebuild := b.eval(`location.hash`)
 	b.navigate(base + "/#/rebuilds")
 	// The list is every API replica's rebuilds (kept in Redis), so other
