@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -37,7 +38,7 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	demoRuns := fs.Int("demo-runs", 4, "runs in flight at once with --demo")
 	demoDelay := fs.Duration("demo-event-delay", 300*time.Millisecond, "pause between a demo run's events")
 	if err := parseFlags(fs, env, args, "runstream dev [flags]",
-		"Everything in one process for a laptop: migrates Postgres, starts an embedded Kafka-protocol\nbroker (franz-go's kfake) unless --kafka-brokers is given, serves the HTTP API, relays the\noutbox to Kafka, projects the topic into Redis snapshots, and with --demo drives realistic runs through the API. Needs Postgres and\nRedis (scripts/up.sh starts both). Ctrl-C stops it."); err != nil {
+		"Everything in one process for a laptop: migrates Postgres, starts an embedded Kafka-protocol\nbroker (franz-go's kfake) unless --kafka-brokers is given, serves the HTTP API, relays the\noutbox to Kafka, projects the topic into Redis snapshots, and with --demo drives realistic runs through the API. Needs Postgres and\nRedis (scripts/up.sh starts both). Ctrl-C stops it, cancelling the demo's runs in flight first\n(a RunCancelled each) so none is left RUNNING."); err != nil {
 		return err
 	}
 	log, err := newLogger(env.stderr, f.logLevel, f.logFormat)
@@ -117,7 +118,24 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	g, gctx := errgroup.WithContext(ctx)
+	// The components outlive ctx until the demo, if any, has ended its
+	// runs in flight through them (workload.Driver): a stop never leaves
+	// a demo run RUNNING.
+	cctx, stopComponents := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopComponents()
+	g, gctx := errgroup.WithContext(cctx)
+	demoDone := make(chan struct{})
+	var demoOnce sync.Once
+	demoEnded := func() { demoOnce.Do(func() { close(demoDone) }) }
+	defer demoEnded()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-gctx.Done():
+		}
+		<-demoDone
+		stopComponents()
+	}()
 	started := make(chan string, 1)
 	g.Go(func() error { return srv.Run(gctx, started) })
 	g.Go(func() error { warnNoAuth(gctx, log, apiCfg, noAuthWarnEvery); return nil })
@@ -129,6 +147,10 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	select {
 	case addr = <-started:
 	case <-gctx.Done():
+		demoEnded()
+		return g.Wait()
+	case <-ctx.Done():
+		demoEnded()
 		return g.Wait()
 	}
 	base := "http://" + addr
@@ -151,8 +173,18 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 		}
 		d := &workload.Driver{BaseURL: base, Token: token, Tenant: tenant, Concurrency: *demoRuns,
 			EventDelay: *demoDelay, Logger: log.With("component", "demo")}
-		fmt.Fprintf(env.stdout, "  demo       %d runs in flight, posting through the API\n", *demoRuns)
-		g.Go(func() error { return d.Run(gctx) })
+		fmt.Fprintf(env.stdout, "  demo       %d runs in flight, posting through the API; a stop cancels them\n", *demoRuns)
+		// The demo stops with ctx (or a failed component), then ends its
+		// runs while the components still run.
+		dctx, cancelDemo := context.WithCancel(gctx)
+		defer context.AfterFunc(ctx, cancelDemo)()
+		g.Go(func() error {
+			defer demoEnded()
+			defer cancelDemo()
+			return d.Run(dctx)
+		})
+	} else {
+		demoEnded()
 	}
 	fmt.Fprintln(env.stdout, "Ctrl-C stops it.")
 	return g.Wait()

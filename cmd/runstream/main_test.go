@@ -16,12 +16,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
+	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
+	"github.com/runstream/runstream/store/postgres"
 )
 
 func TestRun_HelpOnEveryCommand(t *testing.T) {
@@ -181,6 +184,76 @@ func TestRun_DevEndToEnd(t *testing.T) {
 	defer stop()
 	if got := readTopic(t, broker, 1); got[0] != id.RunID {
 		t.Fatalf("after a restart with the same --data-dir the topic has %v; the record is lost", got)
+	}
+}
+
+// TestRun_DevStopEndsTheDemoRuns: stopping `runstream dev --demo` (Ctrl-C,
+// SIGTERM: its ctx ends) ends the demo's runs in flight with a
+// RunCancelled before the API, relay and projector stop, so no run is
+// left RUNNING, in the store or in its Redis snapshot.
+func TestRun_DevStopEndsTheDemoRuns(t *testing.T) {
+	pool, schema := testenv.Postgres(t, 5)
+	rdb := testenv.Redis(t)
+	env := map[string]string{
+		"RUNSTREAM_POSTGRES_URL":     testenv.PostgresURLWithSchema(t, schema),
+		"RUNSTREAM_REDIS_URL":        redisURL(t),
+		"RUNSTREAM_HTTP_ADDR":        "127.0.0.1:0",
+		"RUNSTREAM_BROKER_ADDR":      "127.0.0.1:0",
+		"RUNSTREAM_DATA_DIR":         t.TempDir(),
+		"RUNSTREAM_LOG_LEVEL":        "warn",
+		"RUNSTREAM_DEMO":             "true",
+		"RUNSTREAM_DEMO_RUNS":        "4",
+		"RUNSTREAM_DEMO_EVENT_DELAY": "100ms",
+	}
+	ctx := context.Background()
+	_, _, stop := startDev(t, env)
+	runIDs := func() []string {
+		rows, err := pool.Query(ctx, `SELECT run_id FROM runs`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	testenv.WaitFor(t, 30*time.Second, "the demo's 4 runs in flight to be in the store", func() bool { return len(runIDs()) >= 4 })
+	stop()
+
+	st, err := postgres.New(pool, postgres.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := runIDs()
+	inRedis, _, err := snapshots.Load(ctx, rdb, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, id := range ids {
+			rdb.Del(context.Background(), snapshots.Key(id))
+		}
+	})
+	ended := map[string]bool{store.RunCompleted: true, store.RunFailed: true, store.RunCancelled: true}
+	cancelled := 0
+	for _, id := range ids {
+		s, err := st.ProjectSnapshot(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ended[s.Status] {
+			t.Errorf("run %s is %s in the store after dev stopped, want it ended", id, s.Status)
+		}
+		if s.Status == store.RunCancelled {
+			cancelled++
+		}
+		if r, ok := inRedis[id]; !ok || r.Status != s.Status {
+			t.Errorf("run %s: Redis snapshot %q (held: %v), want %s as in the store", id, r.Status, ok, s.Status)
+		}
+	}
+	if cancelled == 0 {
+		t.Errorf("none of the %d runs was cancelled: the stop found no run in flight?", len(ids))
 	}
 }
 
