@@ -76,10 +76,11 @@ func TestConfig_Validate(t *testing.T) {
 	}
 }
 
-// TestKey_PeerVectors appends the peer's key vectors with an empty key
-// and checks the key the client sends.
+// TestKey_PeerVectors appends the peer's key vectors (the repository's
+// copy, testdata/peer) with an empty key and checks the key the client
+// sends.
 func TestKey_PeerVectors(t *testing.T) {
-	data, err := os.ReadFile(testenv.PeerPath(t, "vectors", "RunEvents.v2.0.1.idempotency_vectors.json"))
+	data, err := os.ReadFile(testenv.Testdata(t, "peer", testenv.KeyVectorsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

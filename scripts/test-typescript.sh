@@ -57,7 +57,7 @@ if [ -z "$addr" ]; then
 fi
 
 export RUNSTREAM_TS_API_URL="http://$addr" RUNSTREAM_TS_TOKEN="$token" RUNSTREAM_TS_TENANT=tenant_ts \
-  RUNSTREAM_TS_OTHER_TOKEN="$other" RUNSTREAM_PEER_DIR="$root/../shared/peer"
+  RUNSTREAM_TS_OTHER_TOKEN="$other"
 if ! npm test --silent; then
   echo "test-typescript: the tests failed; the API's log:" >&2
   tail -50 "$work/api.log" >&2

@@ -29,7 +29,7 @@ type keyVector struct {
 	Want             string `json:"expectedSha256Hex"`
 }
 
-// fixedKeyVectors do not depend on the peer file. The expected values were
+// fixedKeyVectors do not depend on the vectors file. The expected values were
 // computed outside Go: printf '%s' "<preimage>" | sha256sum.
 var fixedKeyVectors = []keyVector{
 	{Name: "run event", RunID: "run-1", LogicalAttemptID: 1, EventType: "RunQueued", PlanID: "plan-a", PlanVersion: "v1",
@@ -38,15 +38,15 @@ var fixedKeyVectors = []keyVector{
 		Want: "712cab459fb08121fca892580e7ceae1bf610b76ec0eabff801512bc72aa13da"},
 	{Name: "UTF-8, largest attempt, unknown type", RunID: "rün-ü", LogicalAttemptID: 2147483647, EventType: "WorkerHeartbeat", PlanID: "p", PlanVersion: "1.0",
 		Want: "489f64463ccdded87637d661d1ac572a2f6931bb8801e996e73cd379ff4fbed3"},
-	// vector-1-step-started of the peer file, copied so the check runs
-	// without it.
+	// vector-1-step-started of the peer's vectors file, embedded too so
+	// that a broken copy cannot take every peer vector out.
 	{Name: "peer vector 1", RunID: testRunID, StepID: "model.orders", LogicalAttemptID: 1, EventType: "StepStarted", PlanID: "plan_abc", PlanVersion: "2",
 		Want: "7f4b974658a54fb2aee9ecb9cefebd2eec27f3fd01f0f8c0d031dfc4a5b96e3c"},
 }
 
 // TestIdempotencyKey_PeerVectors checks IdempotencyKey against the peer's
-// v2 vectors and, first, against vectors embedded here, so the check never
-// depends on the file alone.
+// v2 vectors (the repository's copy, testdata/peer) and, first, against
+// vectors embedded here, so the check never depends on the file alone.
 func TestIdempotencyKey_PeerVectors(t *testing.T) {
 	check := func(t *testing.T, v keyVector) {
 		t.Helper()
@@ -63,7 +63,7 @@ func TestIdempotencyKey_PeerVectors(t *testing.T) {
 		t.Run("embedded/"+v.Name, func(t *testing.T) { check(t, v) })
 	}
 	t.Run("file", func(t *testing.T) {
-		data, err := os.ReadFile(testenv.PeerPath(t, "vectors", "RunEvents.v2.0.1.idempotency_vectors.json"))
+		data, err := os.ReadFile(testenv.Testdata(t, "peer", testenv.KeyVectorsFile))
 		if err != nil {
 			t.Fatal(err)
 		}

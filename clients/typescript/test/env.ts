@@ -12,7 +12,8 @@ import { idempotencyKey, type EventInput } from "../src/index.js";
 /** clients/typescript, from dist/test. */
 export const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const repoDir = resolve(packageDir, "..", "..");
-export const peerDir = process.env.RUNSTREAM_PEER_DIR ?? join(repoDir, "..", "shared", "peer");
+/** Copies of data from outside the repository (testdata/README.md). */
+export const testdataDir = join(repoDir, "testdata");
 
 function need(name: string): string {
   const v = process.env[name];

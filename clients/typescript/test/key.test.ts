@@ -4,12 +4,13 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
 import { idempotencyKey } from "../src/index.js";
-import { peerDir } from "./env.js";
+import { testdataDir } from "./env.js";
 
-// The peer implementation's vectors (../shared/peer, dunay2/dvt): the v2
-// formula of DESIGN.md section 1.2.
+// The peer implementation's vectors (the repository's copy in
+// testdata/peer, see testdata/README.md): the v2 formula of
+// docs/CONTRACT.md, "The idempotency key".
 test("idempotencyKey matches the peer's v2.0.1 vectors", () => {
-  const file = join(peerDir, "vectors", "RunEvents.v2.0.1.idempotency_vectors.json");
+  const file = join(testdataDir, "peer", "RunEvents.v2.0.1.idempotency_vectors.json");
   const doc = JSON.parse(readFileSync(file, "utf8")) as { vectors: any[] };
   assert.ok(doc.vectors.length >= 5, `${file} holds vectors`);
   for (const v of doc.vectors) {
