@@ -19,7 +19,12 @@ const (
 	CodeInternal               Code = "INTERNAL"
 	// CodeConflict: the request cannot run now because of something
 	// already running (an operator's rebuild while another runs).
-	CodeConflict             Code = "CONFLICT"
+	CodeConflict Code = "CONFLICT"
+	// CodeRunArchived: the run's events left the store (retention removed
+	// its partition after archiving it); its runs row stays as a tombstone,
+	// so an append to it is refused rather than starting the run anew at
+	// runSeq 1. Permanent: retrying cannot succeed.
+	CodeRunArchived          Code = "RUN_ARCHIVED"
 	CodeIdempotencyKeyExists Code = "IDEMPOTENCY_KEY_EXISTS"
 )
 

@@ -19,6 +19,7 @@ var statusOf = map[store.Code]int{
 	store.CodeUnavailable:            http.StatusServiceUnavailable,
 	store.CodeInternal:               http.StatusInternalServerError,
 	store.CodeConflict:               http.StatusConflict,
+	store.CodeRunArchived:            http.StatusConflict,
 }
 
 // statusClientClosed is counted for a request whose client hung up.

@@ -16,11 +16,12 @@ import (
 const appendSQL = `SELECT o_status, o_event_id::text, o_run_seq, o_persisted_at, o_differs
 FROM runstream_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::json, $15)`
 
-// Statuses returned by runstream_append (migrations/0001).
+// Statuses returned by runstream_append (migrations/0001, 0014).
 const (
 	statusInserted       = 0
 	statusDuplicate      = 1
 	statusTenantMismatch = 2
+	statusRunArchived    = 3
 )
 
 func appendArgs(w *store.RunEventWrite) []any {
@@ -52,6 +53,10 @@ func (s *Store) scanAppend(row pgx.Row, w *store.RunEventWrite) (store.AppendRes
 	case statusTenantMismatch:
 		s.metrics.appends.WithLabelValues("rejected").Inc()
 		return store.AppendResult{}, errTenant
+	case statusRunArchived:
+		s.metrics.appends.WithLabelValues("rejected").Inc()
+		return store.AppendResult{}, &store.Error{Code: store.CodeRunArchived, Field: "runId", Message: fmt.Sprintf(
+			"run %q was archived and its events removed from the store by retention: it takes no more events (a late or duplicate event of an ended run; do not retry it)", w.RunID)}
 	case statusInserted, statusDuplicate:
 	default:
 		return store.AppendResult{}, fmt.Errorf("runstream_append returned unknown status %d", status)

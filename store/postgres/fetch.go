@@ -19,7 +19,9 @@ const (
 const fetchSQL = `SELECT run_id, run_seq, event_id::text, event_type, idempotency_key, tenant_id,
 	project_id, environment_id, plan_id, plan_version, coalesce(step_id, ''),
 	engine_attempt_id, logical_attempt_id, emitted_at, persisted_at, payload::text
-FROM run_events WHERE run_id = $1 AND run_seq > $2 ORDER BY run_seq LIMIT $3`
+FROM run_events WHERE run_id = $1 AND run_seq > $2
+	AND run_epoch = (SELECT run_epoch FROM runs WHERE run_id = $1)
+ORDER BY run_seq LIMIT $3`
 
 // FetchEvents returns a run's events with runSeq > opts.AfterSeq in runSeq
 // order, at most opts.Limit (default 100, max 1000). An unknown run yields

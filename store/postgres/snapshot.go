@@ -41,11 +41,14 @@ func (s *Store) ProjectSnapshot(ctx context.Context, runID string) (store.RunSna
 // one). The rows after it (kind 1) are the first $3 events after the
 // checkpoint, fetched only when $2 is empty or the run's tenant: the
 // tenant check costs no second statement, and another tenant's run reads
-// no events. Both kinds share the leading columns (seq, tenant, a time, a
+// no events. The events are read from the run's one partition (its
+// run_epoch, migration 0014): compared with a scalar subquery, which
+// Postgres evaluates before the scan and prunes the other partitions by
+// (a join on it would read every partition's index). Both kinds share the leading columns (seq, tenant, a time, a
 // JSON text); the event columns follow, empty on the head row. No column
 // but the time is NULL, so every value scans into a plain Go value.
 const projectSQL = `WITH head AS (
-	SELECT r.tenant_id, r.terminal_at, c.last_event_seq, c.snapshot
+	SELECT r.tenant_id, r.terminal_at, r.run_epoch, c.last_event_seq, c.snapshot
 	FROM runs r LEFT JOIN run_snapshots c ON c.run_id = r.run_id
 	WHERE r.run_id = $1)
 SELECT 0 AS kind, coalesce(last_event_seq, 0) AS seq, tenant_id, terminal_at AS at,
@@ -55,8 +58,10 @@ UNION ALL
 (SELECT 1, e.run_seq, e.tenant_id, e.persisted_at, coalesce(e.payload::text, ''),
 	e.event_id::text, e.event_type, e.idempotency_key, e.project_id, e.environment_id, e.plan_id,
 	e.plan_version, coalesce(e.step_id, ''), e.engine_attempt_id, e.logical_attempt_id, e.emitted_at
-FROM head h JOIN run_events e ON e.run_id = $1 AND e.run_seq > coalesce(h.last_event_seq, 0)
-WHERE $2 = '' OR h.tenant_id = $2
+FROM run_events e
+WHERE e.run_id = $1 AND e.run_epoch = (SELECT run_epoch FROM head)
+	AND e.run_seq > (SELECT coalesce(last_event_seq, 0) FROM head)
+	AND EXISTS (SELECT 1 FROM head WHERE $2 = '' OR tenant_id = $2)
 ORDER BY e.run_seq LIMIT $3)
 ORDER BY kind, seq`
 
