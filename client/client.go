@@ -85,7 +85,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	ownsHC := cfg.HTTPClient == nil
-	cfg = cfg.withDefaults()
+	cfg.setDefaults()
 	base := strings.TrimRight(cfg.URL, "/")
 	c := &Client{cfg: cfg, hc: cfg.HTTPClient, ownsHC: ownsHC, eventsURL: base + "/v1/events", batchURL: base + "/v1/events:batch",
 		failOpen: map[string]bool{}, log: cfg.Logger.With("component", "client"),

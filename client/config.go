@@ -148,7 +148,8 @@ func (c Config) lists() (failOpen, never []string) {
 	return failOpen, never
 }
 
-func (c Config) withDefaults() Config {
+// setDefaults gives every zero field its default.
+func (c *Config) setDefaults() {
 	if c.WriteLatencyBudget == 0 {
 		c.WriteLatencyBudget = DefaultWriteLatencyBudget
 	}
@@ -174,7 +175,6 @@ func (c Config) withDefaults() Config {
 	if c.DisableFailOpen {
 		c.FailOpen = nil
 	}
-	return c
 }
 
 // defaultHTTPClient keeps enough idle connections for a busy engine: the

@@ -168,11 +168,12 @@ type Config struct {
 	// Checkpoints', which must then implement ConvergeState
 	// (pgcheckpoint.Store and MemoryCheckpoints do).
 	ConvergeState ConvergeState
-	// ConvergeInterval between passes; 0 means 5s, < 0 turns convergence
-	// off. ConvergeGrace is how long after its persistedAt an event is
-	// given to arrive through the topic before its run is checked; 0 means
-	// 5s.
+	// ConvergeInterval between passes; 0 means 5s. ConvergeGrace is how
+	// long after its persistedAt an event is given to arrive through the
+	// topic before its run is checked; 0 means 5s.
 	ConvergeInterval, ConvergeGrace time.Duration
+	// DisableConvergence turns convergence off although Heads is set.
+	DisableConvergence bool
 	// ConvergeName labels the convergence metrics (consumer="..."); empty
 	// means the Group.
 	ConvergeName string
@@ -203,7 +204,45 @@ func (c Config) Validate() error {
 	if c.MaxAttempts < 0 || c.MaxPollRecords < 0 || c.MaxQueuedRecords < 0 {
 		errs = append(errs, errors.New("consumer: MaxAttempts, MaxPollRecords and MaxQueuedRecords must be >= 0"))
 	}
+	if c.ConvergeInterval < 0 || c.ConvergeGrace < 0 {
+		errs = append(errs, fmt.Errorf("consumer: ConvergeInterval and ConvergeGrace must be >= 0 (0: 5s; DisableConvergence turns convergence off), got %v and %v",
+			c.ConvergeInterval, c.ConvergeGrace))
+	}
 	return errors.Join(errs...)
+}
+
+// setDefaults gives every zero field its default.
+func (c *Config) setDefaults() {
+	if c.Topic == "" {
+		c.Topic = store.DefaultTopic
+	}
+	if c.Checkpoints == nil {
+		c.Checkpoints = NewMemoryCheckpoints()
+	}
+	if c.OnGap == nil {
+		c.OnGap = FetchGap(c.Fetcher)
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 5
+	}
+	if c.BackoffBase == 0 {
+		c.BackoffBase = 100 * time.Millisecond
+	}
+	if c.BackoffMax == 0 {
+		c.BackoffMax = 10 * time.Second
+	}
+	if c.DeadLetterTopic == "" {
+		c.DeadLetterTopic = c.Topic + ".dlq"
+	}
+	if c.MaxPollRecords == 0 {
+		c.MaxPollRecords = 1000
+	}
+	if c.MaxQueuedRecords == 0 {
+		c.MaxQueuedRecords = max(1, c.MaxPollRecords/4)
+	}
+	if c.ConvergeName == "" {
+		c.ConvergeName = c.Group
+	}
 }
 
 // ErrPoison is returned by Run, with StopOnPoison, for a record that cannot
@@ -227,36 +266,7 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 	if h == nil {
 		return nil, errors.New("consumer: nil handler")
 	}
-	if cfg.Topic == "" {
-		cfg.Topic = store.DefaultTopic
-	}
-	if cfg.Checkpoints == nil {
-		cfg.Checkpoints = NewMemoryCheckpoints()
-	}
-	if cfg.OnGap == nil {
-		cfg.OnGap = FetchGap(cfg.Fetcher)
-	}
-	if cfg.MaxAttempts == 0 {
-		cfg.MaxAttempts = 5
-	}
-	if cfg.BackoffBase == 0 {
-		cfg.BackoffBase = 100 * time.Millisecond
-	}
-	if cfg.BackoffMax == 0 {
-		cfg.BackoffMax = 10 * time.Second
-	}
-	if cfg.DeadLetterTopic == "" {
-		cfg.DeadLetterTopic = cfg.Topic + ".dlq"
-	}
-	if cfg.MaxPollRecords == 0 {
-		cfg.MaxPollRecords = 1000
-	}
-	if cfg.MaxQueuedRecords == 0 {
-		cfg.MaxQueuedRecords = max(1, cfg.MaxPollRecords/4)
-	}
-	if cfg.ConvergeName == "" {
-		cfg.ConvergeName = cfg.Group
-	}
+	cfg.setDefaults()
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

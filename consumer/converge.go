@@ -48,7 +48,7 @@ type ConvergeState interface {
 // converger returns the consumer's converger, or nil when it has no
 // RunHeads or convergence is off.
 func (c *Consumer) converger() (*converge.Converger, func(), error) {
-	if c.cfg.Heads == nil || c.cfg.ConvergeInterval < 0 {
+	if c.cfg.Heads == nil || c.cfg.DisableConvergence {
 		return nil, func() {}, nil
 	}
 	state := c.cfg.ConvergeState

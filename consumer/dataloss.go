@@ -58,10 +58,10 @@ func (c *Consumer) watchFetches(ctx context.Context, cl *kgo.Client, fs kgo.Fetc
 
 // repairs says what hands the handler the skipped events, as configured.
 func (c *Consumer) repairs() string {
-	if c.cfg.Heads != nil && c.cfg.ConvergeInterval >= 0 {
+	if c.cfg.Heads != nil && !c.cfg.DisableConvergence {
 		return "runs with later events get the skipped ones at their gap, from the store, and convergence delivers the others"
 	}
-	return "runs with later events get the skipped ones at their gap, from the store; convergence is off (no Config.Heads), " +
+	return "runs with later events get the skipped ones at their gap, from the store; convergence is off (no Config.Heads, or Config.DisableConvergence), " +
 		"so runs whose last events were skipped miss them"
 }
 

@@ -168,8 +168,11 @@ func TestProjector_ForgetDropsCachedSnapshots(t *testing.T) {
 	if _, ok := p.cache.take("on-5"); !ok {
 		t.Error("a kept partition's run left the cache")
 	}
-	if q, _ := New(Config{Brokers: []string{"127.0.0.1:1"}, SnapshotCacheBytes: -1}, nil, nil); q.cache != nil {
-		t.Error("SnapshotCacheBytes < 0 must disable the cache")
+	if q, _ := New(Config{Brokers: []string{"127.0.0.1:1"}, DisableSnapshotCache: true}, nil, nil); q.cache != nil {
+		t.Error("DisableSnapshotCache must disable the cache")
+	}
+	if _, err := New(Config{Brokers: []string{"127.0.0.1:1"}, SnapshotCacheBytes: -1}, nil, nil); err == nil {
+		t.Error("SnapshotCacheBytes < 0 was accepted; it is an error, DisableSnapshotCache turns the cache off")
 	}
 }
 

@@ -12,7 +12,9 @@ import (
 	"github.com/runstream/runstream/store"
 )
 
-// Config configures a [Projector]. Zero values take the defaults noted.
+// Config configures a [Projector]. Zero values take the defaults noted; a
+// feature is turned off with its DisableX field, never with a negative
+// value. New applies the defaults (setDefaults) after Validate.
 type Config struct {
 	// Brokers are the Kafka bootstrap brokers (required).
 	Brokers []string
@@ -32,16 +34,21 @@ type Config struct {
 	// SnapshotCacheBytes bounds the cache of the snapshots this projector
 	// wrote (decoded, by an estimate of their heap bytes), which spares a
 	// run's next batch reading and decoding its snapshot from Redis; 0
-	// means DefaultSnapshotCacheBytes, < 0 disables the cache. Each cached
-	// byte costs about two of RSS (the collector lets garbage grow with the
-	// live heap).
+	// means DefaultSnapshotCacheBytes. Each cached byte costs about two of
+	// RSS (the collector lets garbage grow with the live heap).
 	SnapshotCacheBytes int64
+	// DisableSnapshotCache turns the snapshot cache off: every batch reads
+	// its runs' snapshots from Redis.
+	DisableSnapshotCache bool
 	// ConvergeInterval is how often the projector that holds the
 	// convergence lease compares the snapshots of recently changed runs
 	// (every run, when Redis lost the cursor) with the store and repairs
 	// those behind (DESIGN.md 1.12, package converge); 0 means
-	// converge.DefaultInterval, < 0 turns convergence off.
+	// converge.DefaultInterval.
 	ConvergeInterval time.Duration
+	// DisableConvergence turns convergence off (it is off anyway when the
+	// event source cannot report run heads).
+	DisableConvergence bool
 	// ConvergeGrace is how long after its persistedAt an event is given
 	// to arrive through Kafka before its run is checked; 0 means
 	// converge.DefaultGrace.
@@ -81,6 +88,13 @@ func (c Config) Validate() error {
 	if c.MaxPollRecords < 0 {
 		errs = append(errs, fmt.Errorf("max poll records must be > 0, got %d", c.MaxPollRecords))
 	}
+	if c.SnapshotCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("snapshot cache size must be >= 0 bytes (0: %d; DisableSnapshotCache turns it off), got %d",
+			DefaultSnapshotCacheBytes, c.SnapshotCacheBytes))
+	}
+	if c.ConvergeInterval < 0 {
+		errs = append(errs, fmt.Errorf("--converge-interval must be >= 0 (0: the default; DisableConvergence turns it off), got %v", c.ConvergeInterval))
+	}
 	if c.SnapshotTTL < 0 {
 		errs = append(errs, fmt.Errorf("--snapshot-ttl must be >= 0 (0 keeps every snapshot), got %v", c.SnapshotTTL))
 	}
@@ -98,6 +112,15 @@ func (c Config) Validate() error {
 // RSS (bench project's memory phase) with room to spare.
 const DefaultSnapshotCacheBytes = 16 << 20
 
+// cacheBytes is the snapshot cache's budget; 0 when it is off.
+func (c *Config) cacheBytes() int64 {
+	if c.DisableSnapshotCache {
+		return 0
+	}
+	return c.SnapshotCacheBytes
+}
+
+// setDefaults gives every zero field its default.
 func (c *Config) setDefaults() {
 	if c.Topic == "" {
 		c.Topic = store.DefaultTopic

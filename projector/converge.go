@@ -277,7 +277,7 @@ func runScript(ctx context.Context, rdb redis.UniversalClient, s *redis.Script, 
 // is off or the store cannot report run heads.
 func (p *Projector) newConverger() (*converge.Converger, *kgo.Client, error) {
 	heads, ok := p.src.(converge.Heads)
-	if p.cfg.ConvergeInterval < 0 || !ok {
+	if p.cfg.DisableConvergence || !ok {
 		return nil, nil, nil
 	}
 	// Lag is measured with a plain client (no group), as lag.Measure asks.

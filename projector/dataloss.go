@@ -40,7 +40,7 @@ func (p *Projector) watchFetches(ctx context.Context, cl *kgo.Client, fs kgo.Fet
 // repairs says what brings the runs of skipped records back to the store's
 // state, as configured.
 func (p *Projector) repairs() string {
-	if _, ok := p.src.(converge.Heads); ok && p.cfg.ConvergeInterval >= 0 {
+	if _, ok := p.src.(converge.Heads); ok && !p.cfg.DisableConvergence {
 		return "runs with later events resync at their gap, and convergence repairs the others from the store"
 	}
 	return "runs with later events resync at their gap; convergence is off, so runs whose last events were skipped " +

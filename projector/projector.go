@@ -75,7 +75,7 @@ func New(cfg Config, rdb redis.UniversalClient, src eventSource, extra ...kgo.Op
 		return nil, err
 	}
 	return &Projector{cfg: cfg, rdb: rdb, src: src, log: cfg.Logger.With("component", "projector"), m: m,
-		opt: extra, cache: newSnapCache(cfg.SnapshotCacheBytes),
+		opt: extra, cache: newSnapCache(cfg.cacheBytes()),
 		lag: map[int32]*partitionLag{}, retryAt: map[string]retryState{}}, nil
 }
 

@@ -21,13 +21,13 @@ func (f *convergeFlags) register(fs *flag.FlagSet) {
 		"how long after its persistedAt an event is given to arrive through Kafka before its run is checked")
 }
 
-// values returns the interval (< 0: off) and grace for a consumer's config.
-func (f *convergeFlags) values() (time.Duration, time.Duration, error) {
+// values returns the interval and grace for a consumer's config, and
+// whether convergence is off: the flag's documented 0 becomes the
+// configs' DisableConvergence here, where the flag is read (a zero
+// interval in a config means the default).
+func (f *convergeFlags) values() (interval, grace time.Duration, off bool, err error) {
 	if f.interval < 0 || f.grace < 0 {
-		return 0, 0, usageError{fmt.Errorf("--converge-interval and --converge-grace must be >= 0 (an interval of 0 turns convergence off)")}
+		return 0, 0, false, usageError{fmt.Errorf("--converge-interval and --converge-grace must be >= 0 (an interval of 0 turns convergence off)")}
 	}
-	if f.interval == 0 {
-		return -1, f.grace, nil
-	}
-	return f.interval, f.grace, nil
+	return f.interval, f.grace, f.interval == 0, nil
 }

@@ -109,7 +109,7 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	convInterval, convGrace, err := f.converge.values()
+	convInterval, convGrace, convOff, err := f.converge.values()
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -139,7 +139,7 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	if f.apiURL != "" {
 		fetcher = &consumer.HTTPFetcher{BaseURL: strings.TrimRight(f.apiURL, "/"), Token: f.apiToken}
 	}
-	if heads == nil && convInterval > 0 {
+	if heads == nil && !convOff {
 		log.Warn("convergence is off: it compares the ETL with the store's runs table, so it needs --postgres-url (RUNSTREAM_POSTGRES_URL); " +
 			"a dead-lettered tail stays missing until a later event of its run arrives")
 	}
@@ -151,7 +151,7 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	reg := newRegistry()
 	e, err := etl.New(etl.Config{Brokers: brokers, Topic: f.topic, Group: f.group, Fetcher: fetcher,
 		MaxPollRecords: f.maxPoll, MaxQueuedRecords: f.maxQueued, Retention: f.retention, SessionTimeout: session, InstanceID: instanceID,
-		Heads: heads, ConvergeInterval: convInterval, ConvergeGrace: convGrace, ClientOptions: []kgo.Opt{kafkaLogOpt(log)}, Registerer: reg, Logger: log}, pool)
+		Heads: heads, ConvergeInterval: convInterval, ConvergeGrace: convGrace, DisableConvergence: convOff, ClientOptions: []kgo.Opt{kafkaLogOpt(log)}, Registerer: reg, Logger: log}, pool)
 	if err != nil {
 		return usageError{err}
 	}

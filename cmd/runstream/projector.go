@@ -49,7 +49,7 @@ func (f *projectorFlags) config(brokers []string, topic string, log *slog.Logger
 	if f.cacheMB < 0 {
 		return projector.Config{}, usageError{fmt.Errorf("--snapshot-cache-mb must be >= 0 (0 disables the cache)")}
 	}
-	convInterval, convGrace, err := f.converge.values()
+	convInterval, convGrace, convOff, err := f.converge.values()
 	if err != nil {
 		return projector.Config{}, err
 	}
@@ -57,13 +57,13 @@ func (f *projectorFlags) config(brokers []string, topic string, log *slog.Logger
 	if err != nil {
 		return projector.Config{}, err
 	}
-	cacheBytes := int64(f.cacheMB) << 20
-	if f.cacheMB == 0 {
-		cacheBytes = -1
-	}
+	// --snapshot-cache-mb 0 turns the cache off (its documented meaning);
+	// in the config, 0 means the default.
 	cfg := projector.Config{Brokers: brokers, Topic: topic, Group: f.group, MaxPollRecords: f.maxPoll,
-		LagHighThreshold: time.Duration(f.lagHighMs) * time.Millisecond, SnapshotCacheBytes: cacheBytes,
-		ConvergeInterval: convInterval, ConvergeGrace: convGrace, SessionTimeout: session, InstanceID: instanceID,
+		LagHighThreshold:   time.Duration(f.lagHighMs) * time.Millisecond,
+		SnapshotCacheBytes: int64(f.cacheMB) << 20, DisableSnapshotCache: f.cacheMB == 0,
+		ConvergeInterval: convInterval, ConvergeGrace: convGrace, DisableConvergence: convOff,
+		SessionTimeout: session, InstanceID: instanceID,
 		Registerer: reg, Logger: log}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{err}

@@ -31,6 +31,17 @@
 // run's tail through its gap filler. Every run found behind is counted by
 // cause in runstream_converge_runs_total, which alert READ_SIDE_REPAIRED
 // watches.
+//
+// Metrics (on Config.Registerer, each with the constant label
+// consumer="projector|etl|..."):
+//
+//	runstream_converge_checked_total             runs a pass compared with the store
+//	runstream_converge_runs_total{cause="missing|behind|stale|index|expiry"}  runs found behind and repaired (or marked stale)
+//	runstream_converge_unrepaired_total          runs found behind that a pass could not repair at once
+//	runstream_converge_passes_total{mode="window|full|skipped|error"}
+//	runstream_converge_pass_seconds{mode}        duration of passes
+//	runstream_converge_cursor_age_seconds        how far the cursor trails now (READ_SIDE_CONVERGENCE_STALLED)
+//	runstream_converge_leader                    1 while this process holds the lease
 package converge
 
 import (
@@ -142,6 +153,22 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// setDefaults gives every zero field its default.
+func (c *Config) setDefaults() {
+	if c.Interval == 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.Grace == 0 {
+		c.Grace = DefaultGrace
+	}
+	if c.PageSize == 0 {
+		c.PageSize = 500
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
 // Converger runs the passes. Create it with [New].
 type Converger struct {
 	cfg    Config
@@ -169,19 +196,8 @@ func New(cfg Config, heads Heads, target Target) (*Converger, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Interval == 0 {
-		cfg.Interval = DefaultInterval
-	}
-	if cfg.Grace == 0 {
-		cfg.Grace = DefaultGrace
-	}
-	if cfg.PageSize == 0 {
-		cfg.PageSize = 500
-	}
+	cfg.setDefaults()
 	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	m, err := newMetrics(cfg.Registerer, cfg.Consumer)
 	if err != nil {
 		return nil, err

@@ -66,8 +66,10 @@ type Config struct {
 	// through the gap filler. nil: off.
 	Heads consumer.RunHeads
 	// ConvergeInterval and ConvergeGrace: consumer.Config's (0 means 5s
-	// each; an interval < 0 turns convergence off).
+	// each).
 	ConvergeInterval, ConvergeGrace time.Duration
+	// DisableConvergence turns convergence off although Heads is set.
+	DisableConvergence bool
 	// Retention is how long after its first event a run's rows are kept:
 	// the partitions of a month whose runs all started longer ago than
 	// that, and have all ended, are dropped (retention.go), and
@@ -109,6 +111,10 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("etl: Retention (--etl-retention) must be 0 (keep every run) or at least %v (31 days, the longest month), got %v",
 			MinRetention, c.Retention))
 	}
+	if c.ConvergeInterval < 0 || c.ConvergeGrace < 0 {
+		errs = append(errs, fmt.Errorf("etl: ConvergeInterval and ConvergeGrace (--converge-interval, --converge-grace) must be >= 0, got %v and %v",
+			c.ConvergeInterval, c.ConvergeGrace))
+	}
 	if c.PartitionInterval < 0 {
 		errs = append(errs, fmt.Errorf("etl: PartitionInterval must be >= 0, got %v", c.PartitionInterval))
 	}
@@ -116,6 +122,31 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("etl: Group (--group) is blank"))
 	}
 	return errors.Join(errs...)
+}
+
+// setDefaults gives every zero field its default.
+func (c *Config) setDefaults() {
+	if c.Topic == "" {
+		c.Topic = store.DefaultTopic
+	}
+	if c.Group == "" {
+		c.Group = DefaultGroup
+	}
+	if c.MaxPollRecords == 0 {
+		c.MaxPollRecords = 20000
+	}
+	if c.MaxQueuedRecords == 0 {
+		c.MaxQueuedRecords = DefaultMaxQueuedRecords(c.MaxPollRecords)
+	}
+	if c.CacheRuns == 0 {
+		c.CacheRuns = 20000
+	}
+	if c.PartitionInterval == 0 {
+		c.PartitionInterval = DefaultPartitionInterval
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
 }
 
 // ETL consumes the run-event topic into the runs and step_attempts tables
@@ -142,28 +173,8 @@ func New(cfg Config, pool *pgxpool.Pool) (*ETL, error) {
 	if pool == nil {
 		return nil, errors.New("etl: nil pool")
 	}
-	if cfg.Topic == "" {
-		cfg.Topic = store.DefaultTopic
-	}
-	if cfg.Group == "" {
-		cfg.Group = DefaultGroup
-	}
-	if cfg.MaxPollRecords == 0 {
-		cfg.MaxPollRecords = 20000
-	}
-	if cfg.MaxQueuedRecords == 0 {
-		cfg.MaxQueuedRecords = DefaultMaxQueuedRecords(cfg.MaxPollRecords)
-	}
-	if cfg.CacheRuns == 0 {
-		cfg.CacheRuns = 20000
-	}
-	if cfg.PartitionInterval == 0 {
-		cfg.PartitionInterval = DefaultPartitionInterval
-	}
+	cfg.setDefaults()
 	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
@@ -226,24 +237,25 @@ func (e *ETL) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); ret.run(ctx, e.cfg.PartitionInterval, e.now) }()
 	defer func() { cancel(); wg.Wait() }()
 	c, err := consumer.New(consumer.Config{
-		Brokers:          e.cfg.Brokers,
-		Topic:            e.cfg.Topic,
-		Group:            e.cfg.Group,
-		Checkpoints:      checkpoints,
-		Fetcher:          e.cfg.Fetcher,
-		MaxPollRecords:   e.cfg.MaxPollRecords,
-		MaxQueuedRecords: e.cfg.MaxQueuedRecords,
-		SessionTimeout:   e.cfg.SessionTimeout,
-		InstanceID:       e.cfg.InstanceID,
-		Heads:            heads,
-		ConvergeState:    cps,
-		ConvergeInterval: e.cfg.ConvergeInterval,
-		ConvergeGrace:    e.cfg.ConvergeGrace,
-		ConvergeName:     "etl",
-		Registerer:       e.cfg.Registerer,
-		Hooks:            e.m.hooks(),
-		Logger:           e.base,
-		ClientOptions:    e.cfg.ClientOptions,
+		Brokers:            e.cfg.Brokers,
+		Topic:              e.cfg.Topic,
+		Group:              e.cfg.Group,
+		Checkpoints:        checkpoints,
+		Fetcher:            e.cfg.Fetcher,
+		MaxPollRecords:     e.cfg.MaxPollRecords,
+		MaxQueuedRecords:   e.cfg.MaxQueuedRecords,
+		SessionTimeout:     e.cfg.SessionTimeout,
+		InstanceID:         e.cfg.InstanceID,
+		Heads:              heads,
+		ConvergeState:      cps,
+		ConvergeInterval:   e.cfg.ConvergeInterval,
+		ConvergeGrace:      e.cfg.ConvergeGrace,
+		DisableConvergence: e.cfg.DisableConvergence,
+		ConvergeName:       "etl",
+		Registerer:         e.cfg.Registerer,
+		Hooks:              e.m.hooks(),
+		Logger:             e.base,
+		ClientOptions:      e.cfg.ClientOptions,
 	}, s)
 	if err != nil {
 		return err

@@ -70,6 +70,23 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// setDefaults gives every zero field its default; AppendConcurrency's
+// depends on the pool.
+func (c *Config) setDefaults(pool *pgxpool.Pool) {
+	if c.SnapshotEvery == 0 {
+		c.SnapshotEvery = 64
+	}
+	if c.AuditGrace == 0 {
+		c.AuditGrace = DefaultAuditGrace
+	}
+	if c.AppendConcurrency == 0 {
+		c.AppendConcurrency = max(1, int(pool.Config().MaxConns))
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
 // Store is the Append Authority on a pgx pool. It is safe for concurrent
 // use.
 type Store struct {
@@ -88,24 +105,12 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.SnapshotEvery == 0 {
-		cfg.SnapshotEvery = 64
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	cfg.setDefaults(pool)
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.AuditGrace == 0 {
-		cfg.AuditGrace = DefaultAuditGrace
-	}
-	if cfg.AppendConcurrency == 0 {
-		cfg.AppendConcurrency = max(1, int(pool.Config().MaxConns))
-	}
-	s := &Store{pool: pool, cfg: cfg, log: log.With("component", "store"), metrics: m,
+	s := &Store{pool: pool, cfg: cfg, log: cfg.Logger.With("component", "store"), metrics: m,
 		poke: make(chan struct{}, 1)}
 	s.groups = &appendGroups{s: s, limit: cfg.AppendConcurrency}
 	return s, nil

@@ -204,7 +204,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (c Config) withDefaults() Config {
+func (c *Config) setDefaults() {
 	harness.Default(&c.Clients, defaultClients)
 	harness.Default(&c.Batch, defaultBatch)
 	harness.Default(&c.Duration, defaultDuration)
@@ -214,7 +214,6 @@ func (c Config) withDefaults() Config {
 	harness.Default(&c.Client, ClientRaw)
 	harness.Default(&c.Rounds, defaultRounds)
 	c.Logger = harness.OrDiscard(c.Logger)
-	return c
 }
 
 // Run runs the append benchmark described by cfg and, with
@@ -225,7 +224,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg.setDefaults()
 	if cfg.Baseline {
 		// Fail before the long part, not after it.
 		if _, err := harness.FindPgbench(cfg.Pgbench); err != nil {

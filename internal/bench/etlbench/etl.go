@@ -110,7 +110,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (c Config) withDefaults() Config {
+func (c *Config) setDefaults() {
 	harness.Default(&c.Partitions, defaultPartitions)
 	harness.Default(&c.Events, defaultEvents)
 	harness.Default(&c.Rounds, 1)
@@ -121,7 +121,6 @@ func (c Config) withDefaults() Config {
 	harness.Default(&c.InsertBatch, defaultInsertBatch)
 	harness.Default(&c.BaselineConns, runtime.NumCPU())
 	c.Logger = harness.OrDiscard(c.Logger)
-	return c
 }
 
 // Run measures `runstream etl` (package etl) against real Postgres and
@@ -149,7 +148,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg.setDefaults()
 	if cfg.Rounds == 1 {
 		return runRound(ctx, cfg, "")
 	}

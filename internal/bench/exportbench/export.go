@@ -52,11 +52,10 @@ func (c Config) Validate() error {
 		harness.Flag("--rounds", c.Rounds), harness.Flag("--page-size", c.PageSize))...)
 }
 
-func (c Config) withDefaults() Config {
+func (c *Config) setDefaults() {
 	harness.Default(&c.Events, 300000)
 	harness.Default(&c.Tenants, 6)
 	harness.Default(&c.Rounds, 3)
-	return c
 }
 
 // Round is one round's figures: every tenant's window exported and
@@ -113,7 +112,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg.setDefaults()
 	progress := func(format string, args ...any) {
 		if cfg.Progress != nil {
 			fmt.Fprintf(cfg.Progress, format+"\n", args...)

@@ -162,7 +162,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (c Config) withDefaults() Config {
+func (c *Config) setDefaults() {
 	harness.Default(&c.Partitions, defaultPartitions)
 	harness.Default(&c.Batch, defaultBatch)
 	harness.Default(&c.Events, defaultEvents)
@@ -174,7 +174,6 @@ func (c Config) withDefaults() Config {
 	harness.Default(&c.MemoryEvents, defaultMemoryEvents)
 	harness.Default(&c.Duration, defaultDuration)
 	c.Logger = harness.OrDiscard(c.Logger)
-	return c
 }
 
 // Run measures the projector (package projector) against real
@@ -209,7 +208,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg.setDefaults()
 	rdb, where, err := openRedis(ctx, cfg.RedisURL)
 	if err != nil {
 		return nil, err

@@ -157,7 +157,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (c Config) withDefaults() Config {
+func (c *Config) setDefaults() {
 	harness.Default(&c.Partitions, defaultPartitions)
 	harness.Default(&c.Compression, relay.DefaultCompression)
 	harness.Default(&c.Relays, 1)
@@ -172,7 +172,6 @@ func (c Config) withDefaults() Config {
 	c.Settle = max(c.Settle, 0)
 	c.Logger = harness.OrDiscard(c.Logger)
 	harness.Default(&c.fillChunk, fillChunk)
-	return c
 }
 
 // Run measures the outbox relay (internal/relay) end to end, against
@@ -202,7 +201,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg.setDefaults()
 	b, err := newBench(ctx, cfg)
 	if err != nil {
 		return nil, err
