@@ -27,10 +27,12 @@ type DeadLetter struct {
 }
 
 // deadLetterColumns are what scanDeadLetter reads, from
-// outbox_dead_letters d joined with the event's run_events e.
+// outbox_dead_letters d joined with the event's run_events e, in the
+// run's partition (its runs row's run_epoch).
 const deadLetterColumns = `d.id, d.run_id, d.run_seq, e.event_type, e.event_id::text, e.tenant_id,
 	d.created_at, d.failed_at, d.attempts, coalesce(d.last_error, ''), d.first_failed_at
-	FROM outbox_dead_letters d JOIN run_events e ON e.run_id = d.run_id AND e.run_seq = d.run_seq`
+	FROM outbox_dead_letters d JOIN runs r ON r.run_id = d.run_id
+	JOIN run_events e ON e.run_id = d.run_id AND e.run_seq = d.run_seq AND e.run_epoch = r.run_epoch`
 
 func scanDeadLetter(row pgx.CollectableRow) (DeadLetter, error) {
 	var d DeadLetter

@@ -27,6 +27,10 @@ func TestDeadLetters_RunFilterUsesItsIndex(t *testing.T) {
 		FROM generate_series(1, 10) s`); err != nil {
 		t.Fatalf("run_77's events: %v", err)
 	}
+	// And its runs row, which names the partition its events are in.
+	if _, err := pool.Exec(ctx, `INSERT INTO runs (run_id, tenant_id, last_seq) VALUES ('run_77', 'tenant_a', 10)`); err != nil {
+		t.Fatalf("run_77's runs row: %v", err)
+	}
 	if _, err := pool.Exec(ctx, `
 		INSERT INTO outbox_dead_letters (id, shard, run_id, run_seq, created_at, attempts, last_error)
 		SELECT r * 10 + s, 0, 'run_' || r, s, now(), 3, 'refused'

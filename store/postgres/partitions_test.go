@@ -307,8 +307,4 @@ func TestPartitions_UpgradeKeepsEveryRunWhereItIs(t *testing.T) {
 			t.Fatalf("run %s after the upgrade: %+v, %v", id.RunID, snap.Status, err)
 		}
 	}
-	var epochs int
-	if err := pool.QueryRow(ctx, `SELECT count(DISTINCT run_epoch) FROM outbox WHERE run_id IN ($1, $2)`, old.RunID, fresh.RunID).Scan(&epochs); err != nil || epochs != 2 {
-		t.Fatalf("outbox rows carry %d epochs, %v; want the old run's and the new run's", epochs, err)
-	}
 }

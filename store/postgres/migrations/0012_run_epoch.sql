@@ -9,13 +9,8 @@
 -- and their later events go there too. Both columns are added with a
 -- constant default, which Postgres records in the catalog without
 -- rewriting a row, so this migration holds its locks for a moment only.
---
--- outbox.run_epoch lets the relay read each row's event from the one
--- partition that holds it (runtime partition pruning), instead of probing
--- every partition's index.
 ALTER TABLE runs ADD COLUMN run_epoch timestamptz NOT NULL DEFAULT '-infinity';
 ALTER TABLE run_events ADD COLUMN run_epoch timestamptz NOT NULL DEFAULT '-infinity';
-ALTER TABLE outbox ADD COLUMN run_epoch timestamptz NOT NULL DEFAULT '-infinity';
 
 -- The legacy partition's bound, as a constraint Postgres can trust when
 -- 0014 attaches the table (it then skips the scan that ATTACH PARTITION

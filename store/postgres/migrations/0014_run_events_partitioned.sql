@@ -154,8 +154,7 @@ END $$;
 -- epoch of the newest partition that has begun. (c) The insert's ON
 -- CONFLICT names no target: the arbiters are the partition's own unique
 -- indexes, of which only (run_id, idempotency_key) can conflict, the
--- counter row's lock making runSeq unique. (d) The outbox row carries the
--- epoch for the relay's read.
+-- counter row's lock making runSeq unique.
 CREATE OR REPLACE FUNCTION runstream_append(
     p_run_id text, p_tenant_id text, p_project_id text, p_environment_id text,
     p_plan_id text, p_plan_version text, p_event_id uuid, p_event_type text,
@@ -242,7 +241,7 @@ BEGIN
          WHERE run_id = p_run_id AND terminal_at IS NULL;
     END IF;
 
-    INSERT INTO outbox (shard, run_id, run_seq, run_epoch) VALUES (p_shard, p_run_id, v_seq, v_epoch);
+    INSERT INTO outbox (shard, run_id, run_seq) VALUES (p_shard, p_run_id, v_seq);
     o_status := 0;
     o_event_id := p_event_id;
     o_run_seq := v_seq;
