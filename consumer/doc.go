@@ -32,4 +32,10 @@
 // The exported API uses only the standard library, franz-go and the store
 // package's contract types; metrics go through [Hooks], so using the
 // library does not force Prometheus on a program.
+//
+// Metrics registered on [Config.Registerer] when it is set (with the
+// constant label group), besides convergence's, which package
+// internal/converge documents:
+//
+//	runstream_consumer_offset_resets_total  partitions restarted past records no longer in the topic
 package consumer

@@ -40,6 +40,35 @@
 // listed in the set runstream:resync; every projector retries them with
 // backoff, so a crash does not forget them.
 //
+// Convergence (converge.go, DESIGN.md 1.12): when the event source can
+// report run heads (*postgres.Store can), the projector holding the
+// group's lease in Redis (snapshots.ConvergeLeaseKey) compares, every
+// Config.ConvergeInterval, the snapshots of the runs that changed in the
+// store since its cursor (snapshots.ConvergeCursorKey; every run when
+// Redis lost it) with the store's last runSeq, and resyncs or marks stale
+// those behind: a dead-lettered tail, Redis restarted empty or failed over.
+// The cursor lives beside the snapshots it vouches for, so what loses them
+// loses the cursor too. At the start of each of its passes it sweeps
+// expired runs from the runs catalogs. Config.DisableConvergence turns it
+// off.
+//
+// Retention (Config.SnapshotTTL): a terminal run's snapshot and catalog
+// entries expire in Redis SnapshotTTL after its terminal event; a late or
+// replayed event of a run that ended longer ago is not written (counted in
+// runstream_projector_expired_writes_total), and convergence does not bring
+// the run back. Config.SnapshotEncoding stores terminal snapshots gzipped.
+//
+// Group membership (package internal/kgroup): Config.SessionTimeout, and
+// static membership with Config.InstanceID, so a replacement under the
+// same id takes its partitions back at once; a clean stop leaves the
+// group. The lag gauges of each partition are refreshed every second; crossing
+// Config.LagHighThreshold raises PROJECTOR_LAG_HIGH. Redis may be one
+// server, a Cluster or a primary under Sentinel (any
+// redis.UniversalClient): reads and writes are split by slot.
+//
+// The main types are [Projector] (create it with [New], then
+// [Projector.Run]) and its [Config].
+//
 // Metrics:
 //
 //	runstream_projector_events_total{result="applied|duplicate|gap|unknown_type"}
@@ -55,4 +84,11 @@
 //	runstream_projector_lag_records{partition}     records behind the partition's end
 //	runstream_projector_lag_seconds{partition}     now minus persistedAt of the last applied event (0 when caught up)
 //	runstream_projector_offset_resets_total        partitions restarted past records no longer in the topic (retention, broker loss)
+//	runstream_projector_redis_failures_total       batches whose Redis reads or writes failed (retried, not committed)
+//	runstream_projector_lag_high_total             times a partition's lag crossed PROJECTOR_LAG_HIGH's threshold
+//	runstream_projector_expired_writes_total       snapshot writes not made: the run ended more than SnapshotTTL ago
+//	runstream_projector_expired_catalog_runs_total expired runs the convergence leaseholder swept from the runs catalogs
+//
+// Convergence's metrics (with the label consumer="projector") are
+// documented by package internal/converge.
 package projector

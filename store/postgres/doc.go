@@ -14,4 +14,5 @@
 //	runstream_store_appends_total{result="inserted|duplicate|duplicate_differs|rejected"}
 //	runstream_store_append_seconds{mode="single|batch"}
 //	runstream_store_snapshot_checkpoints_total
+//	runstream_store_clock_skew_seconds{event_type}  persistedAt - emittedAt of each inserted event ("other" for types outside the contract)
 package postgres
