@@ -22,8 +22,8 @@ type Head struct {
 // to find them cost more than the rest of a GET. The fast path walks the
 // top-level members with the snapshot decoder (keys and the three values
 // read as [Decode] reads them) and skips the other values without decoding
-// them (strings with bytes.IndexByte, containers by counting brackets
-// outside strings). Anything it does not handle simply (escapes in a key, a
+// them ([jsonx.Scanner.SkipUnchecked]: strings with bytes.IndexByte,
+// containers by counting brackets outside strings). Anything it does not handle simply (escapes in a key, a
 // number it cannot parse, a duplicate key, a document that does not end
 // where its object ends) goes to encoding/json, so the answer is
 // encoding/json's whenever the input is valid JSON.
@@ -68,94 +68,7 @@ func parseHeadFast(b []byte) (h Head, ok bool) {
 		if bytes.EqualFold(key, []byte("tenantId")) || bytes.EqualFold(key, []byte("lastEventSeq")) || bytes.EqualFold(key, []byte("stale")) {
 			return false
 		}
-		return d.skipUnchecked()
+		return d.SkipUnchecked()
 	})
 	return h, ok && d.End()
-}
-
-// skipUnchecked moves past the value at d.I without checking it is JSON
-// (see skipValue); false when it is empty, unbalanced or does not end.
-func (d *decoder) skipUnchecked() bool {
-	i := skipValue(d.B, d.I)
-	if i < 0 {
-		return false
-	}
-	d.I = i
-	return true
-}
-
-// skipString returns the index after the string starting at b[i] == '"',
-// or -1 when it does not end.
-func skipString(b []byte, i int) int {
-	i++
-	for {
-		q := bytes.IndexByte(b[i:], '"')
-		if q < 0 {
-			return -1
-		}
-		i += q
-		// The quote is escaped when an odd number of backslashes precede it.
-		n := 0
-		for j := i - 1; j >= 0 && b[j] == '\\'; j-- {
-			n++
-		}
-		i++
-		if n%2 == 0 {
-			return i
-		}
-	}
-}
-
-// skipValue returns the index after the value starting at b[i], or -1 when
-// the value is empty, unbalanced or does not end.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		var stack []byte
-		for i < len(b) {
-			switch c := b[i]; c {
-			case '"':
-				i = skipString(b, i)
-				if i < 0 {
-					return -1
-				}
-				continue
-			case '{', '[':
-				stack = append(stack, c)
-			case '}', ']':
-				if len(stack) == 0 {
-					return -1
-				}
-				open := stack[len(stack)-1]
-				if (c == '}') != (open == '{') {
-					return -1
-				}
-				stack = stack[:len(stack)-1]
-				if len(stack) == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return -1
-	default:
-		// A number, true, false or null: up to the next delimiter.
-		start := i
-		for i < len(b) {
-			switch b[i] {
-			case ',', '}', ']', ' ', '\n', '\t', '\r':
-				if i == start {
-					return -1
-				}
-				return i
-			}
-			i++
-		}
-		return -1 // a top-level member's value cannot end the document
-	}
 }

@@ -10,6 +10,10 @@
 //     scanner accepts it (Skip). Object iterates over an object's members.
 //   - SkipSpace, ValueEnd and EachMember cut an already valid document
 //     (one that json.Valid accepted) without checking it again.
+//   - SkipUnchecked moves past one value of a document runstream wrote
+//     itself without checking it (brackets counted, strings found with
+//     bytes.IndexByte), for readers that want a few fields of a large
+//     document (snapshots.ParseHead).
 //   - AppendString and AppendRaw write as json.Marshal writes.
 //
 // Every reader gives up (the caller then uses encoding/json) wherever it is
