@@ -2,17 +2,22 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/runstream/runstream/store"
 )
 
 // Partition is one partition of run_events as runstream's catalog
 // (run_event_partitions, migration 0014) records it. Every event of a run
 // is in the one partition whose Epoch the run carries (runs.run_epoch):
-// whole runs leave the store together when a partition is dropped.
+// whole runs leave the store together when retention drops a partition,
+// which it does in steps recorded here (retired, detached, archived,
+// dropped) so that an interrupted pass resumes where it stopped.
 type Partition struct {
 	// Name is the partition's table.
 	Name string
@@ -24,12 +29,27 @@ type Partition struct {
 	// Epoch (in the newest partition that had begun) and before Until.
 	Epoch, Until time.Time
 	CreatedAt    time.Time
-	// DroppedAt is when retention removed the partition's events; its
-	// runs rows stay as tombstones. Nil while it holds them.
-	DroppedAt *time.Time
-	// Bytes is the partition's size on disk (heap, indexes and TOAST); 0
-	// once dropped.
+	// RetiredAt: appends to its runs are refused (RUN_ARCHIVED) and no
+	// new run is routed to it. ArchivedAt: every tenant's events are in
+	// the archive, verified. DroppedAt: the table is gone; its runs rows
+	// stay as tombstones. Nil until the step is done.
+	RetiredAt, ArchivedAt, DroppedAt *time.Time
+	// Attached: the table is a partition of run_events (false once
+	// retention detached it); DetachPending: a DETACH CONCURRENTLY was
+	// interrupted and needs FINALIZE.
+	Attached, DetachPending bool
+	// Bytes is the table's size on disk (heap, indexes and TOAST); 0 once
+	// dropped.
 	Bytes int64
+}
+
+// epochArg is the value that names p's epoch in a query: -infinity for
+// the legacy partition.
+func (p Partition) epochArg() pgtype.Timestamptz {
+	if p.Legacy {
+		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	}
+	return pgtype.Timestamptz{Time: p.Epoch, Valid: true}
 }
 
 // EnsurePartitions makes sure partitions of width exist from now until at
@@ -51,27 +71,326 @@ func (s *Store) EnsurePartitions(ctx context.Context, width, ahead time.Duration
 	return made, nil
 }
 
-// Partitions lists run_events' partitions, oldest first, with their sizes.
+const partitionsSQL = `SELECT p.name, p.epoch = '-infinity', p.epoch, p.until, p.created_at,
+	p.retired_at, p.archived_at, p.dropped_at,
+	i.inhrelid IS NOT NULL, coalesce(i.inhdetachpending, false),
+	coalesce(pg_total_relation_size(c.oid), 0)
+FROM run_event_partitions p
+LEFT JOIN pg_class c ON c.relname = p.name AND c.relnamespace = current_schema()::regnamespace
+LEFT JOIN pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = 'run_events'::regclass`
+
+func scanPartition(row pgx.CollectableRow) (Partition, error) {
+	var (
+		p     Partition
+		epoch pgtype.Timestamptz
+	)
+	err := row.Scan(&p.Name, &p.Legacy, &epoch, &p.Until, &p.CreatedAt, &p.RetiredAt, &p.ArchivedAt, &p.DroppedAt,
+		&p.Attached, &p.DetachPending, &p.Bytes)
+	if epoch.InfinityModifier == pgtype.Finite {
+		p.Epoch = epoch.Time
+	}
+	return p, err
+}
+
+// Partitions lists run_events' partitions, oldest first, with their sizes
+// and retention state.
 func (s *Store) Partitions(ctx context.Context) ([]Partition, error) {
-	rows, err := s.pool.Query(ctx, `SELECT p.name, p.epoch = '-infinity', p.epoch, p.until, p.created_at, p.dropped_at,
-			coalesce(pg_total_relation_size(to_regclass(quote_ident(p.name))), 0)
-		FROM run_event_partitions p ORDER BY p.epoch`)
+	rows, err := s.pool.Query(ctx, partitionsSQL+` ORDER BY p.epoch`)
 	if err != nil {
 		return nil, classify(fmt.Errorf("listing run_events partitions: %w", err))
 	}
-	parts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Partition, error) {
-		var (
-			p     Partition
-			epoch pgtype.Timestamptz
-		)
-		err := row.Scan(&p.Name, &p.Legacy, &epoch, &p.Until, &p.CreatedAt, &p.DroppedAt, &p.Bytes)
-		if epoch.InfinityModifier == pgtype.Finite {
-			p.Epoch = epoch.Time
-		}
-		return p, err
-	})
+	parts, err := pgx.CollectRows(rows, scanPartition)
 	if err != nil {
 		return nil, classify(fmt.Errorf("listing run_events partitions: %w", err))
 	}
 	return parts, nil
+}
+
+// PartitionRuns counts p's runs and those still open (no terminal event),
+// and gives the latest end among them: what holds a partition back from
+// retention. It reads every runs row of the partition.
+func (s *Store) PartitionRuns(ctx context.Context, p Partition) (runs, open int64, lastEnd *time.Time, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE terminal_at IS NULL), max(terminal_at)
+		FROM runs WHERE run_epoch = $1`, p.epochArg()).Scan(&runs, &open, &lastEnd)
+	if err != nil {
+		return 0, 0, nil, classify(fmt.Errorf("counting the runs of partition %s: %w", p.Name, err))
+	}
+	return runs, open, lastEnd, nil
+}
+
+// Hold is why a partition cannot be retired yet; empty when it can.
+type Hold string
+
+// What can hold a partition back from retention.
+const (
+	HoldNone        Hold = ""
+	HoldRouting     Hold = "new runs go to it, or will"
+	HoldOpenRuns    Hold = "runs still open"
+	HoldRecentEnds  Hold = "runs ended within the retention"
+	HoldOutbox      Hold = "events not yet relayed to Kafka"
+	HoldDeadLetters Hold = "dead letters of its runs (retry or discard them)"
+)
+
+// RetirementHold says whether p may be retired at now with every run
+// ended before cutoff, and if not, the first reason found: new runs go to
+// the partition (it is the newest that has begun) or will (it has not
+// begun), a run is open or ended at or after cutoff, or one of its runs
+// has an event waiting in the outbox or a dead letter.
+func (s *Store) RetirementHold(ctx context.Context, p Partition, cutoff time.Time) (Hold, error) {
+	var routing, open, recent, outbox, dead bool
+	err := s.pool.QueryRow(ctx, `SELECT
+		$1 >= (SELECT max(epoch) FROM run_event_partitions WHERE epoch <= clock_timestamp() AND retired_at IS NULL),
+		EXISTS (SELECT 1 FROM runs WHERE run_epoch = $1 AND terminal_at IS NULL),
+		EXISTS (SELECT 1 FROM runs WHERE run_epoch = $1 AND terminal_at >= $2),
+		EXISTS (SELECT 1 FROM outbox o JOIN runs r ON r.run_id = o.run_id WHERE r.run_epoch = $1),
+		EXISTS (SELECT 1 FROM outbox_dead_letters d JOIN runs r ON r.run_id = d.run_id WHERE r.run_epoch = $1)`,
+		p.epochArg(), cutoff).Scan(&routing, &open, &recent, &outbox, &dead)
+	if err != nil {
+		return HoldNone, classify(fmt.Errorf("checking whether partition %s can be retired: %w", p.Name, err))
+	}
+	switch {
+	case routing && !p.Legacy:
+		return HoldRouting, nil
+	case open:
+		return HoldOpenRuns, nil
+	case recent:
+		return HoldRecentEnds, nil
+	case outbox:
+		return HoldOutbox, nil
+	case dead:
+		return HoldDeadLetters, nil
+	}
+	return HoldNone, nil
+}
+
+// RetirePartition marks p retired: from its commit on, appends to its runs
+// are refused (RUN_ARCHIVED) and no new run is routed to it. An append
+// that read the catalog before may still insert: WaitForOlderTransactions
+// afterwards waits those out.
+func (s *Store) RetirePartition(ctx context.Context, p Partition) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE run_event_partitions SET retired_at = clock_timestamp()
+		WHERE epoch = $1 AND retired_at IS NULL`, p.epochArg())
+	if err != nil {
+		return classify(fmt.Errorf("retiring partition %s: %w", p.Name, err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("retiring partition %s: it is not in the catalog or already retired", p.Name)
+	}
+	return nil
+}
+
+// WaitForOlderTransactions waits until every transaction that was running
+// when it was called has ended (polling the oldest running transaction id
+// every poll), or ctx ends. After a RetirePartition, an append that read
+// the catalog before the retirement may still insert; once this returns,
+// none can.
+func (s *Store) WaitForOlderTransactions(ctx context.Context, poll time.Duration) error {
+	var xmax uint64
+	if err := s.pool.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&xmax); err != nil {
+		return classify(fmt.Errorf("reading the current transaction horizon: %w", err))
+	}
+	for {
+		var xmin uint64
+		if err := s.pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&xmin); err != nil {
+			return classify(fmt.Errorf("reading the oldest running transaction: %w", err))
+		}
+		if xmin >= xmax {
+			return nil
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("waiting for transactions older than %d to end: %w", xmax, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// DetachPartition detaches a retired p from run_events with DETACH
+// PARTITION CONCURRENTLY, which appends do not wait for, or finishes a
+// detach that was interrupted (FINALIZE). Once detached its rows can no
+// longer change. A detached p is left as it is.
+func (s *Store) DetachPartition(ctx context.Context, p Partition) error {
+	if p.RetiredAt == nil {
+		return fmt.Errorf("detaching partition %s: it is not retired (appends could still reach it)", p.Name)
+	}
+	var stmt string
+	switch {
+	case p.DetachPending:
+		stmt = `ALTER TABLE run_events DETACH PARTITION ` + pgx.Identifier{p.Name}.Sanitize() + ` FINALIZE`
+	case p.Attached:
+		stmt = `ALTER TABLE run_events DETACH PARTITION ` + pgx.Identifier{p.Name}.Sanitize() + ` CONCURRENTLY`
+	default:
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, stmt); err != nil {
+		return classify(fmt.Errorf("detaching partition %s: %w", p.Name, err))
+	}
+	return nil
+}
+
+// ErrNotDetached is returned by the partition reads and DropPartition for
+// a partition still attached to run_events: only a detached table's rows
+// can no longer change.
+var ErrNotDetached = errors.New("the partition is still attached to run_events (retire and detach it first)")
+
+// TenantEvents is one tenant's share of a detached partition, counted in
+// the table: what its archive file must hold.
+type TenantEvents struct {
+	TenantID                       string
+	Events                         int64
+	MinPersistedAt, MaxPersistedAt time.Time
+}
+
+// PartitionTenants counts each tenant's events in detached p, by tenant.
+func (s *Store) PartitionTenants(ctx context.Context, p Partition) ([]TenantEvents, error) {
+	if p.Attached || p.DetachPending {
+		return nil, fmt.Errorf("counting the tenants of partition %s: %w", p.Name, ErrNotDetached)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT tenant_id, count(*), min(persisted_at), max(persisted_at) FROM `+
+		pgx.Identifier{p.Name}.Sanitize()+` GROUP BY tenant_id ORDER BY tenant_id`)
+	if err != nil {
+		return nil, classify(fmt.Errorf("counting the tenants of partition %s: %w", p.Name, err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (TenantEvents, error) {
+		var t TenantEvents
+		err := row.Scan(&t.TenantID, &t.Events, &t.MinPersistedAt, &t.MaxPersistedAt)
+		return t, err
+	})
+	if err != nil {
+		return nil, classify(fmt.Errorf("counting the tenants of partition %s: %w", p.Name, err))
+	}
+	return out, nil
+}
+
+// ScanPartition calls fn with each of tenant's events in detached p, in
+// the audit order (persistedAt, then runId byte by byte, then runSeq):
+// the order its archive file is written in, and the order the checksum is
+// taken in. The rows stream; fn's error stops the scan.
+func (s *Store) ScanPartition(ctx context.Context, p Partition, tenant string, fn func(store.RunEventRecord) error) error {
+	if p.Attached || p.DetachPending {
+		return fmt.Errorf("reading partition %s: %w", p.Name, ErrNotDetached)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT run_id, run_seq, event_id::text, event_type, idempotency_key, tenant_id,
+		project_id, environment_id, plan_id, plan_version, coalesce(step_id, ''),
+		engine_attempt_id, logical_attempt_id, emitted_at, persisted_at, payload::text
+		FROM `+pgx.Identifier{p.Name}.Sanitize()+` WHERE tenant_id = $1
+		ORDER BY persisted_at, run_id COLLATE "C", run_seq`, tenant)
+	if err != nil {
+		return classify(fmt.Errorf("reading tenant %s's events of partition %s: %w", tenant, p.Name, err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		rec, err := scanRecord(rows)
+		if err != nil {
+			return classify(fmt.Errorf("reading tenant %s's events of partition %s: %w", tenant, p.Name, err))
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return classify(fmt.Errorf("reading tenant %s's events of partition %s: %w", tenant, p.Name, err))
+	}
+	return nil
+}
+
+// ArchiveFile is one manifest row (run_event_archives): a tenant's events
+// of a partition in one archive file, verified after it was written.
+type ArchiveFile struct {
+	TenantID string
+	// Location is the file's URL in the archive.
+	Location                       string
+	Events, Bytes                  int64
+	Checksum                       string
+	MinPersistedAt, MaxPersistedAt time.Time
+}
+
+// RecordArchive writes (or replaces) the manifest row of f in p. Write it
+// only for a file read back and matched against the table.
+func (s *Store) RecordArchive(ctx context.Context, p Partition, f ArchiveFile) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO run_event_archives AS a (epoch, tenant_id, location, events, bytes, checksum,
+			min_persisted_at, max_persisted_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (epoch, tenant_id) DO UPDATE SET location = EXCLUDED.location, events = EXCLUDED.events,
+			bytes = EXCLUDED.bytes, checksum = EXCLUDED.checksum, min_persisted_at = EXCLUDED.min_persisted_at,
+			max_persisted_at = EXCLUDED.max_persisted_at, verified_at = clock_timestamp()`,
+		p.epochArg(), f.TenantID, f.Location, f.Events, f.Bytes, f.Checksum, f.MinPersistedAt, f.MaxPersistedAt)
+	if err != nil {
+		return classify(fmt.Errorf("recording the archive of tenant %s's events of partition %s: %w", f.TenantID, p.Name, err))
+	}
+	return nil
+}
+
+// Archives lists p's manifest rows, by tenant.
+func (s *Store) Archives(ctx context.Context, p Partition) ([]ArchiveFile, error) {
+	rows, err := s.pool.Query(ctx, `SELECT tenant_id, location, events, bytes, checksum, min_persisted_at, max_persisted_at
+		FROM run_event_archives WHERE epoch = $1 ORDER BY tenant_id`, p.epochArg())
+	if err != nil {
+		return nil, classify(fmt.Errorf("reading the archive manifest of partition %s: %w", p.Name, err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ArchiveFile, error) {
+		var f ArchiveFile
+		err := row.Scan(&f.TenantID, &f.Location, &f.Events, &f.Bytes, &f.Checksum, &f.MinPersistedAt, &f.MaxPersistedAt)
+		return f, err
+	})
+	if err != nil {
+		return nil, classify(fmt.Errorf("reading the archive manifest of partition %s: %w", p.Name, err))
+	}
+	return out, nil
+}
+
+// MarkArchived records that every tenant's events of detached p are in the
+// archive, verified, when the manifest has a row for each tenant of the
+// table with its count; otherwise it changes nothing and says what
+// differs.
+func (s *Store) MarkArchived(ctx context.Context, p Partition) error {
+	tenants, err := s.PartitionTenants(ctx, p)
+	if err != nil {
+		return err
+	}
+	files, err := s.Archives(ctx, p)
+	if err != nil {
+		return err
+	}
+	byTenant := make(map[string]ArchiveFile, len(files))
+	for _, f := range files {
+		byTenant[f.TenantID] = f
+	}
+	for _, t := range tenants {
+		f, ok := byTenant[t.TenantID]
+		if !ok {
+			return fmt.Errorf("partition %s: the manifest has no file for tenant %s (%d events in the table); nothing marked", p.Name, t.TenantID, t.Events)
+		}
+		if f.Events != t.Events {
+			return fmt.Errorf("partition %s: the manifest's file for tenant %s holds %d events, the table %d; nothing marked", p.Name, t.TenantID, f.Events, t.Events)
+		}
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE run_event_partitions SET archived_at = clock_timestamp()
+		WHERE epoch = $1 AND archived_at IS NULL`, p.epochArg()); err != nil {
+		return classify(fmt.Errorf("marking partition %s archived: %w", p.Name, err))
+	}
+	return nil
+}
+
+// DropPartition drops detached, archived p's table and records it. Its
+// runs rows stay: an append to one of them is RUN_ARCHIVED.
+func (s *Store) DropPartition(ctx context.Context, p Partition) error {
+	if p.Attached || p.DetachPending {
+		return fmt.Errorf("dropping partition %s: %w", p.Name, ErrNotDetached)
+	}
+	if p.ArchivedAt == nil {
+		return fmt.Errorf("dropping partition %s: it is not archived and verified; nothing dropped", p.Name)
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+pgx.Identifier{p.Name}.Sanitize()); err != nil {
+			return classify(fmt.Errorf("dropping partition %s: %w", p.Name, err))
+		}
+		if _, err := tx.Exec(ctx, `UPDATE run_event_partitions SET dropped_at = clock_timestamp()
+			WHERE epoch = $1 AND dropped_at IS NULL`, p.epochArg()); err != nil {
+			return classify(fmt.Errorf("recording partition %s dropped: %w", p.Name, err))
+		}
+		return nil
+	})
 }

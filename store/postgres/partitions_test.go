@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
@@ -224,49 +225,147 @@ func TestPartitions_ReadsTouchOnlyTheRunsPartition(t *testing.T) {
 	}
 }
 
-// TestPartitions_ArchivedRunRefusesAppends: once a run's partition is
-// removed (dropped_at set, the table gone), its runs row stays and an
-// append to it, a late duplicate included, is RUN_ARCHIVED; another
-// tenant still gets the tenant error, and new runs go on.
-func TestPartitions_ArchivedRunRefusesAppends(t *testing.T) {
+// TestPartitions_RetireDetachArchiveDrop: the steps retention takes, in
+// the store. A partition is held while new runs go to it, a run is open,
+// or an event of its runs waits in the outbox; once retired, appends to
+// its runs are RUN_ARCHIVED; it is read only once detached, dropped only
+// once the manifest covers every tenant's count, and its runs rows stay as
+// tombstones.
+func TestPartitions_RetireDetachArchiveDrop(t *testing.T) {
 	t.Parallel()
 	s, pool := newStore(t, postgres.Config{})
 	ctx := ctxT(t)
-	id := appendRun(ctx, t, s)
-	part := partitionOf(ctx, t, pool, id.RunID)[0]
-	// What retention does, by hand: the partition leaves; the catalog says so.
-	// New runs need a partition that has begun: a minute-wide one from now.
-	for _, stmt := range []string{
-		`SELECT runstream_ensure_partitions('1 minute', '0')`,
-		`ALTER TABLE run_events DETACH PARTITION ` + part,
-		`DROP TABLE ` + part,
-		`UPDATE run_event_partitions SET dropped_at = clock_timestamp() WHERE name = '` + part + `'`,
-	} {
-		if _, err := pool.Exec(ctx, stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
+	testenv.BackdatePartitions(t, pool)
+	ended := appendRun(ctx, t, s)
+	open := workload.NewIdentity("tenant_b")
+	if _, err := s.AppendEvent(ctx, workload.Event(open, store.EventRunStarted, "", 1, 1, time.Now(), nil)); err != nil {
+		t.Fatal(err)
+	}
+	name := partitionOf(ctx, t, pool, ended.RunID)[0]
+	part := func() postgres.Partition {
+		t.Helper()
+		parts, err := s.Partitions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range parts {
+			if p.Name == name {
+				return p
+			}
+		}
+		t.Fatalf("partition %s is not in the catalog", name)
+		return postgres.Partition{}
+	}
+	hold := func(want postgres.Hold) {
+		t.Helper()
+		got, err := s.RetirementHold(ctx, part(), time.Now().Add(time.Hour))
+		if err != nil || got != want {
+			t.Fatalf("RetirementHold of %s: %q, %v; want %q", name, got, err, want)
 		}
 	}
-	for _, ev := range []store.RunEventWrite{
-		workload.Event(id, store.EventRunStarted, "", 1, 1, time.Now(), nil),    // a late duplicate
-		workload.Event(id, "StepHeartbeatRecorded", "s", 1, 1, time.Now(), nil), // a late new event
-	} {
-		_, err := s.AppendEvent(ctx, ev)
-		var se *store.Error
-		if !errors.As(err, &se) || se.Code != store.CodeRunArchived || !strings.Contains(se.Message, id.RunID) {
-			t.Fatalf("append %s to an archived run: %v, want RUN_ARCHIVED naming the run", ev.EventType, err)
+	hold(postgres.HoldRouting) // the newest partition that has begun
+	if _, err := s.EnsurePartitions(ctx, time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	hold(postgres.HoldOpenRuns)
+	if _, err := s.AppendEvent(ctx, workload.Event(open, store.EventRunFailed, "", 1, 1, time.Now(), nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.RetirementHold(ctx, part(), time.Now().Add(-time.Hour)); err != nil || got != postgres.HoldRecentEnds {
+		t.Fatalf("RetirementHold with runs ended after the cutoff: %q, %v", got, err)
+	}
+	hold(postgres.HoldOutbox) // no relay ran
+	if _, err := pool.Exec(ctx, `DELETE FROM outbox`); err != nil {
+		t.Fatal(err)
+	}
+	hold(postgres.HoldNone)
+	if err := s.DetachPartition(ctx, part()); err == nil || !strings.Contains(err.Error(), "not retired") {
+		t.Fatalf("detaching before retiring: %v, want refused", err)
+	}
+
+	if err := s.RetirePartition(ctx, part()); err != nil {
+		t.Fatal(err)
+	}
+	refused := func(when string) {
+		t.Helper()
+		for _, ev := range []store.RunEventWrite{
+			workload.Event(ended, store.EventRunStarted, "", 1, 1, time.Now(), nil),    // a late duplicate
+			workload.Event(ended, "StepHeartbeatRecorded", "s", 1, 1, time.Now(), nil), // a late new event
+		} {
+			_, err := s.AppendEvent(ctx, ev)
+			var se *store.Error
+			if !errors.As(err, &se) || se.Code != store.CodeRunArchived || !strings.Contains(se.Message, ended.RunID) {
+				t.Fatalf("%s: append %s: %v, want RUN_ARCHIVED naming the run", when, ev.EventType, err)
+			}
+		}
+		other := workload.Event(ended, store.EventRunStarted, "", 1, 1, time.Now(), nil)
+		other.TenantID = "tenant_other"
+		if _, err := s.AppendEvent(ctx, other); !errors.Is(err, store.ErrForbidden) {
+			t.Fatalf("%s: another tenant's append to the run: %v, want the tenant error, not a word of the archive", when, err)
 		}
 	}
+	refused("retired")
+	if _, err := s.PartitionTenants(ctx, part()); !errors.Is(err, postgres.ErrNotDetached) {
+		t.Fatalf("reading an attached partition: %v, want ErrNotDetached", err)
+	}
+	if err := s.WaitForOlderTransactions(ctx, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DetachPartition(ctx, part()); err != nil {
+		t.Fatal(err)
+	}
+	if p := part(); p.Attached || p.DetachPending || p.Bytes == 0 {
+		t.Fatalf("after the detach: %+v, want detached and still on disk", p)
+	}
+	tenants, err := s.PartitionTenants(ctx, part())
+	if err != nil || len(tenants) != 2 || tenants[0].TenantID != "tenant_a" || tenants[0].Events != 2 || tenants[1].Events != 2 {
+		t.Fatalf("tenants of the detached partition: %+v, %v; want tenant_a and tenant_b with 2 events each", tenants, err)
+	}
+	var seqs []int64
+	if err := s.ScanPartition(ctx, part(), "tenant_a", func(r store.RunEventRecord) error {
+		seqs = append(seqs, r.RunSeq)
+		return nil
+	}); err != nil || len(seqs) != 2 || seqs[0] != 1 || seqs[1] != 2 {
+		t.Fatalf("tenant_a's events: seqs %v, %v", seqs, err)
+	}
+	if err := s.DropPartition(ctx, part()); err == nil || !strings.Contains(err.Error(), "not archived") {
+		t.Fatalf("dropping before the archive: %v, want refused", err)
+	}
+	file := func(tn postgres.TenantEvents, events int64) postgres.ArchiveFile {
+		return postgres.ArchiveFile{TenantID: tn.TenantID, Location: "file:///archive/" + tn.TenantID, Events: events,
+			Bytes: 100, Checksum: "c", MinPersistedAt: tn.MinPersistedAt, MaxPersistedAt: tn.MaxPersistedAt}
+	}
+	if err := s.RecordArchive(ctx, part(), file(tenants[0], 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkArchived(ctx, part()); err == nil || !strings.Contains(err.Error(), "no file for tenant tenant_b") {
+		t.Fatalf("marking archived with tenant_b missing: %v", err)
+	}
+	if err := s.RecordArchive(ctx, part(), file(tenants[1], 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkArchived(ctx, part()); err == nil || !strings.Contains(err.Error(), "holds 1 events, the table 2") {
+		t.Fatalf("marking archived with a short file: %v", err)
+	}
+	if err := s.RecordArchive(ctx, part(), file(tenants[1], 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkArchived(ctx, part()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DropPartition(ctx, part()); err != nil {
+		t.Fatal(err)
+	}
+	if p := part(); p.DroppedAt == nil || p.ArchivedAt == nil || p.RetiredAt == nil || p.Bytes != 0 {
+		t.Fatalf("after the drop: %+v", p)
+	}
+	refused("dropped")
 	var lastSeq int64
-	if err := pool.QueryRow(ctx, `SELECT last_seq FROM runs WHERE run_id = $1`, id.RunID).Scan(&lastSeq); err != nil || lastSeq != 2 {
+	if err := pool.QueryRow(ctx, `SELECT last_seq FROM runs WHERE run_id = $1`, ended.RunID).Scan(&lastSeq); err != nil || lastSeq != 2 {
 		t.Fatalf("the tombstone's last_seq %d, %v; want 2 as it ended", lastSeq, err)
 	}
-	other := workload.Event(id, store.EventRunStarted, "", 1, 1, time.Now(), nil)
-	other.TenantID = "tenant_b"
-	if _, err := s.AppendEvent(ctx, other); !errors.Is(err, store.ErrForbidden) {
-		t.Fatalf("another tenant's append to the archived run: %v, want the tenant error, not a word of the archive", err)
-	}
 	next := appendRun(ctx, t, s)
-	if got := partitionOf(ctx, t, pool, next.RunID); len(got) != 2 || got[0] == part {
+	if got := partitionOf(ctx, t, pool, next.RunID); len(got) != 2 || got[0] == name {
 		t.Fatalf("a new run after the removal: events in %v", got)
 	}
 }

@@ -70,16 +70,44 @@ BEGIN
 END $$;
 
 -- run_event_partitions: runstream's catalog of the partitions, one row per
--- partition, keyed by the epoch its runs carry. dropped_at marks a
--- partition whose events left the store: its runs rows stay, as
--- tombstones, and an append to one of them is refused (status 3).
+-- partition, keyed by the epoch its runs carry. Retention (issue 31) moves
+-- a partition through three steps, each recorded here so that a pass
+-- interrupted at any point resumes where it stopped:
+--   retired_at   appends to its runs are refused (status 3, RUN_ARCHIVED)
+--                and no new run is routed to it; then it is detached, so
+--                its rows can no longer change;
+--   archived_at  every tenant's events are in the archive, read back and
+--                verified against the table (run_event_archives);
+--   dropped_at   the table is gone. Its runs rows stay, as tombstones.
 CREATE TABLE run_event_partitions (
-    epoch      timestamptz PRIMARY KEY,
-    until      timestamptz NOT NULL,
-    name       text        NOT NULL UNIQUE,
-    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
-    dropped_at timestamptz
+    epoch       timestamptz PRIMARY KEY,
+    until       timestamptz NOT NULL,
+    name        text        NOT NULL UNIQUE,
+    created_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
+    retired_at  timestamptz,
+    archived_at timestamptz,
+    dropped_at  timestamptz
 );
+
+-- run_event_archives: the manifest, one row per archived file (a
+-- partition's events of one tenant), written once the file was read back
+-- and matched the table: its row count, its checksum over the records in
+-- the order written, and the persistedAt range it covers (what audit reads
+-- name when a window reaches into removed events).
+CREATE TABLE run_event_archives (
+    epoch            timestamptz NOT NULL REFERENCES run_event_partitions (epoch),
+    tenant_id        text        NOT NULL,
+    location         text        NOT NULL,
+    events           bigint      NOT NULL,
+    bytes            bigint      NOT NULL,
+    checksum         text        NOT NULL,
+    min_persisted_at timestamptz NOT NULL,
+    max_persisted_at timestamptz NOT NULL,
+    verified_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (epoch, tenant_id)
+);
+CREATE INDEX run_event_archives_tenant ON run_event_archives (tenant_id, min_persisted_at);
+
 INSERT INTO run_event_partitions (epoch, until, name)
 VALUES ('-infinity', '1970-01-01 00:00:00+00', 'run_events_legacy');
 
@@ -144,9 +172,10 @@ BEGIN
 END $$;
 
 -- Statuses as before (0 inserted, 1 duplicate, 2 another tenant's run),
--- and 3: the run's partition was removed by retention (run_events_partitions.
--- dropped_at), so the event is refused: a late duplicate must never start
--- the run anew at runSeq 1.
+-- and 3: retention retired the run's partition (run_event_partitions.
+-- retired_at): the event is refused, so that nothing is written to a
+-- partition on its way to the archive, and a late duplicate can never
+-- start the run anew at runSeq 1 once its events are gone.
 --
 -- (a) The probe reads the run's epoch first and looks the key up in that
 -- one partition (runtime pruning), not in every partition's index; a run
@@ -174,7 +203,7 @@ DECLARE
     v_persisted_at timestamptz;
     v_differs boolean;
 BEGIN
-    SELECT r.run_epoch, r.tenant_id, p.dropped_at IS NOT NULL
+    SELECT r.run_epoch, r.tenant_id, p.retired_at IS NOT NULL
       INTO v_epoch, v_owner, v_gone
       FROM runs r LEFT JOIN run_event_partitions p ON p.epoch = r.run_epoch
      WHERE r.run_id = p_run_id;
@@ -205,7 +234,7 @@ BEGIN
     INSERT INTO runs AS r (run_id, tenant_id, last_seq, run_epoch)
     VALUES (p_run_id, p_tenant_id, 1, coalesce(v_epoch,
         (SELECT max(epoch) FROM run_event_partitions
-          WHERE epoch <= clock_timestamp() AND dropped_at IS NULL)))
+          WHERE epoch <= clock_timestamp() AND retired_at IS NULL)))
     ON CONFLICT (run_id) DO UPDATE SET last_seq = r.last_seq + 1
         WHERE r.tenant_id = EXCLUDED.tenant_id
     RETURNING r.last_seq, r.run_epoch INTO v_seq, v_epoch;

@@ -1,0 +1,14 @@
+-- 0015: the runs of a partition, for retention (issue 31): a partition
+-- leaves only when every run it holds ended at least --retention ago, and
+-- `runstream retention status` counts the runs still open in each.
+--
+-- On run_epoch alone: it never changes after a run's first append, so
+-- the one update a run gets besides its counter (terminal_at, when it
+-- ends) stays HOT. An index with terminal_at in it would make that update
+-- write a new entry in every index of runs, once per run.
+--
+-- Applied in the migration's transaction, so on a large existing table the
+-- build blocks appends while it runs (about a second per million runs);
+-- create it concurrently by hand first under this name to avoid that: the
+-- IF NOT EXISTS then skips it.
+CREATE INDEX IF NOT EXISTS runs_run_epoch ON runs (run_epoch);
