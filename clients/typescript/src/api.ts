@@ -448,7 +448,7 @@ export interface components {
          * @description The error catalogue (DESIGN.md section 2). Clients branch on the code, never on the message.
          * @enum {string}
          */
-        ErrorCode: "SCHEMA_VALIDATION_FAILED" | "UNAUTHENTICATED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "CONFLICT" | "UNAVAILABLE" | "INTERNAL";
+        ErrorCode: "SCHEMA_VALIDATION_FAILED" | "UNAUTHENTICATED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "CONFLICT" | "RUN_ARCHIVED" | "UNAVAILABLE" | "INTERNAL";
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
             /** @description What was wrong and what to do, for a human. */
@@ -987,6 +987,16 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description RUN_ARCHIVED: the run's events left the store (retention archived them and removed its partition); its runs row stays as a tombstone, so the event is refused rather than starting the run anew at runSeq 1. Permanent: do not retry or spool it. */
+        RunArchived: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /** @description The run: an identifier as in RunEventWrite (1-255 bytes, printable, no "|"). */
@@ -1095,6 +1105,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["RunArchived"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];
@@ -1128,6 +1139,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["RunArchived"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];

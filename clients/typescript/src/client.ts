@@ -92,7 +92,7 @@ export interface DrainResult {
 
 const MAX_BATCH_EVENTS = 500;
 const MAX_BATCH_BYTES = 768 << 10;
-const NEVER_RETRIED = new Set([400, 401, 403, 404, 405, 413, 415, 431]);
+const NEVER_RETRIED = new Set([400, 401, 403, 404, 405, 409, 413, 415, 431]);
 
 interface Sent<T> {
   ok: true;

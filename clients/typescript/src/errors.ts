@@ -14,6 +14,7 @@ export type ErrorCode =
   | "PAYLOAD_TOO_LARGE"
   | "UNSUPPORTED_MEDIA_TYPE"
   | "CONFLICT"
+  | "RUN_ARCHIVED"
   | "UNAVAILABLE"
   | "INTERNAL"
   | (string & {});
