@@ -21,6 +21,11 @@ import (
 	"github.com/runstream/runstream/store"
 )
 
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 func newClient(t testing.TB, cfg client.Config) *client.Client {
 	t.Helper()
 	if cfg.SpoolDir == "" && !cfg.DisableFailOpen {
@@ -406,7 +411,34 @@ func TestDrain_BatchRefusedWhole(t *testing.T) {
 	}))
 	defer f.Close()
 	dir := t.TempDir()
-	c := newClient(t, client.Config{URL: f.URL, SpoolDir: dir, WriteLatencyBudget: 30 * time.Millisecond, DrainInterval: time.Hour})
+	// Drain retries a 401 (the token may be fixed) until its ctx ends,
+	// then returns the last refusal; the test's ctx must end after the
+	// first 401 arrived and before a retry is sent. It was a 300 ms
+	// deadline, which one request to the local server outlasted at load 15:
+	// the drain then reported the deadline. Now the transport cancels the
+	// ctx as it hands the client the first 401, whose body it has read, so
+	// the drain sees the refusal and then the cancellation, however slow
+	// the machine.
+	var stopDrain atomic.Pointer[context.CancelFunc]
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := tr.RoundTrip(r)
+		if err != nil || resp.StatusCode != http.StatusUnauthorized {
+			return resp, err
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		resp.Body = io.NopCloser(strings.NewReader(string(body)))
+		if stop := stopDrain.Load(); stop != nil {
+			(*stop)()
+		}
+		return resp, nil
+	})}
+	c := newClient(t, client.Config{URL: f.URL, SpoolDir: dir, WriteLatencyBudget: 30 * time.Millisecond, DrainInterval: time.Hour, HTTPClient: hc})
 	for i := range 5 {
 		w := testEvent(store.EventStepStarted)
 		if i == 2 {
@@ -417,11 +449,13 @@ func TestDrain_BatchRefusedWhole(t *testing.T) {
 		}
 	}
 	mode.Store(2)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	stopDrain.Store(&cancel)
 	if err := c.Drain(ctx); !errors.Is(err, &store.Error{Code: store.CodeUnauthenticated}) {
 		t.Errorf("Drain with a bad token = %v, want UNAUTHENTICATED", err)
 	}
+	stopDrain.Store(nil)
 	if c.Spooled() != 5 {
 		t.Fatalf("%d spooled after the 401s, want all 5 kept", c.Spooled())
 	}
