@@ -27,6 +27,30 @@ type auditPage struct {
 	// NextCursor resumes after the last event (or at the horizon); absent
 	// only when the window is finished.
 	NextCursor string `json:"nextCursor,omitempty"`
+	// Archived names the parts of the window whose events retention took
+	// out of the store (runstream retention): not "no events" but "in
+	// the archive, there".
+	Archived []archivedRange `json:"archived,omitempty"`
+}
+
+// archivedRange is a postgres.ArchivedRange as the API answers it.
+type archivedRange struct {
+	Partition string `json:"partition"`
+	// State is "archived", or "archiving" while its files are written.
+	State string `json:"state"`
+	// From and To bound the archived events' persistedAt, both included.
+	From     string `json:"from,omitempty"`
+	To       string `json:"to,omitempty"`
+	Location string `json:"location,omitempty"`
+	Events   int64  `json:"events,omitempty"`
+}
+
+func toArchivedRange(a postgres.ArchivedRange) archivedRange {
+	out := archivedRange{Partition: a.Partition, State: a.State, Location: a.Location, Events: a.Events}
+	if !a.From.IsZero() {
+		out.From, out.To = store.FormatPersistedAt(a.From), store.FormatPersistedAt(a.To)
+	}
+	return out
 }
 
 // auditTenant is the tenant an audit read covers: a tenant's own (a
@@ -121,6 +145,17 @@ func (s *Server) readEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	if page.Next != nil {
 		out.NextCursor = store.AuditCursor{AuditWindow: win, After: *page.Next}.Encode()
+	}
+	var end time.Time
+	if hasTo {
+		end = to
+	}
+	archived, err := s.store.ArchivedRanges(r.Context(), tenant, from, end)
+	if err != nil {
+		return err
+	}
+	for _, a := range archived {
+		out.Archived = append(out.Archived, toArchivedRange(a))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -239,7 +239,20 @@ func (s *Server) fetchEvents(w http.ResponseWriter, r *http.Request) error {
 	if events == nil {
 		events = []store.RunEventRecord{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": events})
+	out := map[string]any{"events": events}
+	// A run whose partition retention took out says where its events
+	// went, so an empty page never reads as a run without events; asked
+	// on a run's last page only.
+	if len(events) < int(limit) {
+		gone, err := s.store.RunArchive(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		if gone != nil {
+			out["archived"] = toArchivedRange(*gone)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

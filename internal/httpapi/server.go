@@ -130,6 +130,8 @@ type eventStore interface {
 	ProjectSnapshot(ctx context.Context, runID string) (store.RunSnapshot, error)
 	ProjectSnapshotOf(ctx context.Context, runID, tenant string) (store.RunSnapshot, error)
 	RunTenant(ctx context.Context, runID string) (string, error)
+	ArchivedRanges(ctx context.Context, tenant string, from, to time.Time) ([]postgres.ArchivedRange, error)
+	RunArchive(ctx context.Context, runID string) (*postgres.ArchivedRange, error)
 	Ping(ctx context.Context) error
 }
 

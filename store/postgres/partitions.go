@@ -394,3 +394,129 @@ func (s *Store) DropPartition(ctx context.Context, p Partition) error {
 		return nil
 	})
 }
+
+// OutboxHolds reports whether an event of one of p's runs still waits in
+// the outbox: after a retirement, an append that read the catalog before
+// may have added one, and the relay must publish it before the partition
+// is detached (it reads the event from the partition).
+func (s *Store) OutboxHolds(ctx context.Context, p Partition) (bool, error) {
+	var waiting bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM outbox o JOIN runs r ON r.run_id = o.run_id WHERE r.run_epoch = $1)`,
+		p.epochArg()).Scan(&waiting); err != nil {
+		return false, classify(fmt.Errorf("looking for outbox rows of partition %s: %w", p.Name, err))
+	}
+	return waiting, nil
+}
+
+// TryRetentionLock takes the schema's retention lock (a session advisory
+// lock on a connection of its own) unless another process holds it: one
+// retention pass at a time. release gives it back; ok is false when
+// another holds it.
+func (s *Store) TryRetentionLock(ctx context.Context) (release func(), ok bool, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, classify(fmt.Errorf("taking the retention lock: %w", err))
+	}
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended('runstream_retention|' || current_schema(), 0))`).Scan(&ok); err != nil {
+		conn.Release()
+		return nil, false, classify(fmt.Errorf("taking the retention lock: %w", err))
+	}
+	if !ok {
+		conn.Release()
+		return nil, false, nil
+	}
+	return func() {
+		// A connection that cannot say unlock is closed: the server then
+		// releases the lock with the session.
+		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock(hashtextextended('runstream_retention|' || current_schema(), 0))`); err != nil {
+			_ = conn.Conn().Close(uctx)
+		}
+		conn.Release()
+	}, true, nil
+}
+
+// ArchivedRange is a part of a tenant's events that is no longer in
+// run_events because retention took its partition out: what an audit
+// read over that time must say instead of answering with nothing.
+type ArchivedRange struct {
+	Partition string `json:"partition"`
+	// State is "archiving" while the partition is detached and its files
+	// are being written, then "archived".
+	State string `json:"state"`
+	// From and To bound the events' persistedAt (both included); zero
+	// while archiving (then the partition's whole time is in question).
+	From, To time.Time `json:"-"`
+	// Location is the archive file's URL; empty while archiving.
+	Location string `json:"location,omitempty"`
+	Events   int64  `json:"events,omitempty"`
+}
+
+// ArchivedRanges returns the parts of tenant's events persisted in [from,
+// to) (to zero: no end) that retention took out of run_events: the
+// manifest's files of the tenant in partitions no longer attached, and
+// every detached partition not yet archived, by persistedAt.
+func (s *Store) ArchivedRanges(ctx context.Context, tenant string, from, to time.Time) ([]ArchivedRange, error) {
+	var end any
+	if !to.IsZero() {
+		end = to
+	}
+	rows, err := s.pool.Query(ctx, `SELECT p.name, 'archived', a.min_persisted_at, a.max_persisted_at, a.location, a.events
+		FROM run_event_archives a JOIN run_event_partitions p ON p.epoch = a.epoch
+		WHERE a.tenant_id = $1 AND p.archived_at IS NOT NULL
+			AND a.max_persisted_at >= $2 AND ($3::timestamptz IS NULL OR a.min_persisted_at < $3)
+		UNION ALL
+		SELECT p.name, 'archiving', NULL, NULL, '', 0
+		FROM run_event_partitions p
+		WHERE p.retired_at IS NOT NULL AND p.archived_at IS NULL
+			AND NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = 'run_events'::regclass
+				AND i.inhrelid = to_regclass(quote_ident(p.name)) AND NOT i.inhdetachpending)
+		ORDER BY 3 NULLS FIRST, 1`, tenant, from, end)
+	if err != nil {
+		return nil, classify(fmt.Errorf("reading the archived ranges of tenant %s: %w", tenant, err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ArchivedRange, error) {
+		var (
+			a        ArchivedRange
+			min, max *time.Time
+		)
+		err := row.Scan(&a.Partition, &a.State, &min, &max, &a.Location, &a.Events)
+		if min != nil {
+			a.From, a.To = *min, *max
+		}
+		return a, err
+	})
+	if err != nil {
+		return nil, classify(fmt.Errorf("reading the archived ranges of tenant %s: %w", tenant, err))
+	}
+	return out, nil
+}
+
+// RunArchive says where run runID's events went once retention retired
+// its partition: nil while the partition holds them (or the run is
+// unknown). Location is its tenant's file, once verified.
+func (s *Store) RunArchive(ctx context.Context, runID string) (*ArchivedRange, error) {
+	var (
+		a        ArchivedRange
+		archived bool
+		min, max *time.Time
+		location *string
+		events   *int64
+	)
+	err := s.pool.QueryRow(ctx, `SELECT p.name, p.archived_at IS NOT NULL, a.min_persisted_at, a.max_persisted_at, a.location, a.events
+		FROM runs r JOIN run_event_partitions p ON p.epoch = r.run_epoch
+		LEFT JOIN run_event_archives a ON a.epoch = p.epoch AND a.tenant_id = r.tenant_id
+		WHERE r.run_id = $1 AND p.retired_at IS NOT NULL`, runID).Scan(&a.Partition, &archived, &min, &max, &location, &events)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, classify(fmt.Errorf("looking up the archive of run %q: %w", runID, err))
+	}
+	a.State = "archiving"
+	if archived && location != nil {
+		a.State, a.Location, a.Events, a.From, a.To = "archived", *location, *events, *min, *max
+	}
+	return &a, nil
+}

@@ -572,6 +572,7 @@ export interface components {
         EventsPage: {
             /** @description In runSeq order. */
             events: components["schemas"]["RunEventRecord"][];
+            archived?: components["schemas"]["ArchivedRange"];
         };
         AuditPage: {
             /** @description Ordered by (persistedAt, runId, runSeq); persistedAt in [from, min(to, horizon)). */
@@ -583,6 +584,8 @@ export interface components {
             horizon: string;
             /** @description Resumes right after this page (or at the horizon). Absent only when the window is finished. */
             nextCursor?: string;
+            /** @description The parts of the window whose events retention moved to the archive: a page without events there means archived, not absent. */
+            archived?: components["schemas"]["ArchivedRange"][];
         };
         ArtifactRef: {
             uri: string;
@@ -871,6 +874,24 @@ export interface components {
         RebuildList: {
             /** @description This API process's rebuilds (the running one and the last 20), newest first. */
             rebuilds: components["schemas"]["Rebuild"][];
+        };
+        /** @description Events retention took out of the store (runstream retention): in the archive, not gone. While its partition's files are being written the state is archiving and only the partition is named. */
+        ArchivedRange: {
+            /** @description The run_events partition the events were in. */
+            partition: string;
+            /** @enum {string} */
+            state: "archiving" | "archived";
+            /** @description The earliest persistedAt of the archived events (RFC 3339, UTC, microseconds). */
+            from?: string;
+            /** @description The latest persistedAt of the archived events, included. */
+            to?: string;
+            /** @description The archive file's URL (Parquet; one file per tenant and partition). */
+            location?: string;
+            /**
+             * Format: int64
+             * @description Events in that file.
+             */
+            events?: number;
         };
     };
     responses: {
