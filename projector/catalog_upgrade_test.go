@@ -101,7 +101,7 @@ func TestConverge_CataloguesRunsFromBeforeTheCatalog(t *testing.T) {
 	f.publish(t, all)
 	f.clearOutbox(t)
 	group := "g-" + testenv.RandomID(4)
-	first := startConverging(t, f, group, rdb, -1)
+	first := startConverging(t, f, group, rdb, convergenceOff)
 	f.waitConverged(t, keys(runs), 30*time.Second)
 	first.stop(t)
 	ctx := context.Background()

@@ -26,13 +26,20 @@ import (
 )
 
 // startConverging starts a projector whose convergence passes run every
-// interval (< 0: off) with a short grace.
+// interval (convergenceOff: off) with a short grace.
 func startConverging(t *testing.T, f *fixture, group string, rdb redis.UniversalClient, interval time.Duration) *running {
 	t.Helper()
 	cfg := testConfig(f.brokers, group)
 	cfg.ConvergeInterval, cfg.ConvergeGrace = interval, 100*time.Millisecond
+	if interval == convergenceOff {
+		cfg.ConvergeInterval, cfg.DisableConvergence = 0, true
+	}
 	return runProjector(t, cfg, rdb, f.store)
 }
+
+// convergenceOff is the interval that makes startConverging turn
+// convergence off (Config.DisableConvergence).
+const convergenceOff time.Duration = -1
 
 // waitRepaired waits until runstream_converge_runs_total{cause} counts at
 // least want runs. A pass counts the runs it repaired when its Repair
@@ -102,7 +109,7 @@ func TestConverge_ReplayOntoMissingSnapshot(t *testing.T) {
 	}
 	f.publish(t, all)
 	group := "g-" + testenv.RandomID(4)
-	startConverging(t, f, group, f.rdb, -1)
+	startConverging(t, f, group, f.rdb, convergenceOff)
 	f.waitConverged(t, keys(runs), 30*time.Second)
 	want, _ := redisSnapshot(t, f.rdb, victim)
 
