@@ -27,12 +27,9 @@ func (b *bench) startProjector(ctx context.Context, brokers []string, topic, gro
 	ProjectSnapshot(context.Context, string) (store.RunSnapshot, error)
 }, lagHigh time.Duration) (*runningProjector, error) {
 	reg := prometheus.NewRegistry()
-	converge := time.Duration(0) // the default interval
-	if b.cfg.DisableConvergence {
-		converge = -1
-	}
 	p, err := projector.New(projector.Config{Brokers: brokers, Topic: topic, Group: group, MaxPollRecords: b.cfg.Batch,
-		LagHighThreshold: lagHigh, ConvergeInterval: converge, SnapshotTTL: b.cfg.SnapshotTTL, Registerer: reg, Logger: b.cfg.Logger}, b.rdb, src)
+		LagHighThreshold: lagHigh, DisableConvergence: b.cfg.DisableConvergence, SnapshotTTL: b.cfg.SnapshotTTL,
+		Registerer: reg, Logger: b.cfg.Logger}, b.rdb, src)
 	if err != nil {
 		return nil, err
 	}
