@@ -53,6 +53,11 @@ type Config struct {
 	HeldWarnAfter time.Duration
 	// Logger; nil means discard.
 	Logger *slog.Logger
+	// Archive reads the files retention moved events to; with a store
+	// that names them (ArchivedReader), their events are exported in
+	// their places in the order, so an export over archived time prints
+	// what it printed before.
+	Archive Archive
 }
 
 // Progress is where an export stands.
@@ -111,6 +116,14 @@ func Run(ctx context.Context, st Reader, cfg Config, w io.Writer) (Result, error
 		e.after = store.AuditPosition{PersistedAt: cfg.Window.From}
 	}
 	e.lastAt.Store(e.after.PersistedAt.UnixMicro())
+	if ar, ok := st.(ArchivedReader); ok {
+		a, err := openArchived(ctx, ar, cfg.Archive, cfg.Window, e.after)
+		if err != nil {
+			return Result{}, err
+		}
+		defer a.close()
+		e.archived = a
+	}
 
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -155,6 +168,9 @@ type exporter struct {
 
 	events atomic.Int64
 	lastAt atomic.Int64 // microseconds
+
+	// archived, when the window meets archived events, merges them in.
+	archived *archived
 
 	mu      sync.Mutex
 	horizon postgres.AuditHorizon
@@ -202,7 +218,17 @@ func (e *exporter) run(ctx context.Context) (Result, error) {
 		e.mu.Unlock()
 		e.noteHeld(page.Horizon)
 		if page.Next == nil {
+			if err := e.archived.writeBefore(e, time.Time{}, "", 0, true); err != nil {
+				return Result{}, err
+			}
 			return Result{Done: true, Finished: true}, nil
+		}
+		if page.Count < e.cfg.PageSize {
+			// Caught up with the horizon: archived events before it
+			// (all of them: they are old) go first.
+			if err := e.archived.writeBefore(e, page.Next.PersistedAt, page.Next.RunID, page.Next.RunSeq, false); err != nil {
+				return Result{}, err
+			}
 		}
 		// Everything before Next is written: resume there (the horizon,
 		// when the page ended below it).
@@ -230,7 +256,16 @@ func (e *exporter) run(ctx context.Context) (Result, error) {
 // readPage reads the next page, writing its events as they arrive. An
 // error after some of them leaves e.after on the last one written.
 func (e *exporter) readPage(ctx context.Context) (postgres.AuditPage, error) {
-	page, err := e.st.ReadAudit(ctx, postgres.AuditQuery{AuditWindow: e.cfg.Window, After: e.after, Limit: e.cfg.PageSize, Each: e.write})
+	each := e.write
+	if e.archived != nil {
+		each = func(rec *store.RunEventRecord, at time.Time) error {
+			if err := e.archived.writeBefore(e, at, rec.RunID, rec.RunSeq, false); err != nil {
+				return err
+			}
+			return e.write(rec, at)
+		}
+	}
+	page, err := e.st.ReadAudit(ctx, postgres.AuditQuery{AuditWindow: e.cfg.Window, After: e.after, Limit: e.cfg.PageSize, Each: each})
 	if err != nil && ctx.Err() != nil {
 		return page, ctx.Err() // interrupted: what was written stands
 	}

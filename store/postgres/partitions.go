@@ -165,7 +165,7 @@ func (s *Store) RetirementHold(ctx context.Context, p Partition, cutoff time.Tim
 
 // RetirePartition marks p retired: from its commit on, appends to its runs
 // are refused (RUN_ARCHIVED) and no new run is routed to it. An append
-// that read the catalog before may still insert: WaitForOlderTransactions
+// that read the catalog before may still insert: WaitForWriters
 // afterwards waits those out.
 func (s *Store) RetirePartition(ctx context.Context, p Partition) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE run_event_partitions SET retired_at = clock_timestamp()
@@ -179,32 +179,24 @@ func (s *Store) RetirePartition(ctx context.Context, p Partition) error {
 	return nil
 }
 
-// WaitForOlderTransactions waits until every transaction that was running
-// when it was called has ended (polling the oldest running transaction id
-// every poll), or ctx ends. After a RetirePartition, an append that read
-// the catalog before the retirement may still insert; once this returns,
-// none can.
-func (s *Store) WaitForOlderTransactions(ctx context.Context, poll time.Duration) error {
-	var xmax uint64
-	if err := s.pool.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&xmax); err != nil {
-		return classify(fmt.Errorf("reading the current transaction horizon: %w", err))
+// WaitForWriters waits until every transaction that wrote to p has ended:
+// after a RetirePartition, an append that read the catalog just before
+// may still insert into p; once this returns, none can. It takes p's
+// SHARE lock, which waits for the ROW EXCLUSIVE every writer holds until
+// its end, and gives it back at once; it waits for nothing else (a long
+// transaction elsewhere does not hold it up), and at most lockWait.
+func (s *Store) WaitForWriters(ctx context.Context, p Partition, lockWait time.Duration) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, lockWait.Milliseconds())); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `LOCK TABLE `+pgx.Identifier{p.Name}.Sanitize()+` IN SHARE MODE`)
+		return err
+	})
+	if err != nil {
+		return classify(fmt.Errorf("waiting for the appends still writing to partition %s (at most %v): %w", p.Name, lockWait, err))
 	}
-	for {
-		var xmin uint64
-		if err := s.pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&xmin); err != nil {
-			return classify(fmt.Errorf("reading the oldest running transaction: %w", err))
-		}
-		if xmin >= xmax {
-			return nil
-		}
-		t := time.NewTimer(poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("waiting for transactions older than %d to end: %w", xmax, ctx.Err())
-		case <-t.C:
-		}
-	}
+	return nil
 }
 
 // DetachPartition detaches a retired p from run_events with DETACH

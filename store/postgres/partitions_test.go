@@ -308,7 +308,7 @@ func TestPartitions_RetireDetachArchiveDrop(t *testing.T) {
 	if _, err := s.PartitionTenants(ctx, part()); !errors.Is(err, postgres.ErrNotDetached) {
 		t.Fatalf("reading an attached partition: %v, want ErrNotDetached", err)
 	}
-	if err := s.WaitForOlderTransactions(ctx, 10*time.Millisecond); err != nil {
+	if err := s.WaitForWriters(ctx, part(), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DetachPartition(ctx, part()); err != nil {
