@@ -249,6 +249,8 @@ func (d *Dir) Check(ctx context.Context) error {
 	if err := checkProbe(ctx, d); err != nil {
 		return fmt.Errorf("archive URL %s cannot be written: %w; make the directory exist and be writable by this user, or choose another --archive-url", d.url, err)
 	}
+	// The probe's directory, when empty (another Check may be using it).
+	_ = os.Remove(filepath.Join(d.root, probeDir))
 	return nil
 }
 

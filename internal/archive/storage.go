@@ -122,12 +122,15 @@ func checkKey(key string) error {
 	return nil
 }
 
+// probeDir holds Check's probe objects, outside the tenant=*/ layout.
+const probeDir = "_runstream_check"
+
 // checkProbe writes, reads back and deletes a probe object: the body of
 // both implementations' Check.
 func checkProbe(ctx context.Context, s Storage) error {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	key := "_runstream_check/probe-" + hex.EncodeToString(b[:])
+	key := probeDir + "/probe-" + hex.EncodeToString(b[:])
 	body := "runstream archive probe " + key
 	if err := s.Put(ctx, key, strings.NewReader(body), int64(len(body))); err != nil {
 		return err

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The archive read by a stock tool with no runstream code (docs/ARCHIVE.md):
+# internal/interop/duckdb/gen writes a small archive with internal/archive
+# (Hive layout, two tenants, two dates) and what it wrote as expected.json;
+# then DuckDB, through its Node API (@duckdb/node-api, npm ci from
+# internal/interop/duckdb's lockfile; a prebuilt binary, nothing compiles),
+# reads the files with read_parquet(..., hive_partitioning = true) and
+# check.mjs compares the column types, every row, a per-tenant aggregate
+# and JSON reads of the payload. Needs no server. make test runs it
+# (scripts/test.sh); it installs Node.js from Debian when it is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+name=test-duckdb
+. scripts/node-test-lib.sh
+
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "$name: installing nodejs and npm (Debian packages) for DuckDB's Node API" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >&2
+fi
+require_node 18 "the DuckDB archive check"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/runstream-duckdb-test.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+go run ./internal/interop/duckdb/gen -dir "$work"
+cd internal/interop/duckdb
+npm_install
+node check.mjs "$work"
