@@ -85,3 +85,7 @@ scripts/test-typescript.sh
 # default compression and checks key, headers, value and partition
 # against docs/CONSUMERS.md (needs node 18+ and npm).
 scripts/test-kafkajs.sh
+# The archive read by DuckDB's Node API with no runstream code
+# (docs/ARCHIVE.md; internal/interop/duckdb, npm ci from its lockfile;
+# installs Node.js from Debian when missing).
+scripts/test-duckdb.sh
