@@ -297,3 +297,48 @@ func (s *Server) storeRunCount(ctx context.Context, tenant string) *int64 {
 	s.runCounts.put(tenant, n, time.Now())
 	return &n
 }
+
+// listTenant is the tenant a list or tenant-wide watch reads: the caller's
+// (with credentials), else ?tenantId= (an identifier: it is echoed into
+// event streams), else Config.DefaultTenant.
+func (s *Server) listTenant(r *http.Request, q url.Values) (string, error) {
+	if t := tenantOf(r.Context()); t != "" {
+		return t, nil
+	}
+	if t, err := queryIdentifier(q, "tenantId"); err != nil || t != "" {
+		return t, err
+	}
+	if s.cfg.DefaultTenant != "" {
+		return s.cfg.DefaultTenant, nil
+	}
+	return "", badRequest("tenantId", "tenantId is required when authentication is off (RUNSTREAM_AUTH_TOKENS unset)")
+}
+
+var runStatuses = map[string]bool{store.RunPending: true, store.RunApproved: true, store.RunRunning: true,
+	store.RunPaused: true, store.RunCompleted: true, store.RunFailed: true, store.RunCancelled: true}
+
+// runSummary is one entry of the runs list.
+type runSummary struct {
+	RunID           string `json:"runId"`
+	TenantID        string `json:"tenantId"`
+	Status          string `json:"status"`
+	Substatus       string `json:"substatus,omitempty"`
+	LastEventSeq    int64  `json:"lastEventSeq"`
+	UpdatedAt       string `json:"updatedAt"`
+	StartedAt       string `json:"startedAt,omitempty"`
+	CompletedAt     string `json:"completedAt,omitempty"`
+	TotalDurationMs *int64 `json:"totalDurationMs,omitempty"`
+	FailedSteps     int    `json:"failedSteps"`
+	Stale           bool   `json:"stale"`
+	PlanID          string `json:"planId"`
+	PlanVersion     string `json:"planVersion"`
+	EngineRunRef    string `json:"engineRunRef,omitempty"`
+	Steps           int    `json:"steps"`
+}
+
+func summarize(s *store.RunSnapshot) runSummary {
+	return runSummary{RunID: s.RunID, TenantID: s.TenantID, Status: s.Status, Substatus: s.Substatus,
+		LastEventSeq: s.LastEventSeq, UpdatedAt: s.UpdatedAt, StartedAt: s.StartedAt, CompletedAt: s.CompletedAt,
+		TotalDurationMs: s.TotalDurationMs, FailedSteps: s.FailedSteps, Stale: s.Stale, PlanID: s.PlanID,
+		PlanVersion: s.PlanVersion, EngineRunRef: s.EngineRunRef, Steps: len(s.Steps)}
+}

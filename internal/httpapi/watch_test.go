@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"runtime"
 	"strings"
@@ -40,87 +39,6 @@ func putSnapshot(t *testing.T, rdb *redis.Client, s store.RunSnapshot) {
 func snap(tenant, id, status string, seq int64, at time.Time) store.RunSnapshot {
 	return store.RunSnapshot{RunID: id, TenantID: tenant, Status: status, LastEventSeq: seq,
 		UpdatedAt: store.FormatPersistedAt(at), Steps: []store.StepSnapshot{}, Artifacts: []store.ArtifactRef{}}
-}
-
-func TestListRuns_NewestFirstPagedFilteredAndScoped(t *testing.T) {
-	t.Parallel()
-	tenant := "t_list_" + testenv.RandomID(4)
-	e := newEnv(t, httpapi.Config{AuthTokens: map[string]string{"tok-a": tenant, "tok-b": "t_other"}})
-	r := do(t, "GET", e.url+"/v1/runs", "tok-a", nil)
-	if r.status != 200 || !strings.Contains(string(r.body), `"runs":[]`) {
-		t.Fatalf("empty list: %d %s", r.status, r.body)
-	}
-	base := time.Now().Add(-time.Hour)
-	var ids []string
-	for i := range 7 {
-		id := fmt.Sprintf("run-%d-%s", i, testenv.RandomID(3))
-		st := store.RunRunning
-		if i%2 == 0 {
-			st = store.RunCompleted
-		}
-		// Two runs share a timestamp, to exercise ties across pages.
-		at := base.Add(time.Duration(min(i, 5)) * time.Second)
-		putSnapshot(t, e.redis, snap(tenant, id, st, int64(i+1), at))
-		ids = append(ids, id)
-	}
-	putSnapshot(t, e.redis, snap("t_other", "foreign-"+testenv.RandomID(3), store.RunRunning, 1, time.Now()))
-
-	var got []string
-	cursor := ""
-	for pages := 0; ; pages++ {
-		if pages > 10 {
-			t.Fatal("pagination does not end")
-		}
-		r := do(t, "GET", e.url+"/v1/runs?limit=3&cursor="+cursor, "tok-a", nil)
-		var out struct {
-			Runs []struct {
-				RunID, Status string
-			}
-			NextCursor string
-			Counts     map[string]int
-		}
-		if err := json.Unmarshal(r.body, &out); err != nil || r.status != 200 {
-			t.Fatalf("%d %s", r.status, r.body)
-		}
-		if out.Counts["COMPLETED"] != 4 || out.Counts["RUNNING"] != 3 {
-			t.Fatalf("counts %v, want 4 COMPLETED and 3 RUNNING (the other tenant's run excluded)", out.Counts)
-		}
-		for _, run := range out.Runs {
-			got = append(got, run.RunID)
-		}
-		if out.NextCursor == "" {
-			break
-		}
-		cursor = out.NextCursor
-	}
-	if len(got) != 7 {
-		t.Fatalf("paged %d runs %v, want all 7 exactly once", len(got), got)
-	}
-	seen := map[string]bool{}
-	for _, id := range got {
-		if seen[id] {
-			t.Fatalf("run %s listed twice across pages: %v", id, got)
-		}
-		seen[id] = true
-	}
-	if got[0] != ids[6] && got[0] != ids[5] {
-		t.Fatalf("first run %s is not among the newest", got[0])
-	}
-	r = do(t, "GET", e.url+"/v1/runs?status=RUNNING", "tok-a", nil)
-	if strings.Count(string(r.body), `"status":"RUNNING"`) != 3 || strings.Contains(string(r.body), `"status":"COMPLETED"`) {
-		t.Fatalf("status filter: %s", r.body)
-	}
-	for _, q := range []string{"status=DONE", "limit=0", "limit=x", "cursor=bm9wZQ"} {
-		if r := do(t, "GET", e.url+"/v1/runs?"+q, "tok-a", nil); r.status != 400 {
-			t.Errorf("%s: %d, want 400", q, r.status)
-		}
-	}
-	if r := do(t, "GET", e.url+"/v1/runs", "", nil); r.status != 401 {
-		t.Errorf("no token: %d", r.status)
-	}
-	if r := do(t, "GET", e.url+"/v1/runs?access_token=tok-a", "", nil); r.status != 200 {
-		t.Errorf("access_token query parameter: %d", r.status)
-	}
 }
 
 // appendable is a valid RunStarted write of a fresh run for tenant.
@@ -306,31 +224,4 @@ func TestWatch_ManyClientsBoundedAndNoLeak(t *testing.T) {
 	testenv.WaitFor(t, 30*time.Second, "goroutines back to the baseline", func() bool {
 		return runtime.NumGoroutine() <= before+10
 	})
-}
-
-func TestResync_Endpoint(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, httpapi.Config{AuthTokens: map[string]string{"tok-a": "tenant_a", "tok-b": "tenant_b"}})
-	ev := mustJSON(t, appendable(t, "tenant_a"))
-	if r := do(t, "POST", e.url+"/v1/events", "tok-a", ev); r.status != 201 {
-		t.Fatal(r.status)
-	}
-	var w store.RunEventWrite
-	_ = json.Unmarshal(ev, &w)
-	// A corrupted Redis snapshot at the same watermark is repaired.
-	e.redis.Set(context.Background(), snapshots.Key(w.RunID), `{"runId":"`+w.RunID+`","tenantId":"tenant_a","lastEventSeq":1,"status":"FAILED"}`, time.Hour)
-	if r := do(t, "POST", e.url+"/v1/runs/"+w.RunID+"/resync", "tok-b", nil); r.status != 404 {
-		t.Fatalf("another tenant's resync: %d, want 404", r.status)
-	}
-	r := do(t, "POST", e.url+"/v1/runs/"+w.RunID+"/resync", "tok-a", nil)
-	if r.status != 200 || !strings.Contains(string(r.body), `"status":"RUNNING"`) {
-		t.Fatalf("resync: %d %s", r.status, r.body)
-	}
-	got, _ := e.redis.Get(context.Background(), snapshots.Key(w.RunID)).Result()
-	if !strings.Contains(got, `"status":"RUNNING"`) {
-		t.Fatalf("Redis snapshot after resync: %s", got)
-	}
-	if r := do(t, "POST", e.url+"/v1/runs/unknown-"+w.RunID+"/resync", "tok-a", nil); r.status != 404 {
-		t.Fatalf("unknown run resync: %d", r.status)
-	}
 }

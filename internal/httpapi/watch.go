@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -18,83 +17,15 @@ import (
 	"github.com/runstream/runstream/store"
 )
 
+// The watch routes (Server-Sent Events): a run's changes
+// (GET /v1/runs/{runId}/watch) and a tenant's (GET /v1/runs/watch), their
+// heartbeat and the watcher limits.
+
 // heartbeatEvery is the SSE comment heartbeat, so proxies keep the stream
 // open and clients notice a dead one.
 const heartbeatEvery = 15 * time.Second
 
 var heartbeatFrame = []byte(": heartbeat\n\n")
-
-// listTenant is the tenant a list or tenant-wide watch reads: the caller's
-// (with credentials), else ?tenantId= (an identifier: it is echoed into
-// event streams), else Config.DefaultTenant.
-func (s *Server) listTenant(r *http.Request, q url.Values) (string, error) {
-	if t := tenantOf(r.Context()); t != "" {
-		return t, nil
-	}
-	if t, err := queryIdentifier(q, "tenantId"); err != nil || t != "" {
-		return t, err
-	}
-	if s.cfg.DefaultTenant != "" {
-		return s.cfg.DefaultTenant, nil
-	}
-	return "", badRequest("tenantId", "tenantId is required when authentication is off (RUNSTREAM_AUTH_TOKENS unset)")
-}
-
-// errNoRedis answers a route that reads snapshots when the API has no
-// Redis.
-var errNoRedis = &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL)"}
-
-var runStatuses = map[string]bool{store.RunPending: true, store.RunApproved: true, store.RunRunning: true,
-	store.RunPaused: true, store.RunCompleted: true, store.RunFailed: true, store.RunCancelled: true}
-
-// runSummary is one entry of the runs list.
-type runSummary struct {
-	RunID           string `json:"runId"`
-	TenantID        string `json:"tenantId"`
-	Status          string `json:"status"`
-	Substatus       string `json:"substatus,omitempty"`
-	LastEventSeq    int64  `json:"lastEventSeq"`
-	UpdatedAt       string `json:"updatedAt"`
-	StartedAt       string `json:"startedAt,omitempty"`
-	CompletedAt     string `json:"completedAt,omitempty"`
-	TotalDurationMs *int64 `json:"totalDurationMs,omitempty"`
-	FailedSteps     int    `json:"failedSteps"`
-	Stale           bool   `json:"stale"`
-	PlanID          string `json:"planId"`
-	PlanVersion     string `json:"planVersion"`
-	EngineRunRef    string `json:"engineRunRef,omitempty"`
-	Steps           int    `json:"steps"`
-}
-
-func summarize(s *store.RunSnapshot) runSummary {
-	return runSummary{RunID: s.RunID, TenantID: s.TenantID, Status: s.Status, Substatus: s.Substatus,
-		LastEventSeq: s.LastEventSeq, UpdatedAt: s.UpdatedAt, StartedAt: s.StartedAt, CompletedAt: s.CompletedAt,
-		TotalDurationMs: s.TotalDurationMs, FailedSteps: s.FailedSteps, Stale: s.Stale, PlanID: s.PlanID,
-		PlanVersion: s.PlanVersion, EngineRunRef: s.EngineRunRef, Steps: len(s.Steps)}
-}
-
-func (s *Server) redisErr(err error) error {
-	return &store.Error{Code: store.CodeUnavailable, Message: "the snapshot cache (Redis) is unavailable; retry", Err: err}
-}
-
-// getSnapshots reads snapshots in one pipeline (snapshots.Load); missing
-// and undecodable ones are nil.
-func (s *Server) getSnapshots(ctx context.Context, ids []string) ([]*store.RunSnapshot, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	snaps, _, err := snapshots.Load(ctx, s.redis, ids)
-	if err != nil {
-		return nil, s.redisErr(err)
-	}
-	out := make([]*store.RunSnapshot, len(ids))
-	for i, id := range ids {
-		if snap, ok := snaps[id]; ok {
-			out[i] = &snap
-		}
-	}
-	return out, nil
-}
 
 // watchRun: GET /v1/runs/{runId}/watch. The current snapshot, then each
 // change; `stale` and `recovered` events when the stale flag flips
@@ -355,45 +286,6 @@ func (s *Server) watchTenant(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-}
-
-// resyncRun: POST /v1/runs/{runId}/resync, a FULL resync of the run's
-// snapshot: any run for an operator, its own runs (rate-limited) for a
-// tenant.
-func (s *Server) resyncRun(w http.ResponseWriter, r *http.Request) error {
-	id, err := runID(r)
-	if err != nil {
-		return err
-	}
-	if s.redis == nil {
-		return errNoRedis
-	}
-	if err := s.authorizeRun(r, id); err != nil {
-		return err
-	}
-	if !s.isOperator(r.Context()) {
-		// A tenant may resync its own runs, at a bounded rate: each is a
-		// full rebuild from the store.
-		if ok, after := s.resyncs.allow(tenantOf(r.Context())); !ok {
-			s.metrics.rejected.WithLabelValues("resyncs").Inc()
-			return limitError(http.StatusTooManyRequests, after,
-				"at most %d resyncs a minute per tenant (--tenant-resyncs-per-minute); an operator's token is not limited", s.cfg.Limits.TenantResyncsPerMinute)
-		}
-	}
-	snap, err := snapshots.Resync(r.Context(), s.redis, s.store, id, s.snapshotPolicy())
-	if errors.Is(err, store.ErrNotFound) {
-		return notFound(id)
-	}
-	if errors.Is(err, snapshots.ErrExpired) {
-		return &store.Error{Code: store.CodeConflict, Field: "runId", Message: fmt.Sprintf(
-			"run %q ended more than --snapshot-ttl (%v) ago, so Redis no longer keeps its snapshot and a resync writes nothing; GET /v1/runs/%s/snapshot answers it from the store", id, s.cfg.SnapshotTTL, id)}
-	}
-	if err != nil {
-		return err
-	}
-	s.log.Info("operator resync", "runId", id, "lastEventSeq", snap.LastEventSeq, "requestId", requestID(r.Context()))
-	writeJSON(w, http.StatusOK, map[string]any{"runId": id, "lastEventSeq": snap.LastEventSeq, "status": snap.Status})
-	return nil
 }
 
 // acquireWatcher takes a live-stream slot for tenant, or says why not.
