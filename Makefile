@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/runstream
 
-.PHONY: all build dev test test-unit chaos up fuzz bench soak fmt vet tidy clean
+.PHONY: all build dev test test-unit lint chaos up fuzz bench soak fmt vet tidy clean
 
 all: build
 
@@ -20,7 +20,9 @@ dev: build
 	@eval "$$(scripts/up.sh)" && exec ./$(BIN) dev --demo
 
 # The whole test suite against real Postgres and Redis (and kfake): missing
-# servers fail the run (RUNSTREAM_TEST_REQUIRE=1), -race always.
+# servers fail the run (RUNSTREAM_TEST_REQUIRE=1), -race always. Every
+# stage runs even after a failure; it ends with each stage's time and the
+# ten slowest packages (scripts/test.sh).
 test:
 	@scripts/test.sh
 
@@ -62,9 +64,16 @@ bench: build
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-vet:
+# staticcheck with runstream's own checks (internal/lint; staticcheck.conf
+# says which run), built at the version go.mod pins, on every module.
+lint:
+	$(GO) build -o bin/runstream-lint ./internal/lint/cmd/runstream-lint
+	bin/runstream-lint ./...
+	cd internal/httpapi/console/browsertest && ../../../../bin/runstream-lint ./...
+	cd internal/httpapi/openapitest && ../../../bin/runstream-lint ./...
+
+vet: lint
 	$(GO) vet ./...
-	$(GO) tool staticcheck ./...
 
 tidy:
 	$(GO) mod tidy

@@ -236,8 +236,10 @@ func (b *rebuilds) publishFinal(rb *rebuildState) {
 		if err = b.publish(context.Background(), rb, false); err == nil {
 			return
 		}
-		if try < tries-1 {
-			time.Sleep(retry.Backoff(250*time.Millisecond, time.Second, try+1))
+		// A shutdown that begins during the wait ends it: the attempt
+		// just made was the last.
+		if try == tries-1 || !retry.Sleep(b.ctx, retry.Backoff(250*time.Millisecond, time.Second, try+1)) {
+			break
 		}
 	}
 	b.log.Warn("the rebuild's final state did not reach Redis: other API replicas will report it abandoned once its lease expires", "rebuild", rb.ID, "err", err)
