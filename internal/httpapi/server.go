@@ -120,6 +120,41 @@ func (c Config) Validate() error {
 	return c.Limits.Validate()
 }
 
+// setDefaults gives every zero field its default (the Limits' too).
+func (c *Config) setDefaults() {
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:8080"
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.MaxBatchEvents == 0 {
+		c.MaxBatchEvents = 1000
+	}
+	if c.LagGroup == "" {
+		c.LagGroup = store.DefaultProjectorGroup
+	}
+	if c.LagGroups == nil {
+		c.LagGroups = slices.Compact([]string{c.LagGroup, store.DefaultETLGroup})
+	}
+	if c.LagTopic == "" {
+		c.LagTopic = store.DefaultTopic
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 10 * time.Second
+	}
+	if c.Gatherer == nil {
+		c.Gatherer = prometheus.DefaultGatherer
+	}
+	c.Limits.setDefaults()
+	if c.storeReadWait == 0 {
+		c.storeReadWait = time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
 // eventStore is what the API needs of the Append Authority;
 // *postgres.Store satisfies it.
 type eventStore interface {
@@ -181,38 +216,8 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Addr == "" {
-		cfg.Addr = "127.0.0.1:8080"
-	}
-	if cfg.MaxBodyBytes == 0 {
-		cfg.MaxBodyBytes = 1 << 20
-	}
-	if cfg.MaxBatchEvents == 0 {
-		cfg.MaxBatchEvents = 1000
-	}
-	if cfg.LagGroup == "" {
-		cfg.LagGroup = store.DefaultProjectorGroup
-	}
-	if cfg.LagGroups == nil {
-		cfg.LagGroups = slices.Compact([]string{cfg.LagGroup, store.DefaultETLGroup})
-	}
-	if cfg.LagTopic == "" {
-		cfg.LagTopic = store.DefaultTopic
-	}
-	if cfg.ShutdownTimeout == 0 {
-		cfg.ShutdownTimeout = 10 * time.Second
-	}
-	if cfg.Gatherer == nil {
-		cfg.Gatherer = prometheus.DefaultGatherer
-	}
-	cfg.Limits.setDefaults()
-	if cfg.storeReadWait == 0 {
-		cfg.storeReadWait = time.Second
-	}
+	cfg.setDefaults()
 	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
