@@ -432,3 +432,59 @@ func ExampleKey() {
 	fmt.Println(key, err)
 	// Output: tenant=acme/date=2026-11-27/run_events_p20261127.parquet <nil>
 }
+
+// TestColumns_MatchDoc keeps docs/ARCHIVE.md's schema table and Columns in
+// step: same columns, order, types and nullability.
+func TestColumns_MatchDoc(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/ARCHIVE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Column
+	for line := range strings.Lines(string(doc)) {
+		cells := strings.Split(strings.TrimSpace(line), "|")
+		if len(cells) != 6 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
+			continue
+		}
+		name := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		if strings.Contains(name, "/") {
+			continue // the URL table
+		}
+		got = append(got, Column{Name: name, Type: strings.TrimSpace(cells[2]), Nullable: strings.TrimSpace(cells[3]) == "yes"})
+	}
+	if len(got) != len(Columns) {
+		t.Fatalf("docs/ARCHIVE.md lists %d columns, Columns has %d: %+v", len(got), len(Columns), got)
+	}
+	for i, c := range Columns {
+		wantType := strings.TrimSuffix(c.Type, " (JSON text)")
+		if got[i].Name != c.Name || got[i].Type != wantType || got[i].Nullable != c.Nullable {
+			t.Errorf("column %d: docs/ARCHIVE.md has %+v, Columns has %+v", i, got[i], c)
+		}
+	}
+}
+
+// FuzzRead: whatever the bytes, Read returns an error or records, and
+// never panics or hangs.
+func FuzzRead(f *testing.F) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	for i := range 5 {
+		rec := randRecord(rng, int64(i+1))
+		if len(rec.Payload) > 1000 {
+			rec.Payload = nil
+		}
+		if err := w.Write(rec); err != nil {
+			f.Fatal(err)
+		}
+	}
+	if _, err := w.Close(); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add(buf.Bytes()[:buf.Len()/2])
+	f.Add([]byte("PAR1"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = Read(bytes.NewReader(data), int64(len(data)), func(store.RunEventRecord) error { return nil })
+	})
+}
