@@ -179,6 +179,13 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 	_, err = s.client.PutObject(ctx, s.cfg.Bucket, name, cr, size, minio.PutObjectOptions{
 		ContentType: "application/vnd.apache.parquet",
 		PartSize:    s3PartSize,
+		// Each part carries its MD5, which the server checks, instead of
+		// an aws-chunked signed body: over plain HTTP minio-go would
+		// otherwise stream-sign the parts, an encoding not every
+		// S3-compatible server decodes (gofakes3 stores it as data). The
+		// retention pass verifies the whole file's checksum besides.
+		SendContentMd5:       true,
+		DisableContentSha256: true,
 	})
 	if err != nil {
 		return fmt.Errorf("archive %s: upload %s (after %d bytes of the source): %w", s.url, key, cr.n, describeS3(err))

@@ -146,6 +146,48 @@ func TestStorage_RoundTripArchiveFile(t *testing.T) {
 	})
 }
 
+// TestS3_LargeObject sends a file larger than a part (a multipart
+// upload) and reads it back through the local copy Open makes.
+func TestS3_LargeObject(t *testing.T) {
+	t.Parallel()
+	srv, _ := s3Server(t)
+	s := openS3(t, srv, "archive")
+	ctx := context.Background()
+	data := make([]byte, s3PartSize+3<<20)
+	rng := rand.New(rand.NewPCG(13, 14))
+	for i := 0; i < len(data); i += 8 {
+		v := rng.Uint64()
+		for j := 0; j < 8 && i+j < len(data); j++ {
+			data[i+j] = byte(v >> (8 * j))
+		}
+	}
+	key, _ := Key("acme", "2026-11-27", "large")
+	if err := s.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
+		t.Fatalf("Put of %d bytes: %v", len(data), err)
+	}
+	obj, err := s.Open(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	got := make([]byte, obj.Size())
+	if _, err := obj.ReadAt(got, 0); err != nil && !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes that differ from the %d written", len(got), len(data))
+	}
+	// A multipart upload that fails midway leaves nothing.
+	other, _ := Key("acme", "2026-11-27", "large-failed")
+	err = s.Put(ctx, other, &failingReader{r: bytes.NewReader(data), n: s3PartSize + 1<<20}, int64(len(data)))
+	if err == nil {
+		t.Fatal("a multipart Put of a failing source succeeded")
+	}
+	if _, ok, _ := s.Stat(ctx, other); ok {
+		t.Fatal("a failed multipart Put left an object")
+	}
+}
+
 // failingReader gives n bytes, then fails, as a writer killed midway.
 type failingReader struct {
 	r io.Reader
