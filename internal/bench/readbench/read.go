@@ -29,6 +29,7 @@ import (
 
 	"github.com/runstream/runstream/internal/bench/harness"
 	"github.com/runstream/runstream/internal/httpapi"
+	"github.com/runstream/runstream/internal/retry"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/snapshots"
@@ -362,7 +363,7 @@ func measureGets(ctx context.Context, cfg Config, base string, rep *Report) erro
 					var err error
 					if cl, err = dialGetClient(addr); err != nil {
 						errs.Add(1)
-						time.Sleep(10 * time.Millisecond)
+						retry.Sleep(ctx, 10*time.Millisecond)
 						continue
 					}
 				}
