@@ -13,7 +13,13 @@
 //     manifests set the documented RUNSTREAM_* variables (and only ones
 //     that are real flags), and every Kubernetes Deployment has a readiness
 //     probe on /readyz, a liveness probe on /healthz and a
-//     PodDisruptionBudget.
+//     PodDisruptionBudget;
+//   - the docs tests: every relative link of every Markdown file of the
+//     checkout (README.md, docs/, and the others) names a file inside the
+//     repository that exists, and a heading there when it has a #fragment;
+//     and no document sends the reader outside the repository (../shared,
+//     DESIGN.md): a clone is all a reader has. docs/ARCHITECTURE.md's
+//     package table is checked against `go list` here too.
 //
 // The alert rules' own unit tests are promtool's (deploy/prometheus/
 // alerts_test.yml), run by scripts/test.sh.

@@ -1,0 +1,246 @@
+package opstest_test
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// TestDocs_LinksStayInside reads every Markdown file of the checkout
+// (README.md, docs/, and any other) and checks that each relative link
+// names a file or directory inside the repository that exists, and that
+// its #fragment, when it has one and points into a Markdown file, is a
+// heading there. A clone is all a reader has: a link that leaves the
+// repository, or a file that was renamed, leads nowhere.
+func TestDocs_LinksStayInside(t *testing.T) {
+	root := moduleRoot(t)
+	docs := markdownFiles(t, root)
+	anchors := map[string]map[string]bool{}
+	anchorsOf := func(path string) map[string]bool {
+		if a, ok := anchors[path]; ok {
+			return a
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := headingAnchors(string(data))
+		anchors[path] = a
+		return a
+	}
+	checked := 0
+	for _, doc := range docs {
+		data, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, doc)
+		for _, l := range markdownLinks(string(data)) {
+			if external(l.target) {
+				continue
+			}
+			checked++
+			path, frag, _ := strings.Cut(l.target, "#")
+			target := doc
+			if path != "" {
+				if strings.HasPrefix(path, "/") {
+					target = filepath.Join(root, path)
+				} else {
+					target = filepath.Join(filepath.Dir(doc), path)
+				}
+				if r, err := filepath.Rel(root, target); err != nil || r == ".." || strings.HasPrefix(r, "../") {
+					t.Errorf("%s:%d: link %q leaves the repository: state what the reader needs here, or link a file of the repository", rel, l.line, l.target)
+					continue
+				}
+				if _, err := os.Stat(target); err != nil {
+					t.Errorf("%s:%d: link %q names %s, which does not exist", rel, l.line, l.target, relTo(root, target))
+					continue
+				}
+			}
+			if frag != "" && strings.HasSuffix(target, ".md") && !anchorsOf(target)[strings.ToLower(frag)] {
+				t.Errorf("%s:%d: link %q: %s has no heading whose anchor is #%s", rel, l.line, l.target, relTo(root, target), frag)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatalf("no relative link found in %d Markdown files: is the link parser broken?", len(docs))
+	}
+}
+
+// TestDocs_NoOutsideReading checks that no Markdown file of the checkout
+// sends the reader to a document outside it: the project's design notes
+// and contract copies beside the checkout are not part of a clone.
+// docs/CONTRACT.md states the contract in the repository's own words.
+func TestDocs_NoOutsideReading(t *testing.T) {
+	root := moduleRoot(t)
+	outside := []string{"../shared", "DESIGN.md"}
+	for _, doc := range markdownFiles(t, root) {
+		data, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, doc)
+		for i, line := range strings.Split(string(data), "\n") {
+			for _, o := range outside {
+				if strings.Contains(line, o) {
+					t.Errorf("%s:%d mentions %s, which is not in the repository: say what it says here, or point at docs/CONTRACT.md or another document of the repository", rel, i+1, o)
+				}
+			}
+		}
+	}
+}
+
+// TestDocs_Parser checks the link and anchor parsing on a sample.
+func TestDocs_Parser(t *testing.T) {
+	md := "# Title\n\n## The relay: outbox to Kafka\n\nSee [a](docs/A.md#x), ![i](img.png \"t\") and\n" +
+		"[ref]: ../elsewhere.md\n\n```\n[not](a-link.md)\n```\n\n`[nor](this.md)` <a href=\"b/c.md\">c</a>\n" +
+		"## Title\n"
+	var got []string
+	for _, l := range markdownLinks(md) {
+		got = append(got, fmt.Sprintf("%d:%s", l.line, l.target))
+	}
+	want := []string{"5:docs/A.md#x", "5:img.png", "6:../elsewhere.md", "12:b/c.md"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("links %v, want %v", got, want)
+	}
+	a := headingAnchors(md)
+	for _, w := range []string{"title", "the-relay-outbox-to-kafka", "title-1"} {
+		if !a[w] {
+			t.Errorf("no anchor %q in %v", w, a)
+		}
+	}
+}
+
+func relTo(root, path string) string {
+	r, err := filepath.Rel(root, path)
+	if err != nil {
+		return path
+	}
+	return r
+}
+
+// markdownFiles lists the checkout's Markdown files, leaving out what is
+// not the repository's own (installed dependencies, test output, git).
+func markdownFiles(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "node_modules", "test-artifacts", "dist":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(d.Name(), ".md") {
+			out = append(out, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) == 0 {
+		t.Fatalf("no Markdown file under %s", root)
+	}
+	return out
+}
+
+type mdLink struct {
+	line   int
+	target string
+}
+
+var (
+	inlineLink = regexp.MustCompile(`\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)`)
+	refLink    = regexp.MustCompile(`^\s{0,3}\[[^\]]+\]:\s+<?([^\s>]+)>?`)
+	htmlLink   = regexp.MustCompile(`(?:href|src)="([^"]+)"`)
+	codeSpan   = regexp.MustCompile("`[^`]*`")
+)
+
+// markdownLinks returns the link targets of a Markdown text, outside code
+// blocks and code spans: inline links and images, reference definitions,
+// and href/src attributes of inline HTML.
+func markdownLinks(md string) []mdLink {
+	var out []mdLink
+	fence := ""
+	for i, line := range strings.Split(md, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if fence != "" {
+			if strings.HasPrefix(trimmed, fence) {
+				fence = ""
+			}
+			continue
+		}
+		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
+			fence = trimmed[:3]
+			continue
+		}
+		line = codeSpan.ReplaceAllString(line, "")
+		for _, re := range []*regexp.Regexp{inlineLink, refLink, htmlLink} {
+			for _, m := range re.FindAllStringSubmatch(line, -1) {
+				out = append(out, mdLink{line: i + 1, target: m[1]})
+			}
+		}
+	}
+	return out
+}
+
+// external reports whether a link target is not a path of the repository:
+// a URL with a scheme, or a mail address.
+func external(target string) bool {
+	return strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:")
+}
+
+// headingAnchors returns the anchors GitHub gives a Markdown text's
+// headings: lowercased, punctuation dropped, spaces made hyphens, and a
+// repeated anchor numbered -1, -2, ...
+func headingAnchors(md string) map[string]bool {
+	out := map[string]bool{}
+	fence := ""
+	for _, line := range strings.Split(md, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if fence != "" {
+			if strings.HasPrefix(trimmed, fence) {
+				fence = ""
+			}
+			continue
+		}
+		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
+			fence = trimmed[:3]
+			continue
+		}
+		if !strings.HasPrefix(line, "#") {
+			continue
+		}
+		text := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(text) {
+			switch {
+			case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
+				b.WriteRune(r)
+			case r == ' ':
+				b.WriteRune('-')
+			}
+		}
+		a := b.String()
+		if out[a] {
+			for n := 1; ; n++ {
+				if numbered := fmt.Sprintf("%s-%d", a, n); !out[numbered] {
+					a = numbered
+					break
+				}
+			}
+		}
+		out[a] = true
+	}
+	return out
+}
