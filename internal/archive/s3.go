@@ -41,7 +41,7 @@ type S3Config struct {
 	MaxRetries int
 }
 
-// LogValue-safe rendering: the URL form, never the credentials.
+// url renders cfg as its s3:// URL, for messages: never the credentials.
 func (c S3Config) url() string {
 	q := url.Values{}
 	if c.Endpoint != "" {
