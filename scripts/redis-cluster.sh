@@ -2,7 +2,11 @@
 # Brings up a real three-master Redis Cluster of Debian's redis-server on
 # loopback ports 7101-7103, for the projector's cluster tests. Idempotent: a
 # no-op when the cluster already answers with cluster_state:ok. Prints the
-# environment to use it (RUNSTREAM_TEST_REDIS_CLUSTER_ADDRS).
+# environment to use it (RUNSTREAM_TEST_REDIS_CLUSTER_ADDRS), and in
+# RUNSTREAM_CLUSTER_STARTED the ports of the nodes this run started.
+#
+# `scripts/redis-cluster.sh stop PORT...` shuts those nodes down again
+# (scripts/test.sh does when it fails).
 #
 # Elsewhere (a cluster of your own): set RUNSTREAM_TEST_REDIS_CLUSTER_ADDRS
 # and this script only checks that it answers.
@@ -12,6 +16,16 @@ PORTS=(7101 7102 7103)
 DIR=/var/lib/runstream-redis-cluster
 ADDRS_DEFAULT="127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103"
 log() { echo "redis-cluster: $*" >&2; }
+
+if [ "${1:-}" = stop ]; then
+  shift
+  for port in "$@"; do
+    redis-cli -h 127.0.0.1 -p "$port" shutdown nosave >/dev/null 2>&1 || true
+    log "stopped the cluster node on 127.0.0.1:$port"
+  done
+  exit 0
+fi
+started=""
 
 # state HOST PORT: the node's cluster_state (ok, fail), or nothing when it
 # does not answer.
@@ -56,6 +70,7 @@ if ! all_ok "$ADDRS_DEFAULT"; then
   for port in "${PORTS[@]}"; do
     if ! redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -q PONG; then
       log "starting a cluster node on 127.0.0.1:$port"
+      started="$started $port"
       mkdir -p "$DIR/$port"
       redis-server --bind 127.0.0.1 --port "$port" --daemonize yes \
         --cluster-enabled yes --cluster-config-file "$DIR/$port/nodes.conf" --cluster-node-timeout 5000 \
@@ -93,4 +108,5 @@ if ! all_ok "$ADDRS_DEFAULT"; then
   fi
 fi
 echo "export RUNSTREAM_TEST_REDIS_CLUSTER_ADDRS='$ADDRS_DEFAULT'"
+echo "export RUNSTREAM_CLUSTER_STARTED='${started# }'"
 log "Redis Cluster is up on $ADDRS_DEFAULT"

@@ -2,7 +2,9 @@
 # Brings up the real servers runstream needs, on loopback: PostgreSQL 15 and
 # Redis 7 from Debian's packages. Installs them when absent, starts them when
 # stopped, and is a no-op when they already answer. Prints the environment
-# (RUNSTREAM_POSTGRES_URL, RUNSTREAM_REDIS_URL) to use them.
+# (RUNSTREAM_POSTGRES_URL, RUNSTREAM_REDIS_URL) to use them, and in
+# RUNSTREAM_UP_STARTED the servers this run started ("postgres redis", or
+# less), so that a caller such as scripts/test.sh can stop them again.
 #
 # Elsewhere (not root, not Debian, or servers of your own): set
 # RUNSTREAM_POSTGRES_URL and RUNSTREAM_REDIS_URL and this script only checks
@@ -14,6 +16,7 @@ REDIS_URL_DEFAULT="redis://127.0.0.1:6379/0"
 log() { echo "up: $*" >&2; }
 
 apt_updated=0
+started=""
 apt_install() {
   if [ "$(id -u)" != 0 ]; then
     log "need to install $* but not root: install it, or set RUNSTREAM_POSTGRES_URL/RUNSTREAM_REDIS_URL"
@@ -55,6 +58,7 @@ postgres_up() {
     # real commit (runstream_relay_commit_to_ack_seconds).
     pg_conftool 15 main set track_commit_timestamp on >&2 || true
     pg_ctlcluster 15 main start >&2
+    started="$started postgres"
   fi
   for _ in $(seq 1 50); do
     su postgres -c "psql -qAtc 'select 1'" >/dev/null 2>&1 && break
@@ -85,6 +89,7 @@ redis_up() {
     mkdir -p /var/lib/runstream-redis
     redis-server --bind 127.0.0.1 --port 6379 --daemonize yes --save '' --appendonly no \
       --dir /var/lib/runstream-redis --logfile /var/lib/runstream-redis/redis.log >&2
+    started="$started redis"
     for _ in $(seq 1 50); do
       redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG && break
       sleep 0.1
@@ -97,4 +102,5 @@ postgres_up
 redis_up
 echo "export RUNSTREAM_POSTGRES_URL='${RUNSTREAM_POSTGRES_URL:-$PG_URL_DEFAULT}'"
 echo "export RUNSTREAM_REDIS_URL='${RUNSTREAM_REDIS_URL:-$REDIS_URL_DEFAULT}'"
+echo "export RUNSTREAM_UP_STARTED='${started# }'"
 log "PostgreSQL and Redis are up"
