@@ -94,7 +94,9 @@ type Hooks struct {
 	OffsetReset func(topic string, partition int32, from, resumedAt int64)
 }
 
-// Config configures a [Consumer].
+// Config configures a [Consumer]. Zero values take the defaults noted; a
+// feature is turned off with its DisableX field, never with a negative
+// value (which Validate refuses).
 type Config struct {
 	// Brokers are the Kafka bootstrap brokers (required).
 	Brokers []string

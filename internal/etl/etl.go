@@ -22,7 +22,9 @@ import (
 // DefaultGroup is the consumer group of the ETL when none is given.
 const DefaultGroup = store.DefaultETLGroup
 
-// Config configures an [ETL].
+// Config configures an [ETL]. Zero values take the defaults noted; a
+// feature is turned off with its DisableX field, never with a negative
+// value (which Validate refuses).
 type Config struct {
 	// Brokers are the Kafka bootstrap brokers (required).
 	Brokers []string
