@@ -181,6 +181,3 @@ func hostsOf(cfg *pgxpool.Config) string {
 // errTenant is returned by append for a run owned by another tenant.
 var errTenant = &store.Error{Code: store.CodeForbidden, Field: "tenantId",
 	Message: "this runId belongs to another tenant; a run's events must all carry the tenantId of its first event"}
-
-// isNotFound reports whether err matches store.ErrNotFound.
-func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
