@@ -73,6 +73,16 @@ type RotateOutboxOptions struct {
 	hook func(stage string, pid uint32)
 }
 
+// setDefaults gives every field not above zero its default.
+func (o *RotateOutboxOptions) setDefaults() {
+	if o.SwitchBytes <= 0 {
+		o.SwitchBytes = DefaultOutboxSwitchBytes
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = DefaultOutboxLockTimeout
+	}
+}
+
 // OutboxStep is what one [Outbox.Rotate] call did.
 type OutboxStep int
 
@@ -143,12 +153,7 @@ func (o *Outbox) MayRotate(ctx context.Context) (bool, error) {
 // OutboxBusy), and a call cancelled or cut off at any point leaves the
 // outbox as it was or with its step done.
 func (o *Outbox) Rotate(ctx context.Context, opts RotateOutboxOptions) (OutboxRotation, error) {
-	if opts.SwitchBytes <= 0 {
-		opts.SwitchBytes = DefaultOutboxSwitchBytes
-	}
-	if opts.LockTimeout <= 0 {
-		opts.LockTimeout = DefaultOutboxLockTimeout
-	}
+	opts.setDefaults()
 	// READ COMMITTED whatever the server's default: the check made under
 	// the lock must take a snapshot of its own, after the lock was granted,
 	// to see rows committed since the transaction began.
