@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runstream/runstream/internal/export"
+	"github.com/runstream/runstream/internal/retention"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -76,7 +77,7 @@ func runExport(ctx context.Context, env *environment, args []string) error {
 		w = file.Writer()
 	}
 	cfg := export.Config{Window: win, After: after, Follow: *follow, PageSize: *pageSize, Poll: *poll,
-		ProgressEvery: *every, Logger: log,
+		ProgressEvery: *every, Logger: log, Archive: retention.NewFileReader(env.getenv),
 		Progress: func(p export.Progress) { fmt.Fprintln(env.stderr, progressLine(p)) }}
 	res, err := export.Run(ctx, st, cfg, w)
 	interrupted := err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())

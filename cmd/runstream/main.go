@@ -85,6 +85,7 @@ func commands() []command {
 		{"rebuild", "rebuild Redis snapshots from the store: --run ID or --all", runRebuild},
 		{"export", "one tenant's events by persistedAt as NDJSON: --tenant T --from T0 [--to T1] [--follow] [--out FILE]", runExport},
 		{"migrate", "apply the Postgres schema (idempotent)", runMigrate},
+		{"retention", "keep the store bounded: retention run|status (partitions ahead; old runs archived to Parquet, verified, then dropped)", runStoreRetention},
 		{"etl", "analytics sink: the topic into Postgres tables runs and step_attempts, effectively once", runEtl},
 		{"bench", "load generators and reports, each with its baseline: bench " + benchNames(), runBench},
 		{"version", "version, commit and Go version of this binary (also --version, -v)", runVersion},

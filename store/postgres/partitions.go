@@ -136,15 +136,21 @@ const (
 // the partition (it is the newest that has begun) or will (it has not
 // begun), a run is open or ended at or after cutoff, or one of its runs
 // has an event waiting in the outbox or a dead letter.
-func (s *Store) RetirementHold(ctx context.Context, p Partition, cutoff time.Time) (Hold, error) {
+//
+// grace widens "new runs go to it": a partition is held until a later one
+// began at least grace ago, so that an append which chose it just before
+// (its transaction not yet committed, so its run not yet visible) has
+// long ended.
+func (s *Store) RetirementHold(ctx context.Context, p Partition, cutoff time.Time, grace time.Duration) (Hold, error) {
 	var routing, open, recent, outbox, dead bool
 	err := s.pool.QueryRow(ctx, `SELECT
-		$1 >= (SELECT max(epoch) FROM run_event_partitions WHERE epoch <= clock_timestamp() AND retired_at IS NULL),
+		$1 >= coalesce((SELECT max(epoch) FROM run_event_partitions
+			WHERE epoch <= clock_timestamp() - $3::interval AND retired_at IS NULL), 'infinity'),
 		EXISTS (SELECT 1 FROM runs WHERE run_epoch = $1 AND terminal_at IS NULL),
 		EXISTS (SELECT 1 FROM runs WHERE run_epoch = $1 AND terminal_at >= $2),
 		EXISTS (SELECT 1 FROM outbox o JOIN runs r ON r.run_id = o.run_id WHERE r.run_epoch = $1),
 		EXISTS (SELECT 1 FROM outbox_dead_letters d JOIN runs r ON r.run_id = d.run_id WHERE r.run_epoch = $1)`,
-		p.epochArg(), cutoff).Scan(&routing, &open, &recent, &outbox, &dead)
+		p.epochArg(), cutoff, grace).Scan(&routing, &open, &recent, &outbox, &dead)
 	if err != nil {
 		return HoldNone, classify(fmt.Errorf("checking whether partition %s can be retired: %w", p.Name, err))
 	}
@@ -161,6 +167,17 @@ func (s *Store) RetirementHold(ctx context.Context, p Partition, cutoff time.Tim
 		return HoldDeadLetters, nil
 	}
 	return HoldNone, nil
+}
+
+// UnretirePartition takes back the retirement of p, still attached: a run
+// appeared in it after all (an append that chose it before it was retired
+// committed late), so it must keep taking that run's events.
+func (s *Store) UnretirePartition(ctx context.Context, p Partition) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE run_event_partitions SET retired_at = NULL
+		WHERE epoch = $1 AND archived_at IS NULL`, p.epochArg()); err != nil {
+		return classify(fmt.Errorf("taking back the retirement of partition %s: %w", p.Name, err))
+	}
+	return nil
 }
 
 // RetirePartition marks p retired: from its commit on, appends to its runs

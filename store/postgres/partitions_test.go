@@ -258,7 +258,7 @@ func TestPartitions_RetireDetachArchiveDrop(t *testing.T) {
 	}
 	hold := func(want postgres.Hold) {
 		t.Helper()
-		got, err := s.RetirementHold(ctx, part(), time.Now().Add(time.Hour))
+		got, err := s.RetirementHold(ctx, part(), time.Now().Add(time.Hour), 0)
 		if err != nil || got != want {
 			t.Fatalf("RetirementHold of %s: %q, %v; want %q", name, got, err, want)
 		}
@@ -271,7 +271,7 @@ func TestPartitions_RetireDetachArchiveDrop(t *testing.T) {
 	if _, err := s.AppendEvent(ctx, workload.Event(open, store.EventRunFailed, "", 1, 1, time.Now(), nil)); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.RetirementHold(ctx, part(), time.Now().Add(-time.Hour)); err != nil || got != postgres.HoldRecentEnds {
+	if got, err := s.RetirementHold(ctx, part(), time.Now().Add(-time.Hour), 0); err != nil || got != postgres.HoldRecentEnds {
 		t.Fatalf("RetirementHold with runs ended after the cutoff: %q, %v", got, err)
 	}
 	hold(postgres.HoldOutbox) // no relay ran

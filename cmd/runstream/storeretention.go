@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/runstream/runstream/internal/archive"
+	"github.com/runstream/runstream/internal/retention"
+	"github.com/runstream/runstream/store/postgres"
+)
+
+// storeRetentionFlags are the store's retention settings (issue 31).
+type storeRetentionFlags struct {
+	postgresURL string
+	retention   time.Duration
+	width       time.Duration
+	archiveURL  string
+	tempDir     string
+	every       time.Duration
+}
+
+func (f *storeRetentionFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.postgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL of the Append Authority")
+	fs.DurationVar(&f.retention, "retention", 0, "a partition of run_events leaves the store once every run in it ended at least this long ago, archived and verified first (0: never)")
+	fs.DurationVar(&f.width, "partition-interval", retention.DefaultPartitionWidth, "span of each new run_events partition (at least 1m); runs leave the store a partition at a time")
+	fs.StringVar(&f.archiveURL, "archive-url", "", "where removed runs' events are archived as Parquet: file:///dir or s3://bucket/prefix?endpoint=host:port (required with --retention)")
+	fs.StringVar(&f.tempDir, "temp-dir", "", "local directory each archive file is written in before its upload (default: the system's)")
+	fs.DurationVar(&f.every, "every", retention.DefaultEvery, "time between retention passes")
+}
+
+func runStoreRetention(ctx context.Context, env *environment, args []string) error {
+	const usage = "Usage: runstream retention status [flags]\n       runstream retention run [--once] [flags]\n\n" +
+		"Keeps the store bounded. run_events is partitioned by the time each run began; a pass makes\n" +
+		"partitions ahead of need and, with --retention, takes out of Postgres every partition whose\n" +
+		"runs all ended at least that long ago: appends to its runs are refused (409 RUN_ARCHIVED),\n" +
+		"it is detached, each tenant's events are written to --archive-url as Parquet, read back and\n" +
+		"verified, recorded in the manifest, and only then is the partition dropped. An interrupted\n" +
+		"pass resumes where it stopped. status shows the partitions, their sizes, what holds each\n" +
+		"back, the archive files and the next removal.\n"
+	if len(args) == 0 || (args[0] != "status" && args[0] != "run") {
+		fmt.Fprint(env.stderr, usage)
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			return nil
+		}
+		return usageError{errors.New("retention needs a subcommand: status or run")}
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("retention "+sub, flag.ContinueOnError)
+	var rf storeRetentionFlags
+	rf.register(fs)
+	asJSON := fs.Bool("json", false, "status: print JSON")
+	once := fs.Bool("once", false, "run: one pass, then exit (for a scheduled job)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "json", "json or text")
+	if err := parseFlags(fs, env, args[1:], "runstream retention "+sub+" [flags]", usage); err != nil {
+		return err
+	}
+	log, err := newLogger(env.stderr, *logLevel, *logFormat)
+	if err != nil {
+		return err
+	}
+	cfg := retention.Config{Retention: rf.retention, PartitionWidth: rf.width, Every: rf.every, TempDir: rf.tempDir, Log: log}
+	if rf.archiveURL != "" {
+		if cfg.Archive, err = archive.OpenStorage(rf.archiveURL, env.getenv); err != nil {
+			return usageError{err}
+		}
+	}
+	if sub == "run" {
+		if _, err := retention.New(nil, cfg); err != nil {
+			return usageError{err}
+		}
+		if cfg.Archive != nil {
+			// Refuse to start rather than retire partitions it cannot archive.
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := cfg.Archive.Check(cctx)
+			cancel()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	pool, err := postgres.Connect(ctx, rf.postgresURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	st, err := postgres.New(pool, postgres.Config{})
+	if err != nil {
+		return err
+	}
+	if sub == "status" {
+		return retentionStatus(ctx, env, st, rf.retention, *asJSON)
+	}
+	k, err := retention.New(st, cfg)
+	if err != nil {
+		return usageError{err}
+	}
+	if !*once {
+		log.Info("retention running", "retention", rf.retention, "partitionInterval", rf.width, "archive", rf.archiveURL, "every", rf.every)
+		if err := k.Run(ctx); err != nil && ctx.Err() == nil {
+			return err
+		}
+		return nil
+	}
+	rep, err := k.Pass(ctx)
+	if err != nil {
+		return err
+	}
+	if rep.Skipped {
+		fmt.Fprintln(env.stdout, "another retention pass holds the lock; nothing done")
+		return nil
+	}
+	fmt.Fprintf(env.stdout, "partitions made ahead: %d; dropped: %d %v; archived %d files, %d events, %d bytes\n",
+		rep.PartitionsMade, len(rep.Dropped), rep.Dropped, rep.Files, rep.Events, rep.Bytes)
+	for _, h := range rep.Held {
+		fmt.Fprintf(env.stdout, "  %s stays: %s\n", h.Partition, h.Hold)
+	}
+	return nil
+}
+
+// partitionStatus is one line of `retention status`.
+type partitionStatus struct {
+	Name          string     `json:"name"`
+	From          string     `json:"from"`
+	Until         string     `json:"until"`
+	State         string     `json:"state"`
+	Bytes         int64      `json:"bytes"`
+	Runs          int64      `json:"runs"`
+	OpenRuns      int64      `json:"openRuns"`
+	LastEnd       *time.Time `json:"lastEnd,omitempty"`
+	Hold          string     `json:"hold,omitempty"`
+	RemovableFrom *time.Time `json:"removableFrom,omitempty"`
+	ArchiveFiles  int        `json:"archiveFiles"`
+	ArchiveBytes  int64      `json:"archiveBytes"`
+}
+
+func partitionState(p postgres.Partition) string {
+	switch {
+	case p.DroppedAt != nil:
+		return "dropped"
+	case p.ArchivedAt != nil:
+		return "archived"
+	case p.RetiredAt != nil && !p.Attached:
+		return "detached"
+	case p.RetiredAt != nil:
+		return "retired"
+	}
+	return "live"
+}
+
+func retentionStatus(ctx context.Context, env *environment, st *postgres.Store, keep time.Duration, asJSON bool) error {
+	parts, err := st.Partitions(ctx)
+	if err != nil {
+		return err
+	}
+	var out []partitionStatus
+	for _, p := range parts {
+		ps := partitionStatus{Name: p.Name, From: "-infinity", Until: p.Until.UTC().Format(time.RFC3339), State: partitionState(p), Bytes: p.Bytes}
+		if !p.Legacy {
+			ps.From = p.Epoch.UTC().Format(time.RFC3339)
+		}
+		if p.DroppedAt == nil {
+			if ps.Runs, ps.OpenRuns, ps.LastEnd, err = st.PartitionRuns(ctx, p); err != nil {
+				return err
+			}
+		}
+		if p.RetiredAt == nil && keep > 0 {
+			hold, err := st.RetirementHold(ctx, p, time.Now().Add(-keep), retention.DefaultRoutingGrace)
+			if err != nil {
+				return err
+			}
+			ps.Hold = string(hold)
+			if ps.OpenRuns == 0 && ps.LastEnd != nil {
+				at := ps.LastEnd.Add(keep)
+				ps.RemovableFrom = &at
+			}
+		}
+		files, err := st.Archives(ctx, p)
+		if err != nil {
+			return err
+		}
+		ps.ArchiveFiles = len(files)
+		for _, f := range files {
+			ps.ArchiveBytes += f.Bytes
+		}
+		out = append(out, ps)
+	}
+	if asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"retentionSeconds": keep.Seconds(), "partitions": out})
+	}
+	tw := tabwriter.NewWriter(env.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION\tFROM\tUNTIL\tSTATE\tSIZE\tRUNS\tOPEN\tARCHIVE\tHELD BY")
+	for _, ps := range out {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d files, %s\t%s\n", ps.Name, ps.From, ps.Until, ps.State,
+			humanBytes(ps.Bytes), ps.Runs, ps.OpenRuns, ps.ArchiveFiles, humanBytes(ps.ArchiveBytes), ps.Hold)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if keep == 0 {
+		fmt.Fprintln(env.stdout, "retention is off (--retention 0): no partition leaves the store; give --retention to see what holds each back")
+		return nil
+	}
+	for _, ps := range out {
+		if ps.State == "live" && ps.Hold == "" {
+			fmt.Fprintf(env.stdout, "next removal: %s, at the next pass\n", ps.Name)
+			return nil
+		}
+	}
+	var next *partitionStatus
+	for i := range out {
+		if ps := &out[i]; ps.RemovableFrom != nil && (next == nil || ps.RemovableFrom.Before(*next.RemovableFrom)) {
+			next = ps
+		}
+	}
+	if next != nil {
+		fmt.Fprintf(env.stdout, "next removal: %s, from %s (its last run ended %s)\n", next.Name, next.RemovableFrom.UTC().Format(time.RFC3339), next.LastEnd.UTC().Format(time.RFC3339))
+	} else {
+		fmt.Fprintln(env.stdout, "next removal: none yet (every older partition has open runs or is the newest)")
+	}
+	return nil
+}
+
+// humanBytes is n in B, KB, MB or GB (powers of 1024).
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 2; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "KMG"[exp])
+}

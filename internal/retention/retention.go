@@ -1,0 +1,451 @@
+// Package retention keeps the store bounded (issue 31): it keeps
+// run_events' partitions made ahead of need, and, with a retention set,
+// moves each partition whose runs all ended at least that long ago out of
+// Postgres: retired (appends to its runs refused), detached, written to
+// the archive as one Parquet file per tenant, each read back and verified
+// against the table and recorded in the manifest, and only then dropped.
+// Every step is recorded in the store's catalog (store/postgres
+// Partition), so a pass interrupted at any point (a crash, kill -9, a
+// refusing bucket) resumes where it stopped and never drops anything
+// unverified. One pass runs at a time per schema (an advisory lock).
+package retention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/runstream/runstream/internal/archive"
+	"github.com/runstream/runstream/store"
+	"github.com/runstream/runstream/store/postgres"
+)
+
+// Defaults of Config.
+const (
+	DefaultPartitionWidth = 24 * time.Hour
+	DefaultEvery          = 5 * time.Minute
+	DefaultRoutingGrace   = time.Minute
+)
+
+// Location is the URL of key's object in storage: the storage's URL
+// with key joined to its path (its query, an S3 endpoint, kept), as the
+// manifest records it and an export opens it (SplitLocation).
+func Location(storage archive.Storage, key string) string {
+	u, err := url.Parse(storage.URL())
+	if err != nil {
+		return storage.URL() + "/" + key
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + key
+	return u.String()
+}
+
+// SplitLocation is Location's inverse: the storage URL and the key (the
+// last three path segments, tenant=/date=/name.parquet, as archive.Key
+// makes them).
+func SplitLocation(location string) (storageURL, key string, err error) {
+	u, err := url.Parse(location)
+	if err != nil {
+		return "", "", fmt.Errorf("archive location %q does not parse: %w", location, err)
+	}
+	parts := strings.Split(strings.TrimSuffix(u.Path, "/"), "/")
+	if len(parts) < 4 {
+		return "", "", fmt.Errorf("archive location %q does not end in tenant=<t>/date=<d>/<name>.parquet", location)
+	}
+	key = strings.Join(parts[len(parts)-3:], "/")
+	if _, _, _, err := archive.ParseKey(key); err != nil {
+		return "", "", fmt.Errorf("archive location %q: %w", location, err)
+	}
+	u.Path = strings.Join(parts[:len(parts)-3], "/")
+	if u.Scheme == "file" && u.Path == "" {
+		u.Path = "/"
+	}
+	return u.String(), key, nil
+}
+
+// Config is a Keeper's policy.
+type Config struct {
+	// Retention: a partition leaves the store once every run in it ended
+	// at least this long ago. 0 turns removal off; partitions are still
+	// made ahead.
+	Retention time.Duration
+	// PartitionWidth is the span of each new partition; 0 means
+	// DefaultPartitionWidth. At least a minute.
+	PartitionWidth time.Duration
+	// Ahead is how far past now partitions are made; 0 means one
+	// PartitionWidth.
+	Ahead time.Duration
+	// Every is the time between passes in Run; 0 means DefaultEvery.
+	Every time.Duration
+	// Archive receives the archive files; required with a Retention.
+	Archive archive.Storage
+	// TempDir holds each file while it is written, before its upload
+	// ("" is the system's).
+	TempDir string
+	// RoutingGrace: a partition is retired only once a later one began at
+	// least this long ago (an append that chose it just before has then
+	// ended); 0 means DefaultRoutingGrace.
+	RoutingGrace time.Duration
+	Log     *slog.Logger
+}
+
+// Validate checks c, with defaults applied, and says what to change.
+func (c Config) Validate() error {
+	switch {
+	case c.Retention < 0:
+		return fmt.Errorf("--retention must be 0 (off) or a positive duration, got %v", c.Retention)
+	case c.Retention > 0 && c.Retention < time.Minute:
+		return fmt.Errorf("--retention must be at least 1m, got %v", c.Retention)
+	case c.Retention > 0 && c.Archive == nil:
+		return errors.New("--retention needs --archive-url: runs leave the store only once they are in the archive")
+	case c.PartitionWidth < time.Minute:
+		return fmt.Errorf("--partition-interval must be at least 1m, got %v", c.PartitionWidth)
+	case c.Ahead < 0:
+		return fmt.Errorf("partitions are made ahead by 0 or more, got %v", c.Ahead)
+	case c.Every <= 0:
+		return fmt.Errorf("the time between retention passes must be positive, got %v", c.Every)
+	case c.RoutingGrace < 0:
+		return fmt.Errorf("the routing grace must be 0 (the default) or positive, got %v", c.RoutingGrace)
+	}
+	return nil
+}
+
+func (c *Config) setDefaults() {
+	if c.PartitionWidth == 0 {
+		c.PartitionWidth = DefaultPartitionWidth
+	}
+	if c.Ahead == 0 {
+		c.Ahead = c.PartitionWidth
+	}
+	if c.Every == 0 {
+		c.Every = DefaultEvery
+	}
+	if c.RoutingGrace == 0 {
+		c.RoutingGrace = DefaultRoutingGrace
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Keeper runs retention passes over one store.
+type Keeper struct {
+	st  *postgres.Store
+	cfg Config
+}
+
+// New returns a Keeper of st with cfg's policy.
+func New(st *postgres.Store, cfg Config) (*Keeper, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Keeper{st: st, cfg: cfg}, nil
+}
+
+// Held is a partition retention left in the store, and why.
+type Held struct {
+	Partition string
+	Hold      postgres.Hold
+}
+
+// Report is what one pass did.
+type Report struct {
+	// Skipped: another process held the retention lock; nothing was done.
+	Skipped bool
+	// PartitionsMade counts the partitions made ahead.
+	PartitionsMade int
+	Held           []Held
+	// Dropped names the partitions whose events left the store in this
+	// pass, archived and verified.
+	Dropped []string
+	// Files, Events and Bytes count the archive files written and
+	// verified in this pass.
+	Files, Events, Bytes int64
+}
+
+// Run makes a pass now and then every cfg.Every until ctx ends. A pass
+// that fails is logged and tried again at the next; Run returns only
+// ctx's end.
+func (k *Keeper) Run(ctx context.Context) error {
+	t := time.NewTicker(k.cfg.Every)
+	defer t.Stop()
+	for {
+		rep, err := k.Pass(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			k.cfg.Log.Warn("retention pass failed; it resumes at the next pass", "err", err, "next", k.cfg.Every)
+		case len(rep.Dropped) > 0 || rep.PartitionsMade > 0:
+			k.cfg.Log.Info("retention pass", "partitionsMade", rep.PartitionsMade, "dropped", rep.Dropped,
+				"files", rep.Files, "events", rep.Events, "bytes", rep.Bytes, "held", len(rep.Held))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Pass makes partitions ahead and, with a retention, takes every
+// partition it may out of the store, oldest first. A partition retired
+// by an earlier pass is taken on from the step it reached.
+func (k *Keeper) Pass(ctx context.Context) (Report, error) {
+	var rep Report
+	release, ok, err := k.st.TryRetentionLock(ctx)
+	if err != nil {
+		return rep, err
+	}
+	if !ok {
+		rep.Skipped = true
+		return rep, nil
+	}
+	defer release()
+	if rep.PartitionsMade, err = k.st.EnsurePartitions(ctx, k.cfg.PartitionWidth, k.cfg.Ahead); err != nil {
+		return rep, err
+	}
+	if k.cfg.Retention == 0 {
+		return rep, nil
+	}
+	cutoff := time.Now().Add(-k.cfg.Retention)
+	parts, err := k.st.Partitions(ctx)
+	if err != nil {
+		return rep, err
+	}
+	for _, p := range parts {
+		if p.DroppedAt != nil {
+			continue
+		}
+		if p.RetiredAt == nil {
+			hold, err := k.st.RetirementHold(ctx, p, cutoff, k.cfg.RoutingGrace)
+			if err != nil {
+				return rep, err
+			}
+			if hold != postgres.HoldNone {
+				rep.Held = append(rep.Held, Held{Partition: p.Name, Hold: hold})
+				continue
+			}
+			if err := k.st.RetirePartition(ctx, p); err != nil {
+				return rep, err
+			}
+			k.cfg.Log.Info("retention: partition retired; appends to its runs are refused from now on", "partition", p.Name)
+		}
+		done, err := k.remove(ctx, p.Name, cutoff, &rep)
+		if err != nil {
+			return rep, err
+		}
+		if done {
+			rep.Dropped = append(rep.Dropped, p.Name)
+		}
+	}
+	return rep, nil
+}
+
+// remove takes retired partition name from wherever an earlier pass left
+// it to dropped; false when it must wait (an event still to be relayed).
+func (k *Keeper) remove(ctx context.Context, name string, cutoff time.Time, rep *Report) (bool, error) {
+	p, err := k.partition(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	if p.Attached && !p.DetachPending {
+		if err := k.st.WaitForWriters(ctx, p, time.Minute); err != nil {
+			return false, err
+		}
+		// Appends that read the catalog before the retirement have
+		// ended: look again at what they may have written.
+		hold, err := k.st.RetirementHold(ctx, p, cutoff, 0)
+		if err != nil {
+			return false, err
+		}
+		switch hold {
+		case postgres.HoldNone, postgres.HoldRouting:
+		case postgres.HoldOutbox, postgres.HoldDeadLetters:
+			// The relay publishes it (or an operator handles the dead
+			// letter), then a later pass goes on.
+			rep.Held = append(rep.Held, Held{Partition: p.Name, Hold: hold})
+			return false, nil
+		default:
+			// A run began in it after all: it must take that run's events.
+			if err := k.st.UnretirePartition(ctx, p); err != nil {
+				return false, err
+			}
+			k.cfg.Log.Warn("retention: a run began in a partition as it was retired; retirement taken back", "partition", p.Name, "hold", hold)
+			rep.Held = append(rep.Held, Held{Partition: p.Name, Hold: hold})
+			return false, nil
+		}
+	}
+	if err := k.st.DetachPartition(ctx, p); err != nil {
+		return false, err
+	}
+	if p, err = k.partition(ctx, name); err != nil {
+		return false, err
+	}
+	if p.ArchivedAt == nil {
+		if err := k.archive(ctx, p, rep); err != nil {
+			return false, err
+		}
+		if err := k.st.MarkArchived(ctx, p); err != nil {
+			return false, err
+		}
+		if p, err = k.partition(ctx, name); err != nil {
+			return false, err
+		}
+	}
+	if err := k.st.DropPartition(ctx, p); err != nil {
+		return false, err
+	}
+	k.cfg.Log.Info("retention: partition dropped, its events archived and verified", "partition", p.Name)
+	return true, nil
+}
+
+func (k *Keeper) partition(ctx context.Context, name string) (postgres.Partition, error) {
+	parts, err := k.st.Partitions(ctx)
+	if err != nil {
+		return postgres.Partition{}, err
+	}
+	for _, p := range parts {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return postgres.Partition{}, fmt.Errorf("partition %s is no longer in the catalog", name)
+}
+
+// archive writes one file per tenant of detached p that the manifest does
+// not already hold with the table's count, each read back and verified
+// before its manifest row is written.
+func (k *Keeper) archive(ctx context.Context, p postgres.Partition, rep *Report) error {
+	tenants, err := k.st.PartitionTenants(ctx, p)
+	if err != nil {
+		return err
+	}
+	done, err := k.st.Archives(ctx, p)
+	if err != nil {
+		return err
+	}
+	have := make(map[string]int64, len(done))
+	for _, f := range done {
+		have[f.TenantID] = f.Events
+	}
+	for _, tn := range tenants {
+		if n, ok := have[tn.TenantID]; ok && n == tn.Events {
+			continue // verified by an earlier pass
+		}
+		f, err := k.archiveTenant(ctx, p, tn)
+		if err != nil {
+			return err
+		}
+		if err := k.st.RecordArchive(ctx, p, f); err != nil {
+			return err
+		}
+		rep.Files++
+		rep.Events += f.Events
+		rep.Bytes += f.Bytes
+	}
+	return nil
+}
+
+// archiveTenant writes tenant tn's events of p to a local file, uploads
+// it, reads it back from the archive and checks it against what was
+// written: the row count the table has, and the checksum of the records
+// in the order the table gave them.
+func (k *Keeper) archiveTenant(ctx context.Context, p postgres.Partition, tn postgres.TenantEvents) (postgres.ArchiveFile, error) {
+	date := p.Epoch
+	if p.Legacy {
+		date = tn.MinPersistedAt
+	}
+	key, err := archive.Key(tn.TenantID, date.UTC().Format(time.DateOnly), p.Name)
+	if err != nil {
+		return postgres.ArchiveFile{}, err
+	}
+	tmp, err := os.CreateTemp(k.cfg.TempDir, "runstream-archive-*.parquet")
+	if err != nil {
+		return postgres.ArchiveFile{}, fmt.Errorf("archiving partition %s: creating a local file to write tenant %s's events in (--temp-dir): %w", p.Name, tn.TenantID, err)
+	}
+	defer func() {
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
+	}()
+	w := archive.NewWriter(tmp)
+	if err := k.st.ScanPartition(ctx, p, tn.TenantID, w.Write); err != nil {
+		return postgres.ArchiveFile{}, fmt.Errorf("archiving partition %s: %w", p.Name, err)
+	}
+	wrote, err := w.Close()
+	if err != nil {
+		return postgres.ArchiveFile{}, fmt.Errorf("archiving partition %s: writing tenant %s's file: %w", p.Name, tn.TenantID, err)
+	}
+	if wrote.Rows != tn.Events {
+		return postgres.ArchiveFile{}, fmt.Errorf("archiving partition %s: tenant %s has %d events in the table but %d were written", p.Name, tn.TenantID, tn.Events, wrote.Rows)
+	}
+	if err := tmp.Sync(); err != nil {
+		return postgres.ArchiveFile{}, fmt.Errorf("archiving partition %s: %w", p.Name, err)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return postgres.ArchiveFile{}, fmt.Errorf("archiving partition %s: %w", p.Name, err)
+	}
+	loc := Location(k.cfg.Archive, key)
+	if err := k.cfg.Archive.Put(ctx, key, tmp, wrote.Bytes); err != nil {
+		return postgres.ArchiveFile{}, fmt.Errorf("archiving partition %s: uploading %s: %w", p.Name, loc, err)
+	}
+	read, err := k.readBack(ctx, key)
+	if err != nil {
+		return postgres.ArchiveFile{}, fmt.Errorf("archiving partition %s: reading back %s: %w", p.Name, loc, err)
+	}
+	if read.Rows != wrote.Rows || read.Checksum != wrote.Checksum {
+		return postgres.ArchiveFile{}, fmt.Errorf("archiving partition %s: %s read back holds %d events with checksum %s, but %d with %s were written; it is not recorded, and the next pass writes it again",
+			p.Name, loc, read.Rows, read.Checksum, wrote.Rows, wrote.Checksum)
+	}
+	return postgres.ArchiveFile{TenantID: tn.TenantID, Location: loc, Events: wrote.Rows,
+		Bytes: wrote.Bytes, Checksum: wrote.Checksum, MinPersistedAt: tn.MinPersistedAt, MaxPersistedAt: tn.MaxPersistedAt}, nil
+}
+
+func (k *Keeper) readBack(ctx context.Context, key string) (archive.Summary, error) {
+	obj, err := k.cfg.Archive.Open(ctx, key)
+	if err != nil {
+		return archive.Summary{}, err
+	}
+	defer obj.Close()
+	return archive.Read(obj, obj.Size(), func(store.RunEventRecord) error { return nil })
+}
+
+// FileReader reads archive files by their location (the manifest's), for
+// an export (export.Archive): each location's storage is opened once.
+type FileReader struct {
+	getenv func(string) string
+	opened map[string]archive.Storage
+}
+
+// NewFileReader returns a FileReader whose S3 credentials come from getenv.
+func NewFileReader(getenv func(string) string) *FileReader {
+	return &FileReader{getenv: getenv, opened: map[string]archive.Storage{}}
+}
+
+// ReadFile calls fn with each record of the file at location, in order.
+func (r *FileReader) ReadFile(ctx context.Context, location string, fn func(store.RunEventRecord) error) error {
+	root, key, err := SplitLocation(location)
+	if err != nil {
+		return err
+	}
+	st, ok := r.opened[root]
+	if !ok {
+		if st, err = archive.OpenStorage(root, r.getenv); err != nil {
+			return err
+		}
+		r.opened[root] = st
+	}
+	obj, err := st.Open(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer obj.Close()
+	_, err = archive.Read(obj, obj.Size(), fn)
+	return err
+}

@@ -1,0 +1,398 @@
+package retention_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/runstream/runstream/internal/archive"
+	"github.com/runstream/runstream/internal/export"
+	"github.com/runstream/runstream/internal/retention"
+	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/internal/workload"
+	"github.com/runstream/runstream/store"
+	"github.com/runstream/runstream/store/postgres"
+)
+
+// corrupting is an archive whose uploads arrive cut short, while on.
+type corrupting struct {
+	archive.Storage
+	on bool
+}
+
+func (c *corrupting) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if !c.on {
+		return c.Storage.Put(ctx, key, r, size)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	return c.Storage.Put(ctx, key, bytes.NewReader(b[:len(b)/2]), int64(len(b)/2))
+}
+
+// newDir is a fresh archive directory.
+func newDir(t *testing.T) *archive.Dir {
+	t.Helper()
+	d, err := archive.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+type fixture struct {
+	st   *postgres.Store
+	pool *pgxpool.Pool
+	ctx  context.Context
+}
+
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	pool, _ := testenv.Postgres(t, 20)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	if _, err := postgres.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	st, err := postgres.New(pool, postgres.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.BackdatePartitions(t, pool)
+	return fixture{st: st, pool: pool, ctx: ctx}
+}
+
+// run appends a run of tenant with steps steps, ended unless open.
+func (f fixture) run(t *testing.T, tenant string, steps int, open bool) workload.Identity {
+	t.Helper()
+	id := workload.NewIdentity(tenant)
+	at := time.Now()
+	evs := []store.RunEventWrite{workload.Event(id, store.EventRunStarted, "", 1, 1, at, map[string]any{"engineRunRef": "r/" + id.RunID})}
+	for i := range steps {
+		step := "step-" + string(rune('a'+i))
+		evs = append(evs, workload.Event(id, store.EventStepStarted, step, 1, 1, at, nil),
+			workload.Event(id, store.EventStepCompleted, step, 1, 1, at, map[string]any{"rows": i, "note": "ünïcode ✓"}))
+	}
+	if !open {
+		evs = append(evs, workload.Event(id, store.EventRunCompleted, "", 1, 1, at, nil))
+	}
+	for _, ev := range evs {
+		if _, err := f.st.AppendEvent(f.ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return id
+}
+
+// relayed stands in for the relay and for time: the outbox is empty, and
+// every run ended an hour ago.
+func (f fixture) relayed(t *testing.T) {
+	t.Helper()
+	for _, stmt := range []string{`DELETE FROM outbox`,
+		`UPDATE runs SET terminal_at = terminal_at - interval '1 hour' WHERE terminal_at IS NOT NULL`} {
+		if _, err := f.pool.Exec(f.ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (f fixture) events(t *testing.T, runID string) []store.RunEventRecord {
+	t.Helper()
+	evs, err := f.st.FetchEvents(f.ctx, runID, store.FetchOptions{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// TestKeeper_EndedRunsLeaveForTheArchive: a partition with an open run
+// stays; once every run ended past the retention, a pass archives each
+// tenant's events to its own file, verifies it, drops the partition, and
+// the files hold every event byte for byte; the runs refuse appends.
+func TestKeeper_EndedRunsLeaveForTheArchive(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	a1, a2 := f.run(t, "tenant_a", 3, false), f.run(t, "tenant_a", 1, false)
+	b := f.run(t, "tenant_b", 2, true)
+	dir := newDir(t)
+	k, err := retention.New(f.st, retention.Config{Retention: time.Minute, PartitionWidth: time.Minute, RoutingGrace: time.Nanosecond, Archive: dir, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.relayed(t)
+	rep, err := k.Pass(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The legacy partition, empty in a fresh store, goes at once (and a
+	// minute-wide one that ended empty, when the minute turned).
+	if !slices.Contains(rep.Dropped, "run_events_legacy") || slices.Contains(rep.Dropped, "run_events_backdated") || len(rep.Held) == 0 ||
+		rep.Held[0].Partition != "run_events_backdated" || rep.Held[0].Hold != postgres.HoldOpenRuns {
+		t.Fatalf("pass with tenant_b's run open: %+v, want run_events_backdated held for its open run", rep)
+	}
+	if rep.PartitionsMade == 0 {
+		t.Fatalf("pass made no partition ahead: %+v", rep)
+	}
+	if _, err := f.st.AppendEvent(f.ctx, workload.Event(b, store.EventRunFailed, "", 1, 1, time.Now(), nil)); err != nil {
+		t.Fatal(err)
+	}
+	f.relayed(t)
+	want := map[string][]store.RunEventRecord{}
+	for _, id := range []workload.Identity{a1, a2, b} {
+		want[id.RunID] = f.events(t, id.RunID)
+	}
+	rep, err = k.Pass(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(rep.Dropped, "run_events_backdated") || rep.Files != 2 || rep.Events != 8+4+6 {
+		t.Fatalf("pass with every run ended: %+v, want run_events_backdated dropped, 2 files of 18 events", rep)
+	}
+	// Each tenant's file holds its events, byte for byte as the store
+	// returned them, in the audit order.
+	got := map[string][]store.RunEventRecord{}
+	for _, tenant := range []string{"tenant_a", "tenant_b"} {
+		matches, _ := filepath.Glob(filepath.Join(strings.TrimPrefix(dir.URL(), "file://"), "tenant="+tenant, "date=*", "run_events_backdated.parquet"))
+		if len(matches) != 1 {
+			t.Fatalf("tenant %s: files %v, want one", tenant, matches)
+		}
+		file, err := os.Open(matches[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := file.Stat()
+		var last string
+		if _, err := archive.Read(file, st.Size(), func(r store.RunEventRecord) error {
+			if r.TenantID != tenant {
+				t.Errorf("tenant %s's file holds an event of %s", tenant, r.TenantID)
+			}
+			if r.PersistedAt < last {
+				t.Errorf("tenant %s's file is not in persistedAt order", tenant)
+			}
+			last = r.PersistedAt
+			got[r.RunID] = append(got[r.RunID], r)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		file.Close()
+	}
+	for run, evs := range want {
+		if len(got[run]) != len(evs) {
+			t.Fatalf("run %s: %d events archived, want %d", run, len(got[run]), len(evs))
+		}
+		for i := range evs {
+			w, _ := json.Marshal(evs[i])
+			g, _ := json.Marshal(got[run][i])
+			if !bytes.Equal(w, g) {
+				t.Fatalf("run %s event %d archived as\n%s\nwant\n%s", run, i+1, g, w)
+			}
+		}
+	}
+	if evs := f.events(t, a1.RunID); len(evs) != 0 {
+		t.Fatalf("run %s still has %d events in the store", a1.RunID, len(evs))
+	}
+	_, err = f.st.AppendEvent(f.ctx, workload.Event(a1, store.EventRunStarted, "", 1, 1, time.Now(), nil))
+	if !errors.Is(err, &store.Error{Code: store.CodeRunArchived}) {
+		t.Fatalf("a late duplicate of an archived run: %v, want RUN_ARCHIVED", err)
+	}
+	var files int
+	if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM run_event_archives WHERE location LIKE 'file://%'`).Scan(&files); err != nil || files != 2 {
+		t.Fatalf("manifest rows %d, %v; want 2", files, err)
+	}
+}
+
+// TestKeeper_NothingDroppedUnverified: an upload that the archive cuts
+// short is read back, found wrong, and neither recorded nor dropped; the
+// next pass, with the archive whole again, writes it anew and drops.
+func TestKeeper_NothingDroppedUnverified(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.run(t, "tenant_a", 2, false)
+	f.relayed(t)
+	objects := &corrupting{Storage: newDir(t), on: true}
+	k, err := retention.New(f.st, retention.Config{Retention: time.Minute, PartitionWidth: time.Minute, RoutingGrace: time.Nanosecond, Archive: objects, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Pass(f.ctx); err == nil || !strings.Contains(err.Error(), "run_events_backdated") {
+		t.Fatalf("pass with a corrupting archive: %v, want an error naming the partition", err)
+	}
+	parts, err := f.st.Partitions(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parts {
+		if p.Name == "run_events_backdated" && (p.ArchivedAt != nil || p.DroppedAt != nil || p.Bytes == 0) {
+			t.Fatalf("after the failed pass: %+v, want neither archived nor dropped", p)
+		}
+	}
+	var rows int
+	if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM run_event_archives`).Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("manifest rows after the failed verification: %d, %v; want 0", rows, err)
+	}
+	objects.on = false
+	rep, err := k.Pass(f.ctx)
+	if err != nil || !slices.Contains(rep.Dropped, "run_events_backdated") {
+		t.Fatalf("the next pass: %+v, %v; want run_events_backdated dropped", rep, err)
+	}
+	if _, err := f.st.AppendEvent(f.ctx, workload.Event(id, store.EventRunStarted, "", 1, 1, time.Now(), nil)); !errors.Is(err, &store.Error{Code: store.CodeRunArchived}) {
+		t.Fatalf("append after the drop: %v, want RUN_ARCHIVED", err)
+	}
+}
+
+// TestKeeper_OptionsRefused: settings that would lose runs or make no
+// sense are refused, naming the flag.
+func TestKeeper_OptionsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  retention.Config
+		want string
+	}{
+		{retention.Config{Retention: -time.Hour}, "--retention"},
+		{retention.Config{Retention: time.Second}, "at least 1m"},
+		{retention.Config{Retention: time.Hour}, "--archive-url"},
+		{retention.Config{PartitionWidth: time.Second}, "--partition-interval"},
+	} {
+		if _, err := retention.New(nil, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error naming %s", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+// TestKeeper_ExportPrintsTheSameAfterArchiving: an export of a window
+// prints, byte for byte, what it printed before retention moved part of
+// it to the archive: archived events and those still in the store (a run
+// that began later but ran at the same time) interleave in the audit
+// order, whole and from a cursor in the middle.
+func TestKeeper_ExportPrintsTheSameAfterArchiving(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	from := time.Now().Add(-time.Minute)
+	var olds []workload.Identity
+	for i := range 3 {
+		olds = append(olds, f.run(t, "tenant_a", 2+i, true))
+	}
+	f.run(t, "tenant_b", 2, false)
+	// A later partition begins; a run there interleaves with the old ones.
+	if _, err := f.st.EnsurePartitions(f.ctx, time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	live := f.run(t, "tenant_a", 1, true)
+	for i, id := range olds {
+		ev := workload.Event(id, store.EventRunCompleted, "", 1, 1, time.Now(), nil)
+		if i == 1 {
+			ev = workload.Event(id, store.EventRunFailed, "", 1, 1, time.Now(), nil)
+		}
+		if _, err := f.st.AppendEvent(f.ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.st.AppendEvent(f.ctx, workload.Event(live, "StepHeartbeatRecorded", "late", 1, 1, time.Now(), nil)); err != nil {
+		t.Fatal(err)
+	}
+	// The window ends now: an export finishes once the horizon passed it.
+	win := store.AuditWindow{TenantID: "tenant_a", From: store.AuditTime(from), To: store.AuditTime(time.Now())}
+	exportAll := func(after store.AuditPosition) []byte {
+		t.Helper()
+		var out bytes.Buffer
+		res, err := export.Run(f.ctx, f.st, export.Config{Window: win, After: after, PageSize: 3, Archive: retention.NewFileReader(os.Getenv)}, &out)
+		if err != nil || !res.Finished {
+			t.Fatalf("export: %+v, %v", res, err)
+		}
+		return out.Bytes()
+	}
+	before := exportAll(store.AuditPosition{})
+	lines := bytes.Split(bytes.TrimSpace(before), []byte("\n"))
+	// tenant_a: runs of 2, 3 and 4 steps (6, 8 and 10 events with their
+	// ends) and the live run (4 with its heartbeat).
+	if len(lines) != 6+8+10+4 {
+		t.Fatalf("export before archiving: %d lines, want 28", len(lines))
+	}
+	var mid struct {
+		RunID       string `json:"runId"`
+		RunSeq      int64  `json:"runSeq"`
+		PersistedAt string `json:"persistedAt"`
+	}
+	if err := json.Unmarshal(lines[len(lines)/2], &mid); err != nil {
+		t.Fatal(err)
+	}
+	midAt, _ := time.Parse(time.RFC3339Nano, mid.PersistedAt)
+	cursor := store.AuditPosition{PersistedAt: midAt, RunID: mid.RunID, RunSeq: mid.RunSeq}
+	beforeFromMid := exportAll(cursor)
+
+	f.relayed(t)
+	k, err := retention.New(f.st, retention.Config{Retention: time.Minute, PartitionWidth: time.Minute, RoutingGrace: time.Nanosecond,
+		Archive: newDir(t), TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := k.Pass(f.ctx)
+	if err != nil || !slices.Contains(rep.Dropped, "run_events_backdated") {
+		t.Fatalf("retention pass: %+v, %v; want run_events_backdated dropped", rep, err)
+	}
+	if evs := f.events(t, olds[0].RunID); len(evs) != 0 {
+		t.Fatalf("an archived run still has %d events in the store", len(evs))
+	}
+	if after := exportAll(store.AuditPosition{}); !bytes.Equal(after, before) {
+		t.Fatalf("export after archiving differs:\n%s\nbefore:\n%s", after, before)
+	}
+	if after := exportAll(cursor); !bytes.Equal(after, beforeFromMid) {
+		t.Fatalf("export from a cursor after archiving differs:\n%s\nbefore:\n%s", after, beforeFromMid)
+	}
+	var out bytes.Buffer
+	if _, err := export.Run(f.ctx, f.st, export.Config{Window: win}, &out); err == nil || !strings.Contains(err.Error(), "archive") {
+		t.Fatalf("export over archived time with no archive reader: %v, want an error naming the archive", err)
+	}
+}
+
+// TestKeeper_LateRunTakesRetirementBack: a run that became visible in a
+// partition only after it was retired (an append that chose it just
+// before committed late) makes the pass take the retirement back, and the
+// partition keeps taking that run's events; nothing is detached.
+func TestKeeper_LateRunTakesRetirementBack(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.run(t, "tenant_a", 1, false)
+	f.relayed(t)
+	if _, err := f.st.EnsurePartitions(f.ctx, time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	parts, err := f.st.Partitions(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(parts, func(p postgres.Partition) bool { return p.Name == "run_events_backdated" })
+	if err := f.st.RetirePartition(f.ctx, parts[i]); err != nil {
+		t.Fatal(err)
+	}
+	// The late run: open, as the committed append left it.
+	if _, err := f.pool.Exec(f.ctx, `UPDATE runs SET terminal_at = NULL WHERE run_id = $1`, id.RunID); err != nil {
+		t.Fatal(err)
+	}
+	k, err := retention.New(f.st, retention.Config{Retention: time.Minute, PartitionWidth: time.Minute, RoutingGrace: time.Nanosecond,
+		Archive: newDir(t), TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := k.Pass(f.ctx)
+	if err != nil || slices.Contains(rep.Dropped, "run_events_backdated") {
+		t.Fatalf("pass: %+v, %v; want run_events_backdated kept", rep, err)
+	}
+	if parts, err = f.st.Partitions(f.ctx); err != nil || parts[i].RetiredAt != nil || !parts[i].Attached {
+		t.Fatalf("after the pass: %+v, %v; want the retirement taken back, still attached", parts[i], err)
+	}
+	if res, err := f.st.AppendEvent(f.ctx, workload.Event(id, store.EventRunCompleted, "", 1, 1, time.Now(), nil)); err != nil || res.RunSeq != 4 {
+		t.Fatalf("the late run's next event: %+v, %v; want it appended", res, err)
+	}
+}
