@@ -16,6 +16,7 @@ import (
 	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/internal/lag"
 	"github.com/runstream/runstream/internal/relay"
+	"github.com/runstream/runstream/internal/retention"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/projector"
 	"github.com/runstream/runstream/store/postgres"
@@ -118,6 +119,12 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Partitions of run_events made ahead, as `runstream retention run`
+	// does in production; nothing is removed (no retention).
+	keeper, err := retention.New(st, retention.Config{Log: log.With("component", "retention")})
+	if err != nil {
+		return err
+	}
 	// The components outlive ctx until the demo, if any, has ended its
 	// runs in flight through them (workload.Driver): a stop never leaves
 	// a demo run RUNNING.
@@ -143,6 +150,12 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	g.Go(func() error { return rl.Run(gctx) })
 	g.Go(func() error { return proj.Run(gctx) })
 	g.Go(func() error { return lagExp.Run(gctx) })
+	g.Go(func() error {
+		if err := keeper.Run(gctx); gctx.Err() == nil {
+			return err
+		}
+		return nil
+	})
 	var addr string
 	select {
 	case addr = <-started:

@@ -162,7 +162,8 @@ func (d *Driver) endRuns(ctx context.Context, open []openRun) {
 	d.Logger.Info("demo stopped: its runs in flight were cancelled", "cancelled", len(ended), "inFlight", len(open))
 }
 
-// waitEnded waits until the API's snapshot of runID has a terminal status.
+// waitEnded waits until the API's snapshot of runID, as Redis holds it
+// (the projector wrote it), has a terminal status.
 func (d *Driver) waitEnded(ctx context.Context, runID string) error {
 	for {
 		status, err := d.snapshotStatus(ctx, runID)
@@ -193,6 +194,11 @@ func (d *Driver) snapshotStatus(ctx context.Context, runID string) (string, erro
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("GET the snapshot: %s", resp.Status)
+	}
+	// A run Redis does not hold yet is answered from the store: the
+	// projector has not written it, so the read side does not show it.
+	if src := resp.Header.Get("X-Runstream-Snapshot-Source"); src != "redis" {
+		return "", fmt.Errorf("the snapshot came from %q, not yet from Redis", src)
 	}
 	var s struct {
 		Status string `json:"status"`
