@@ -91,7 +91,7 @@ type Config struct {
 	// least this long ago (an append that chose it just before has then
 	// ended); 0 means DefaultRoutingGrace.
 	RoutingGrace time.Duration
-	Log     *slog.Logger
+	Log          *slog.Logger
 }
 
 // Validate checks c, with defaults applied, and says what to change.
@@ -137,6 +137,17 @@ func (c *Config) setDefaults() {
 type Keeper struct {
 	st  *postgres.Store
 	cfg Config
+	// stepDone, in tests, is called after each step of a partition's
+	// removal; its error ends the pass there, as a crash would.
+	stepDone func(step, partition string) error
+}
+
+// step reports a step done to stepDone.
+func (k *Keeper) step(step, partition string) error {
+	if k.stepDone == nil {
+		return nil
+	}
+	return k.stepDone(step, partition)
 }
 
 // New returns a Keeper of st with cfg's policy.
@@ -236,6 +247,9 @@ func (k *Keeper) Pass(ctx context.Context) (Report, error) {
 				return rep, err
 			}
 			k.cfg.Log.Info("retention: partition retired; appends to its runs are refused from now on", "partition", p.Name)
+			if err := k.step("retired", p.Name); err != nil {
+				return rep, err
+			}
 		}
 		done, err := k.remove(ctx, p.Name, cutoff, &rep)
 		if err != nil {
@@ -285,6 +299,9 @@ func (k *Keeper) remove(ctx context.Context, name string, cutoff time.Time, rep 
 	if err := k.st.DetachPartition(ctx, p); err != nil {
 		return false, err
 	}
+	if err := k.step("detached", name); err != nil {
+		return false, err
+	}
 	if p, err = k.partition(ctx, name); err != nil {
 		return false, err
 	}
@@ -295,11 +312,17 @@ func (k *Keeper) remove(ctx context.Context, name string, cutoff time.Time, rep 
 		if err := k.st.MarkArchived(ctx, p); err != nil {
 			return false, err
 		}
+		if err := k.step("archived", name); err != nil {
+			return false, err
+		}
 		if p, err = k.partition(ctx, name); err != nil {
 			return false, err
 		}
 	}
 	if err := k.st.DropPartition(ctx, p); err != nil {
+		return false, err
+	}
+	if err := k.step("dropped", name); err != nil {
 		return false, err
 	}
 	k.cfg.Log.Info("retention: partition dropped, its events archived and verified", "partition", p.Name)
@@ -344,6 +367,9 @@ func (k *Keeper) archive(ctx context.Context, p postgres.Partition, rep *Report)
 			return err
 		}
 		if err := k.st.RecordArchive(ctx, p, f); err != nil {
+			return err
+		}
+		if err := k.step("file", p.Name); err != nil {
 			return err
 		}
 		rep.Files++
@@ -394,6 +420,9 @@ func (k *Keeper) archiveTenant(ctx context.Context, p postgres.Partition, tn pos
 	loc := Location(k.cfg.Archive, key)
 	if err := k.cfg.Archive.Put(ctx, key, tmp, wrote.Bytes); err != nil {
 		return postgres.ArchiveFile{}, fmt.Errorf("archiving partition %s: uploading %s: %w", p.Name, loc, err)
+	}
+	if err := k.step("uploaded", p.Name); err != nil {
+		return postgres.ArchiveFile{}, err
 	}
 	read, err := k.readBack(ctx, key)
 	if err != nil {

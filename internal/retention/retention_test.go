@@ -396,3 +396,94 @@ func TestKeeper_LateRunTakesRetirementBack(t *testing.T) {
 		t.Fatalf("the late run's next event: %+v, %v; want it appended", res, err)
 	}
 }
+
+// TestKeeper_ResumesFromEveryStep: a pass that stops after any step of a
+// partition's removal (retired, detached, a file uploaded but not
+// recorded, a file recorded, archived, dropped), as a killed process
+// would, is finished by the next pass of a new Keeper: the partition is
+// dropped once, every event is in the archive exactly once, and nothing
+// was dropped before its files were verified.
+func TestKeeper_ResumesFromEveryStep(t *testing.T) {
+	t.Parallel()
+	for _, stop := range []string{"retired", "detached", "uploaded", "file", "archived", "dropped"} {
+		t.Run(stop, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			want := map[string]int{}
+			for i, tenant := range []string{"tenant_a", "tenant_b", "tenant_a"} {
+				id := f.run(t, tenant, 1+i, false)
+				want[tenant] += len(f.events(t, id.RunID))
+			}
+			f.relayed(t)
+			testenv.SupersedeBackdated(t, f.pool)
+			dir := newDir(t)
+			cfg := retention.Config{Retention: time.Minute, PartitionWidth: time.Minute, Archive: dir, TempDir: t.TempDir()}
+			crashing, err := retention.New(f.st, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			crash := errors.New("killed")
+			retention.SetStepDone(crashing, func(step, partition string) error {
+				if step == stop && partition == "run_events_backdated" {
+					// Nothing may be gone that is not verified in the archive.
+					var dropped, archived bool
+					if err := f.pool.QueryRow(f.ctx, `SELECT dropped_at IS NOT NULL, archived_at IS NOT NULL FROM run_event_partitions
+						WHERE name = 'run_events_backdated'`).Scan(&dropped, &archived); err != nil {
+						t.Fatal(err)
+					}
+					if dropped && !archived {
+						t.Fatalf("after step %s: dropped but not archived", step)
+					}
+					return crash
+				}
+				return nil
+			})
+			if _, err := crashing.Pass(f.ctx); !errors.Is(err, crash) {
+				t.Fatalf("the pass stopping after %s: %v", stop, err)
+			}
+			k, err := retention.New(f.st, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := k.Pass(f.ctx)
+			if err != nil {
+				t.Fatalf("the pass after a stop after %s: %v", stop, err)
+			}
+			if slices.Contains(rep.Dropped, "run_events_backdated") == (stop == "dropped") {
+				t.Fatalf("the pass after a stop after %s: %+v", stop, rep)
+			}
+			parts, err := f.st.Partitions(f.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(parts, func(p postgres.Partition) bool { return p.Name == "run_events_backdated" })
+			if parts[i].DroppedAt == nil || parts[i].Bytes != 0 {
+				t.Fatalf("after the resumed pass: %+v, want dropped", parts[i])
+			}
+			files, err := dir.List(f.ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int{}
+			for _, fi := range files {
+				obj, err := dir.Open(f.ctx, fi.Key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum, err := archive.Read(obj, obj.Size(), func(store.RunEventRecord) error { return nil })
+				obj.Close()
+				if err != nil {
+					t.Fatalf("%s: %v", fi.Key, err)
+				}
+				tenant, _, _, err := archive.ParseKey(fi.Key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[tenant] += int(sum.Rows)
+			}
+			if len(got) != len(want) || got["tenant_a"] != want["tenant_a"] || got["tenant_b"] != want["tenant_b"] {
+				t.Fatalf("archive after a stop after %s: %v events by tenant, want %v", stop, got, want)
+			}
+		})
+	}
+}
