@@ -4,17 +4,17 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/internal/testenv/testmetrics"
 )
 
 // TestMetricsDoc: the package comment's metric list names exactly the
 // metrics the package registers on Config.Registerer (convergence's are
 // internal/converge's, checked there).
 func TestMetricsDoc(t *testing.T) {
-	var names testenv.MetricNames
+	var names testmetrics.Names
 	c := &Consumer{cfg: Config{Group: "g", Registerer: &names}, log: slog.New(slog.DiscardHandler)}
 	if c.registerResets() == nil {
 		t.Fatal("registerResets registered nothing")
 	}
-	testenv.CheckMetricDoc(t, ".", names.Names())
+	testmetrics.CheckDoc(t, ".", names.Names())
 }

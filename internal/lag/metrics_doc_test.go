@@ -3,15 +3,15 @@ package lag
 import (
 	"testing"
 
-	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/internal/testenv/testmetrics"
 )
 
 // TestMetricsDoc: the package comment's metric list names exactly the
 // metrics the package registers.
 func TestMetricsDoc(t *testing.T) {
-	var names testenv.MetricNames
+	var names testmetrics.Names
 	if _, err := NewExporter(nil, nil, 0, &names, nil); err != nil {
 		t.Fatal(err)
 	}
-	testenv.CheckMetricDoc(t, ".", names.Names())
+	testmetrics.CheckDoc(t, ".", names.Names())
 }

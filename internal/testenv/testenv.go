@@ -1,8 +1,5 @@
 // Package testenv gives tests the real servers runstream runs on:
-// PostgreSQL (a fresh schema per test), Redis, and a WaitFor poller. It
-// also holds each package's metric list to its code: a package's
-// TestMetricsDoc registers its metrics on a [MetricNames] and calls
-// [CheckMetricDoc].
+// PostgreSQL (a fresh schema per test), Redis, and a WaitFor poller.
 //
 // Servers are found through RUNSTREAM_TEST_POSTGRES_URL and
 // RUNSTREAM_TEST_REDIS_URL. A test whose server is not configured skips,

@@ -1,4 +1,10 @@
-package testenv
+// Package testmetrics holds each package's metric list to its code: a
+// package's TestMetricsDoc registers its metrics on a [Names] and calls
+// [CheckDoc], which compares them with the package comment's list. It is
+// apart from package testenv so that the modules nested in the repository
+// that use testenv (the console's browser tests) need not require
+// Prometheus.
+package testmetrics
 
 import (
 	"go/parser"
@@ -14,23 +20,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// MetricNames is a prometheus.Registerer that records the name of every
+// Names is a prometheus.Registerer that records the name of every
 // metric registered on it. It reads each collector's descriptions, so
 // vectors count before they have a child (a registry's Gather leaves them
 // out until then). Pass it where a component takes its Registerer.
-type MetricNames struct {
+type Names struct {
 	mu    sync.Mutex
 	names map[string]bool
 }
 
-var _ prometheus.Registerer = (*MetricNames)(nil)
+var _ prometheus.Registerer = (*Names)(nil)
 
 // fqName reads a description's metric name: prometheus.Desc exports none,
 // and its String is stable ("Desc{fqName: \"...\", ...").
 var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
 
 // Register records the names of c's metrics.
-func (m *MetricNames) Register(c prometheus.Collector) error {
+func (m *Names) Register(c prometheus.Collector) error {
 	ch := make(chan *prometheus.Desc)
 	go func() { c.Describe(ch); close(ch) }()
 	m.mu.Lock()
@@ -47,17 +53,17 @@ func (m *MetricNames) Register(c prometheus.Collector) error {
 }
 
 // MustRegister records the names of cs's metrics.
-func (m *MetricNames) MustRegister(cs ...prometheus.Collector) {
+func (m *Names) MustRegister(cs ...prometheus.Collector) {
 	for _, c := range cs {
 		_ = m.Register(c)
 	}
 }
 
 // Unregister does nothing: a name once registered stays recorded.
-func (m *MetricNames) Unregister(prometheus.Collector) bool { return true }
+func (m *Names) Unregister(prometheus.Collector) bool { return true }
 
 // Names returns the recorded names, sorted.
-func (m *MetricNames) Names() []string {
+func (m *Names) Names() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]string, 0, len(m.names))
@@ -71,13 +77,13 @@ func (m *MetricNames) Names() []string {
 // docMetric is a metric name in a package doc's metric list.
 var docMetric = regexp.MustCompile(`\brunstream_[a-z0-9_]+`)
 
-// CheckMetricDoc fails t unless the metric list in the package comment of
+// CheckDoc fails t unless the metric list in the package comment of
 // the Go package in dir names exactly the metrics in registered (what the
-// package registers on a fresh registry: [MetricNames.Names]). The list is
+// package registers on a fresh registry: [Names.Names]). The list is
 // every runstream_ name from the comment's first line that starts with
 // "Metrics" (or the heading "# Metrics") to the end of the comment or its
 // next heading; labels after a name ("{result=...}") are not compared.
-func CheckMetricDoc(t testing.TB, dir string, registered []string) {
+func CheckDoc(t testing.TB, dir string, registered []string) {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
