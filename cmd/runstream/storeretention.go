@@ -123,109 +123,52 @@ func runStoreRetention(ctx context.Context, env *environment, args []string) err
 	return nil
 }
 
-// partitionStatus is one line of `retention status`.
-type partitionStatus struct {
-	Name          string     `json:"name"`
-	From          string     `json:"from"`
-	Until         string     `json:"until"`
-	State         string     `json:"state"`
-	Bytes         int64      `json:"bytes"`
-	Runs          int64      `json:"runs"`
-	OpenRuns      int64      `json:"openRuns"`
-	LastEnd       *time.Time `json:"lastEnd,omitempty"`
-	Hold          string     `json:"hold,omitempty"`
-	RemovableFrom *time.Time `json:"removableFrom,omitempty"`
-	ArchiveFiles  int        `json:"archiveFiles"`
-	ArchiveBytes  int64      `json:"archiveBytes"`
-}
-
-func partitionState(p postgres.Partition) string {
-	switch {
-	case p.DroppedAt != nil:
-		return "dropped"
-	case p.ArchivedAt != nil:
-		return "archived"
-	case p.RetiredAt != nil && !p.Attached:
-		return "detached"
-	case p.RetiredAt != nil:
-		return "retired"
-	}
-	return "live"
-}
-
 func retentionStatus(ctx context.Context, env *environment, st *postgres.Store, keep time.Duration, asJSON bool) error {
-	parts, err := st.Partitions(ctx)
+	status, err := retention.StatusOf(ctx, st, keep)
 	if err != nil {
 		return err
-	}
-	var out []partitionStatus
-	for _, p := range parts {
-		ps := partitionStatus{Name: p.Name, From: "-infinity", Until: p.Until.UTC().Format(time.RFC3339), State: partitionState(p), Bytes: p.Bytes}
-		if !p.Legacy {
-			ps.From = p.Epoch.UTC().Format(time.RFC3339)
-		}
-		if p.DroppedAt == nil {
-			if ps.Runs, ps.OpenRuns, ps.LastEnd, err = st.PartitionRuns(ctx, p); err != nil {
-				return err
-			}
-		}
-		if p.RetiredAt == nil && keep > 0 {
-			hold, err := st.RetirementHold(ctx, p, time.Now().Add(-keep), retention.DefaultRoutingGrace)
-			if err != nil {
-				return err
-			}
-			ps.Hold = string(hold)
-			if ps.OpenRuns == 0 && ps.LastEnd != nil {
-				at := ps.LastEnd.Add(keep)
-				ps.RemovableFrom = &at
-			}
-		}
-		files, err := st.Archives(ctx, p)
-		if err != nil {
-			return err
-		}
-		ps.ArchiveFiles = len(files)
-		for _, f := range files {
-			ps.ArchiveBytes += f.Bytes
-		}
-		out = append(out, ps)
 	}
 	if asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"retentionSeconds": keep.Seconds(), "partitions": out})
+		return enc.Encode(status)
+	}
+	switch lp := status.LastPass; {
+	case lp == nil:
+		fmt.Fprintln(env.stdout, "no retention process ever ran on this store: nothing keeps partitions ahead (run `runstream retention run`)")
+	case lp.Error != "":
+		fmt.Fprintf(env.stdout, "last retention pass %s: FAILED: %s\n", lp.At.UTC().Format(time.RFC3339), lp.Error)
+	default:
+		fmt.Fprintf(env.stdout, "last retention pass %s (retention %v, partitions of %v, archive %s): dropped %v\n", lp.At.UTC().Format(time.RFC3339),
+			time.Duration(lp.RetentionSeconds)*time.Second, time.Duration(lp.PartitionIntervalSeconds)*time.Second, orNone(lp.ArchiveURL), lp.Dropped)
 	}
 	tw := tabwriter.NewWriter(env.stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PARTITION\tFROM\tUNTIL\tSTATE\tSIZE\tRUNS\tOPEN\tARCHIVE\tHELD BY")
-	for _, ps := range out {
+	for _, ps := range status.Partitions {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d files, %s\t%s\n", ps.Name, ps.From, ps.Until, ps.State,
 			humanBytes(ps.Bytes), ps.Runs, ps.OpenRuns, ps.ArchiveFiles, humanBytes(ps.ArchiveBytes), ps.Hold)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if keep == 0 {
-		fmt.Fprintln(env.stdout, "retention is off (--retention 0): no partition leaves the store; give --retention to see what holds each back")
-		return nil
-	}
-	for _, ps := range out {
-		if ps.State == "live" && ps.Hold == "" {
-			fmt.Fprintf(env.stdout, "next removal: %s, at the next pass\n", ps.Name)
-			return nil
-		}
-	}
-	var next *partitionStatus
-	for i := range out {
-		if ps := &out[i]; ps.RemovableFrom != nil && (next == nil || ps.RemovableFrom.Before(*next.RemovableFrom)) {
-			next = ps
-		}
-	}
-	if next != nil {
-		fmt.Fprintf(env.stdout, "next removal: %s, from %s (its last run ended %s)\n", next.Name, next.RemovableFrom.UTC().Format(time.RFC3339), next.LastEnd.UTC().Format(time.RFC3339))
-	} else {
-		fmt.Fprintln(env.stdout, "next removal: none yet (every older partition has open runs or is the newest)")
+	switch next := status.Next; {
+	case status.RetentionSeconds == 0:
+		fmt.Fprintln(env.stdout, "retention is off: no partition leaves the store; give --retention to see what holds each back")
+	case next == nil:
+		fmt.Fprintln(env.stdout, "next removal: none yet (every older partition has open runs or still takes new runs)")
+	case next.At == nil:
+		fmt.Fprintf(env.stdout, "next removal: %s, at the next pass\n", next.Partition)
+	default:
+		fmt.Fprintf(env.stdout, "next removal: %s, from %s\n", next.Partition, next.At.UTC().Format(time.RFC3339))
 	}
 	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // humanBytes is n in B, KB, MB or GB (powers of 1024).

@@ -162,3 +162,58 @@ func TestReads_ArchivedEventsSaySo(t *testing.T) {
 		t.Fatalf("tenant_b's audit page names tenant_a's archive: %s", other.Archived)
 	}
 }
+
+// TestRetention_OperatorsSeeThePartitions: GET /v1/retention answers an
+// operator with every partition and their runs, says when no retention
+// process ever ran, then reports its last pass; a tenant gets 403.
+func TestRetention_OperatorsSeeThePartitions(t *testing.T) {
+	t.Parallel()
+	pool := migratedPool(t, 10)
+	e := newEnvOn(t, httpapi.Config{AuthTokens: roleTokens}, pool, testenv.Redis(t))
+	id := workload.NewIdentity("tenant_a")
+	if r := do(t, "POST", e.url+"/v1/events", "tok-a", mustJSON(t, workload.Event(id, store.EventRunStarted, "", 1, 1, time.Now(), nil))); r.status != 201 {
+		t.Fatalf("append: %d %s", r.status, r.body)
+	}
+	if r := do(t, "GET", e.url+"/v1/retention", "tok-a", nil); r.status != 403 {
+		t.Fatalf("a tenant's GET /v1/retention: %d, want 403", r.status)
+	}
+	type status struct {
+		LastPass   *struct{ Error string }
+		Partitions []struct {
+			Name     string
+			State    string
+			Runs     int64
+			OpenRuns int64 `json:"openRuns"`
+		}
+	}
+	get := func() status {
+		t.Helper()
+		r := do(t, "GET", e.url+"/v1/retention", "tok-op", nil)
+		var s status
+		if err := json.Unmarshal(r.body, &s); err != nil || r.status != 200 {
+			t.Fatalf("GET /v1/retention: %d %s", r.status, r.body)
+		}
+		return s
+	}
+	s := get()
+	if s.LastPass != nil || len(s.Partitions) < 3 || s.Partitions[0].Name != "run_events_legacy" {
+		t.Fatalf("before any retention pass: %+v", s)
+	}
+	open := 0
+	for _, p := range s.Partitions {
+		open += int(p.OpenRuns)
+	}
+	if open != 1 {
+		t.Fatalf("partitions count %d open runs, want the one appended: %+v", open, s.Partitions)
+	}
+	st, err := postgres.New(pool, postgres.Config{Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordRetentionPass(context.Background(), postgres.RetentionPass{Retention: time.Hour, PartitionWidth: time.Hour, Error: "bucket refused"}); err != nil {
+		t.Fatal(err)
+	}
+	if s := get(); s.LastPass == nil || s.LastPass.Error != "bucket refused" {
+		t.Fatalf("after a failed pass: %+v, want its error", s.LastPass)
+	}
+}

@@ -219,16 +219,33 @@ func (k *Keeper) Pass(ctx context.Context) (Report, error) {
 		return rep, nil
 	}
 	defer release()
+	err = k.pass(ctx, &rep)
+	// What status reports: this pass's settings and how it ended.
+	rec := postgres.RetentionPass{Retention: k.cfg.Retention, PartitionWidth: k.cfg.PartitionWidth, Dropped: rep.Dropped}
+	if k.cfg.Archive != nil {
+		rec.ArchiveURL = k.cfg.Archive.URL()
+	}
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	if rerr := k.st.RecordRetentionPass(context.WithoutCancel(ctx), rec); rerr != nil && err == nil {
+		err = rerr
+	}
+	return rep, err
+}
+
+func (k *Keeper) pass(ctx context.Context, rep *Report) error {
+	var err error
 	if rep.PartitionsMade, err = k.st.EnsurePartitions(ctx, k.cfg.PartitionWidth, k.cfg.Ahead); err != nil {
-		return rep, err
+		return err
 	}
 	if k.cfg.Retention == 0 {
-		return rep, nil
+		return nil
 	}
 	cutoff := time.Now().Add(-k.cfg.Retention)
 	parts, err := k.st.Partitions(ctx)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	for _, p := range parts {
 		if p.DroppedAt != nil {
@@ -237,29 +254,29 @@ func (k *Keeper) Pass(ctx context.Context) (Report, error) {
 		if p.RetiredAt == nil {
 			hold, err := k.st.RetirementHold(ctx, p, cutoff, k.cfg.RoutingGrace)
 			if err != nil {
-				return rep, err
+				return err
 			}
 			if hold != postgres.HoldNone {
 				rep.Held = append(rep.Held, Held{Partition: p.Name, Hold: hold})
 				continue
 			}
 			if err := k.st.RetirePartition(ctx, p); err != nil {
-				return rep, err
+				return err
 			}
 			k.cfg.Log.Info("retention: partition retired; appends to its runs are refused from now on", "partition", p.Name)
 			if err := k.step("retired", p.Name); err != nil {
-				return rep, err
+				return err
 			}
 		}
-		done, err := k.remove(ctx, p.Name, cutoff, &rep)
+		done, err := k.remove(ctx, p.Name, cutoff, rep)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		if done {
 			rep.Dropped = append(rep.Dropped, p.Name)
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // remove takes retired partition name from wherever an earlier pass left

@@ -529,3 +529,59 @@ func (s *Store) RunArchive(ctx context.Context, runID string) (*ArchivedRange, e
 	}
 	return &a, nil
 }
+
+// RetentionPass is what the retention process's last pass recorded.
+type RetentionPass struct {
+	Retention, PartitionWidth time.Duration
+	// ArchiveURL is the archive's location without credentials.
+	ArchiveURL string
+	At         time.Time
+	// Error is how the pass failed; empty when it succeeded.
+	Error string
+	// Dropped names the partitions the pass dropped.
+	Dropped []string
+}
+
+// RecordRetentionPass stores p as the last pass.
+func (s *Store) RecordRetentionPass(ctx context.Context, p RetentionPass) error {
+	var errText *string
+	if p.Error != "" {
+		errText = &p.Error
+	}
+	if p.Dropped == nil {
+		p.Dropped = []string{}
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO retention_state AS r (id, retention_seconds, partition_seconds, archive_url, pass_at, pass_error, dropped)
+		VALUES (1, $1, $2, $3, clock_timestamp(), $4, $5)
+		ON CONFLICT (id) DO UPDATE SET retention_seconds = EXCLUDED.retention_seconds,
+			partition_seconds = EXCLUDED.partition_seconds, archive_url = EXCLUDED.archive_url,
+			pass_at = EXCLUDED.pass_at, pass_error = EXCLUDED.pass_error, dropped = EXCLUDED.dropped`,
+		int64(p.Retention.Seconds()), int64(p.PartitionWidth.Seconds()), p.ArchiveURL, errText, p.Dropped)
+	if err != nil {
+		return classify(fmt.Errorf("recording the retention pass: %w", err))
+	}
+	return nil
+}
+
+// LastRetentionPass returns the last pass recorded, or nil when no
+// retention process ever ran on this store.
+func (s *Store) LastRetentionPass(ctx context.Context) (*RetentionPass, error) {
+	var (
+		p           RetentionPass
+		keep, width int64
+		errText     *string
+	)
+	err := s.pool.QueryRow(ctx, `SELECT retention_seconds, partition_seconds, archive_url, pass_at, pass_error, dropped
+		FROM retention_state WHERE id = 1`).Scan(&keep, &width, &p.ArchiveURL, &p.At, &errText, &p.Dropped)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, classify(fmt.Errorf("reading the last retention pass: %w", err))
+	}
+	p.Retention, p.PartitionWidth = time.Duration(keep)*time.Second, time.Duration(width)*time.Second
+	if errText != nil {
+		p.Error = *errText
+	}
+	return &p, nil
+}

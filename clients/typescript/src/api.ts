@@ -439,6 +439,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The store's retention: partitions, what holds each, the archive, the last pass
+         * @description Every partition of run_events with its state (live, retired, detached, archived, dropped), size, runs and runs still open, what holds it in the store (judged with the retention of the retention process's last pass), its archive files; that last pass (when, its settings, how it ended, what it dropped; absent when no retention process ever ran on this store: then nothing keeps partitions ahead) and the next removal. The same report as `runstream retention status --json`. Reads every runs row of each partition still in the store. Operators only (a token mapped to "*"; anyone in development mode).
+         */
+        get: operations["getRetention"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -892,6 +912,48 @@ export interface components {
              * @description Events in that file.
              */
             events?: number;
+        };
+        RetentionStatus: {
+            /** @description The retention the holds were judged with (the last pass's); 0: none. */
+            retentionSeconds: number;
+            lastPass?: {
+                /** Format: date-time */
+                at: string;
+                retentionSeconds: number;
+                partitionIntervalSeconds: number;
+                archiveUrl?: string;
+                /** @description How the pass failed; absent when it succeeded. */
+                error?: string;
+                dropped: string[] | null;
+            };
+            partitions: {
+                name: string;
+                /** @description RFC 3339, or -infinity for the legacy partition */
+                from: string;
+                until: string;
+                /** @enum {string} */
+                state: "live" | "retired" | "detached" | "archived" | "dropped";
+                /** Format: int64 */
+                bytes: number;
+                /** Format: int64 */
+                runs: number;
+                /** Format: int64 */
+                openRuns: number;
+                /** Format: date-time */
+                lastEnd?: string;
+                /** @description What keeps a live partition in the store. */
+                hold?: string;
+                /** Format: date-time */
+                removableFrom?: string;
+                archiveFiles: number;
+                /** Format: int64 */
+                archiveBytes: number;
+            }[];
+            nextRemoval?: {
+                partition: string;
+                /** Format: date-time */
+                at?: string;
+            };
         };
     };
     responses: {
@@ -1922,6 +1984,32 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The report. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionStatus"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
