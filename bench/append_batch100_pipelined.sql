@@ -120,7 +120,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r1::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -136,7 +136,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r2::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -152,7 +152,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r3::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -168,7 +168,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r4::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -184,7 +184,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r5::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -200,7 +200,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r6::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -216,7 +216,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r7::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -232,7 +232,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r8::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -248,7 +248,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r9::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -264,7 +264,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r10::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -280,7 +280,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r11::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -296,7 +296,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r12::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -312,7 +312,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r13::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -328,7 +328,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r14::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -344,7 +344,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r15::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -360,7 +360,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r16::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -376,7 +376,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r17::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -392,7 +392,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r18::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -408,7 +408,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r19::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -424,7 +424,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r20::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -440,7 +440,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r21::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -456,7 +456,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r22::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -472,7 +472,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r23::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -488,7 +488,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r24::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -504,7 +504,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r25::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -520,7 +520,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r26::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -536,7 +536,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r27::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -552,7 +552,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r28::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -568,7 +568,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r29::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -584,7 +584,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r30::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -600,7 +600,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r31::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -616,7 +616,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r32::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -632,7 +632,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r33::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -648,7 +648,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r34::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -664,7 +664,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r35::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -680,7 +680,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r36::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -696,7 +696,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r37::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -712,7 +712,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r38::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -728,7 +728,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r39::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -744,7 +744,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r40::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -760,7 +760,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r41::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -776,7 +776,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r42::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -792,7 +792,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r43::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -808,7 +808,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r44::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -824,7 +824,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r45::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -840,7 +840,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r46::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -856,7 +856,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r47::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -872,7 +872,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r48::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -888,7 +888,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r49::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -904,7 +904,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r50::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -920,7 +920,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r51::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -936,7 +936,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r52::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -952,7 +952,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r53::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -968,7 +968,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r54::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -984,7 +984,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r55::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1000,7 +1000,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r56::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1016,7 +1016,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r57::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1032,7 +1032,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r58::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1048,7 +1048,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r59::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1064,7 +1064,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r60::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1080,7 +1080,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r61::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1096,7 +1096,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r62::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1112,7 +1112,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r63::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1128,7 +1128,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r64::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1144,7 +1144,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r65::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1160,7 +1160,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r66::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1176,7 +1176,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r67::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1192,7 +1192,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r68::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1208,7 +1208,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r69::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1224,7 +1224,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r70::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1240,7 +1240,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r71::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1256,7 +1256,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r72::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1272,7 +1272,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r73::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1288,7 +1288,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r74::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1304,7 +1304,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r75::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1320,7 +1320,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r76::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1336,7 +1336,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r77::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1352,7 +1352,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r78::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1368,7 +1368,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r79::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1384,7 +1384,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r80::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1400,7 +1400,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r81::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1416,7 +1416,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r82::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1432,7 +1432,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r83::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1448,7 +1448,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r84::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1464,7 +1464,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r85::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1480,7 +1480,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r86::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1496,7 +1496,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r87::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1512,7 +1512,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r88::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1528,7 +1528,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r89::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1544,7 +1544,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r90::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1560,7 +1560,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r91::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1576,7 +1576,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r92::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1592,7 +1592,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r93::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1608,7 +1608,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r94::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1624,7 +1624,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r95::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1640,7 +1640,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r96::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1656,7 +1656,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r97::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1672,7 +1672,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r98::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1688,7 +1688,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r99::int % 64, run_id, run_seq FROM e;
 WITH c AS (
@@ -1704,7 +1704,7 @@ e AS (
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (c.last_seq * 37 % 5000)::text || ',"result":{"rowsAffected":' || (c.last_seq * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || c.run_id || '/step_' || c.last_seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (c.last_seq * 7919 % 100000)::text || '}]}')::json
   FROM c
-  ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING run_id, run_seq)
 INSERT INTO outbox (shard, run_id, run_seq) SELECT :r100::int % 64, run_id, run_seq FROM e;
 \endpipeline

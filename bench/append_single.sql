@@ -1,5 +1,6 @@
 -- One event per transaction: the three statements of runstream_append's
--- insert path (store/postgres/migrations/0001_append_authority.sql), with the
+-- insert path (store/postgres/migrations/0001 and 0014: the insert names no
+-- conflict target, as run_events is partitioned), with the
 -- same tables, indexes and immutability trigger, for a random run among
 -- 10,000. See bench/README.md.
 --
@@ -22,6 +23,6 @@ VALUES (md5(:r::text)::uuid::text, :seq, gen_random_uuid(), 'StepCompleted',
     'tenant_bench', 'proj_analytics', 'prod', 'plan_daily_etl', '3', 'step_' || :seq::text,
     1, 1, replace((clock_timestamp() AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z', clock_timestamp(),
     ('{"durationMs":' || (:seq::bigint * 37 % 5000)::text || ',"result":{"rowsAffected":' || (:seq::bigint * 131 % 1000000)::text || '},"artifacts":[{"uri":"s3://runstream-artifacts/' || md5(:r::text)::uuid::text || '/step_' || :seq::text || '/1/run_results.json","kind":"dbt-run-results","sizeBytes":' || (:seq::bigint * 7919 % 100000)::text || '}]}')::json)
-ON CONFLICT ON CONSTRAINT run_events_idempotency_key DO NOTHING;
+ON CONFLICT DO NOTHING;
 INSERT INTO outbox (shard, run_id, run_seq) VALUES (:shard, md5(:r::text)::uuid::text, :seq);
 COMMIT;
