@@ -77,6 +77,29 @@ stage() {
   return 0
 }
 
+# long_stage NAME CMD...: stage NAME for a long command, run in a process
+# group of its own that the script waits for: bash runs a trap only once
+# the foreground command it is in has ended, so an interrupt during a
+# foreground go test would wait for all of it before cleaning up, while a
+# wait is interrupted at once and cleanup ends the group.
+long_stage() {
+  local name=$1 t0 st pid
+  shift
+  t0=$(date +%s)
+  log "== $name"
+  setsid bash -c '"$@"' bash "$@" &
+  pid=$!
+  bg_pids+=("$pid")
+  wait "$pid"
+  st=$?
+  echo "$name $(( $(date +%s) - t0 ))" >>"$timings"
+  if [ "$st" != 0 ]; then
+    failed+=("$name")
+    log "FAILED: $name (exit status $st)"
+  fi
+  return 0
+}
+
 # bg_stage NAME CMD...: stage NAME in the background, in a process group of
 # its own (so that cleanup can end all of it), its output kept in a file
 # and printed when it ends (bg_wait).
@@ -264,18 +287,20 @@ if [ ! -x "$work/runstream-lint" ]; then
   log "the linter did not build; stopping here"
   exit 1
 fi
-stage lint lint .
-stage vet go vet -race ./...
+export work
+export -f lint log
+long_stage lint lint .
+long_stage vet go vet -race ./...
 
 # The lint and vet stages compiled every package of the main module with
 # -race; from here the background stages and the main module's tests reuse
 # those compilations.
-export -f browser_tests openapi_tests clients_tests log
-export work openapi_norace
+export -f browser_tests openapi_tests clients_tests
+export openapi_norace
 bg_stage browser browser_tests
 bg_stage openapi openapi_tests
 bg_stage clients clients_tests
-stage go-test bash -c 'set -o pipefail; go test -race -count=1 -timeout 15m ./... 2>&1 | tee "$0"' "$work/gotest.log"
+long_stage go-test bash -c 'set -o pipefail; go test -race -count=1 -timeout 15m ./... 2>&1 | tee "$0"' "$work/gotest.log"
 bg_wait
 
 echo "test: stage times (s):" >&2
