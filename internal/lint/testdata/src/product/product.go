@@ -22,8 +22,8 @@ func wait() {
 	fmt.Printf("%d\n", 1) // want `fmt.Printf is not allowed here`
 	fmt.Print("x")        // want `fmt.Print is not allowed here`
 	_ = fmt.Sprintf("%d", 1)
-	log.Printf("x")        // want `log.Printf is not allowed here`
-	l := slog.Default()    // want `slog.Default is not allowed here`
+	log.Printf("x")     // want `log.Printf is not allowed here`
+	l := slog.Default() // want `slog.Default is not allowed here`
 	l.Info("x")
 	_ = slog.New(slog.DiscardHandler)
 }
