@@ -106,7 +106,7 @@ long_stage() {
 bg_stage() {
   local name=$1
   shift
-  setsid bash -c '"$@"' bash "$@" >"$work/$name.log" 2>&1 &
+  setsid bash -c '"$@"; st=$?; date +%s >"$0"; exit $st' "$work/$name.end" "$@" >"$work/$name.log" 2>&1 &
   bg_pids+=($!)
   echo "$name $! $(date +%s)" >>"$work/bg"
   log "== $name (in the background; its output follows when it ends)"
@@ -119,7 +119,8 @@ bg_wait() {
   while read -r name pid t0; do
     wait "$pid"
     st=$?
-    echo "$name $(( $(date +%s) - t0 ))" >>"$timings"
+    # The stage's own end, not when it was waited for.
+    echo "$name $(( $(cat "$work/$name.end" 2>/dev/null || date +%s) - t0 ))" >>"$timings"
     echo "---- $name" >&2
     cat "$work/$name.log" >&2
     if [ "$st" != 0 ]; then
