@@ -42,14 +42,17 @@ func runStoreRetention(ctx context.Context, env *environment, args []string) err
 		"verified, recorded in the manifest, and only then is the partition dropped. An interrupted\n" +
 		"pass resumes where it stopped. status shows the partitions, their sizes, what holds each\n" +
 		"back, the archive files and the next removal.\n"
-	if len(args) == 0 || (args[0] != "status" && args[0] != "run") {
+	sub, rest := "", args
+	switch {
+	case len(args) > 0 && (args[0] == "-h" || args[0] == "--help"):
+		// The flags are the subcommands' own: show them.
+		sub = "run|status"
+	case len(args) == 0 || (args[0] != "status" && args[0] != "run"):
 		fmt.Fprint(env.stderr, usage)
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			return nil
-		}
 		return usageError{errors.New("retention needs a subcommand: status or run")}
+	default:
+		sub, rest = args[0], args[1:]
 	}
-	sub := args[0]
 	fs := flag.NewFlagSet("retention "+sub, flag.ContinueOnError)
 	var rf storeRetentionFlags
 	rf.register(fs)
@@ -57,7 +60,7 @@ func runStoreRetention(ctx context.Context, env *environment, args []string) err
 	once := fs.Bool("once", false, "run: one pass, then exit (for a scheduled job)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "json", "json or text")
-	if err := parseFlags(fs, env, args[1:], "runstream retention "+sub+" [flags]", usage); err != nil {
+	if err := parseFlags(fs, env, rest, "runstream retention "+sub+" [flags]", usage); err != nil {
 		return err
 	}
 	log, err := newLogger(env.stderr, *logLevel, *logFormat)
