@@ -425,6 +425,9 @@ func TestContract(t *testing.T) {
 	h.run(t, call{method: "GET", path: "/v1/rebuilds/00000000-0000-0000-0000-000000000000", token: "tok-op", want: 404})
 	h.run(t, call{method: "POST", path: "/v1/rebuilds", token: "tok-op", body: map[string]any{"runIds": []string{}}, want: 400, badRequest: true})
 	h.run(t, call{method: "POST", path: "/v1/rebuilds", token: "tok-a", body: map[string]any{"runIds": []string{runID}}, want: 403})
+	// The store's retention: partitions (no retention process ran here).
+	h.run(t, call{method: "GET", path: "/v1/retention", token: "tok-op", want: 200})
+	h.run(t, call{method: "GET", path: "/v1/retention", token: "tok-a", want: 403})
 
 	// Development mode: no tokens.
 	dev := &harness{url: server(t, httpapi.Config{}), v: h.v, covered: h.covered}
