@@ -74,7 +74,7 @@ func runStoreRetention(ctx context.Context, env *environment, args []string) err
 		}
 	}
 	if sub == "run" {
-		if _, err := retention.New(nil, cfg); err != nil {
+		if err := cfg.Validate(); err != nil {
 			return usageError{err}
 		}
 		if cfg.Archive != nil {

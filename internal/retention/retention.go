@@ -96,6 +96,7 @@ type Config struct {
 
 // Validate checks c, with defaults applied, and says what to change.
 func (c Config) Validate() error {
+	c.setDefaults()
 	switch {
 	case c.Retention < 0:
 		return fmt.Errorf("--retention must be 0 (off) or a positive duration, got %v", c.Retention)

@@ -450,16 +450,16 @@ func (s *Store) TryRetentionLock(ctx context.Context) (release func(), ok bool, 
 // run_events because retention took its partition out: what an audit
 // read over that time must say instead of answering with nothing.
 type ArchivedRange struct {
-	Partition string `json:"partition"`
+	Partition string
 	// State is "archiving" while the partition is detached and its files
 	// are being written, then "archived".
-	State string `json:"state"`
+	State string
 	// From and To bound the events' persistedAt (both included); zero
 	// while archiving (then the partition's whole time is in question).
-	From, To time.Time `json:"-"`
+	From, To time.Time
 	// Location is the archive file's URL; empty while archiving.
-	Location string `json:"location,omitempty"`
-	Events   int64  `json:"events,omitempty"`
+	Location string
+	Events   int64
 }
 
 // ArchivedRanges returns the parts of tenant's events persisted in [from,
