@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -84,4 +85,24 @@ func TestAppend_DuplicateProbeNeverReadsTheTenantIndex(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestAppend_KeepsGenericPlans: runstream_append runs with
+// plan_cache_mode = force_generic_plan (migration 0017). Without it the
+// plan cache costs the generic plan of the duplicate probe over every
+// partition of run_events, always prefers a custom plan, and replans the
+// function's statements on every call (appends 20-40% slower). A later
+// CREATE OR REPLACE of the function drops the setting unless it says it
+// again: this test is what notices.
+func TestAppend_KeepsGenericPlans(t *testing.T) {
+	ctx := context.Background()
+	_, pool := newStore(t, postgres.Config{})
+	var config []string
+	if err := pool.QueryRow(ctx, `SELECT coalesce(proconfig, '{}') FROM pg_proc
+		WHERE proname = 'runstream_append' AND pronamespace = current_schema()::regnamespace`).Scan(&config); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(config, "plan_cache_mode=force_generic_plan") {
+		t.Fatalf("runstream_append's settings are %q, want plan_cache_mode=force_generic_plan", config)
+	}
 }
