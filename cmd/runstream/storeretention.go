@@ -28,7 +28,7 @@ func (f *storeRetentionFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.postgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL of the Append Authority")
 	fs.DurationVar(&f.retention, "retention", 0, "a partition of run_events leaves the store once every run in it ended at least this long ago, archived and verified first (0: never)")
 	fs.DurationVar(&f.width, "partition-interval", retention.DefaultPartitionWidth, "span of each new run_events partition (at least 1m); runs leave the store a partition at a time")
-	fs.StringVar(&f.archiveURL, "archive-url", "", "where removed runs' events are archived as Parquet: file:///dir or s3://bucket/prefix?endpoint=host:port (required with --retention)")
+	fs.StringVar(&f.archiveURL, "archive-url", "", "where removed runs' events are archived as Parquet: file:///dir or s3://bucket/prefix?endpoint=host:port (required with --retention); none: removed runs need no archive, their events are dropped")
 	fs.StringVar(&f.tempDir, "temp-dir", "", "local directory each archive file is written in before its upload (default: the system's)")
 	fs.DurationVar(&f.every, "every", retention.DefaultEvery, "time between retention passes")
 }
@@ -68,7 +68,11 @@ func runStoreRetention(ctx context.Context, env *environment, args []string) err
 		return err
 	}
 	cfg := retention.Config{Retention: rf.retention, PartitionWidth: rf.width, Every: rf.every, TempDir: rf.tempDir, Log: log}
-	if rf.archiveURL != "" {
+	switch rf.archiveURL {
+	case "":
+	case postgres.NoArchive:
+		cfg.NoArchive = true
+	default:
 		if cfg.Archive, err = archive.OpenStorage(rf.archiveURL, env.getenv); err != nil {
 			return usageError{err}
 		}

@@ -60,7 +60,7 @@ func TestRun_Retention(t *testing.T) {
 		want string
 	}{
 		{[]string{"retention", "run", "--retention", "-1h"}, "--retention"},
-		{[]string{"retention", "run", "--retention", "1h"}, "--archive-url"},
+		{[]string{"retention", "run", "--retention", "1h"}, "--archive-url none"},
 		{[]string{"retention", "run", "--retention", "1h", "--archive-url", "relative/dir"}, "relative path"},
 		{[]string{"retention", "run", "--partition-interval", "10s"}, "--partition-interval"},
 		{[]string{"retention"}, "status or run"},

@@ -59,6 +59,12 @@ func openArchived(ctx context.Context, st ArchivedReader, arch Archive, w store.
 	if len(ranges) == 0 {
 		return nil, nil
 	}
+	for _, r := range ranges {
+		if r.Location == postgres.NoArchive {
+			return nil, fmt.Errorf("the window meets %d events of partition %s (persisted %s to %s) that retention removed with no archive (--archive-url none): they are gone; export a window after %s",
+				r.Events, r.Partition, r.From.UTC().Format(time.RFC3339Nano), r.To.UTC().Format(time.RFC3339Nano), r.To.UTC().Format(time.RFC3339Nano))
+		}
+	}
 	if arch == nil {
 		return nil, fmt.Errorf("the window meets events retention moved to the archive (partition %s, %d events, %s), and this export was given no archive to read them from (export.Config.Archive)",
 			ranges[0].Partition, ranges[0].Events, ranges[0].Location)

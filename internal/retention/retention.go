@@ -82,8 +82,14 @@ type Config struct {
 	Ahead time.Duration
 	// Every is the time between passes in Run; 0 means DefaultEvery.
 	Every time.Duration
-	// Archive receives the archive files; required with a Retention.
+	// Archive receives the archive files; required with a Retention
+	// unless NoArchive.
 	Archive archive.Storage
+	// NoArchive: the operator said removed runs need no archive
+	// (--archive-url none). Their events are dropped unarchived; the
+	// manifest records each tenant's count under postgres.NoArchive, and
+	// audit reads over them say they were removed with no archive.
+	NoArchive bool
 	// TempDir holds each file while it is written, before its upload
 	// ("" is the system's).
 	TempDir string
@@ -102,8 +108,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--retention must be 0 (off) or a positive duration, got %v", c.Retention)
 	case c.Retention > 0 && c.Retention < time.Minute:
 		return fmt.Errorf("--retention must be at least 1m, got %v", c.Retention)
-	case c.Retention > 0 && c.Archive == nil:
-		return errors.New("--retention needs --archive-url: runs leave the store only once they are in the archive")
+	case c.Retention > 0 && c.Archive == nil && !c.NoArchive:
+		return errors.New("--retention needs --archive-url: runs leave the store only once they are in the archive (or --archive-url none, if removed runs need no archive: their events are then gone)")
+	case c.Archive != nil && c.NoArchive:
+		return errors.New("give an archive or no archive (--archive-url none), not both")
 	case c.PartitionWidth < time.Minute:
 		return fmt.Errorf("--partition-interval must be at least 1m, got %v", c.PartitionWidth)
 	case c.Ahead < 0:
@@ -223,8 +231,11 @@ func (k *Keeper) Pass(ctx context.Context) (Report, error) {
 	err = k.pass(ctx, &rep)
 	// What status reports: this pass's settings and how it ended.
 	rec := postgres.RetentionPass{Retention: k.cfg.Retention, PartitionWidth: k.cfg.PartitionWidth, Dropped: rep.Dropped}
-	if k.cfg.Archive != nil {
+	switch {
+	case k.cfg.Archive != nil:
 		rec.ArchiveURL = k.cfg.Archive.URL()
+	case k.cfg.NoArchive:
+		rec.ArchiveURL = postgres.NoArchive
 	}
 	if err != nil {
 		rec.Error = err.Error()
@@ -380,9 +391,12 @@ func (k *Keeper) archive(ctx context.Context, p postgres.Partition, rep *Report)
 		if n, ok := have[tn.TenantID]; ok && n == tn.Events {
 			continue // verified by an earlier pass
 		}
-		f, err := k.archiveTenant(ctx, p, tn)
-		if err != nil {
-			return err
+		f := postgres.ArchiveFile{TenantID: tn.TenantID, Location: postgres.NoArchive, Events: tn.Events,
+			MinPersistedAt: tn.MinPersistedAt, MaxPersistedAt: tn.MaxPersistedAt}
+		if !k.cfg.NoArchive {
+			if f, err = k.archiveTenant(ctx, p, tn); err != nil {
+				return err
+			}
 		}
 		if err := k.st.RecordArchive(ctx, p, f); err != nil {
 			return err
@@ -463,6 +477,10 @@ func (k *Keeper) readBack(ctx context.Context, key string) (archive.Summary, err
 	return archive.Read(obj, obj.Size(), func(store.RunEventRecord) error { return nil })
 }
 
+// ErrNoArchive: the events asked for were removed with no archive
+// (--archive-url none); nothing can read them any more.
+var ErrNoArchive = errors.New("these events were removed from the store with no archive (retention ran with --archive-url none): they cannot be read")
+
 // FileReader reads archive files by their location (the manifest's), for
 // an export (export.Archive): each location's storage is opened once.
 type FileReader struct {
@@ -477,6 +495,9 @@ func NewFileReader(getenv func(string) string) *FileReader {
 
 // ReadFile calls fn with each record of the file at location, in order.
 func (r *FileReader) ReadFile(ctx context.Context, location string, fn func(store.RunEventRecord) error) error {
+	if location == postgres.NoArchive {
+		return ErrNoArchive
+	}
 	root, key, err := SplitLocation(location)
 	if err != nil {
 		return err

@@ -252,6 +252,41 @@ func TestKeeper_NothingDroppedUnverified(t *testing.T) {
 	}
 }
 
+// TestKeeper_NoArchiveWhenTheOperatorSaysSo: with NoArchive (--archive-url
+// none) ended runs leave the store with no file written; the manifest
+// records each tenant's count as removed with no archive, the runs refuse
+// appends, and an export over their window says the events are gone
+// rather than printing nothing.
+func TestKeeper_NoArchiveWhenTheOperatorSaysSo(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	from := time.Now().Add(-time.Minute)
+	id := f.run(t, "tenant_a", 2, false)
+	f.run(t, "tenant_b", 1, false)
+	f.relayed(t)
+	k, err := retention.New(f.st, retention.Config{Retention: time.Minute, PartitionWidth: time.Minute, RoutingGrace: time.Nanosecond, NoArchive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := k.Pass(f.ctx)
+	if err != nil || !slices.Contains(rep.Dropped, "run_events_backdated") || rep.Files != 2 || rep.Events != 6+4 {
+		t.Fatalf("pass: %+v, %v; want run_events_backdated dropped with 2 tenants' 10 events", rep, err)
+	}
+	var rows, none int
+	if err := f.pool.QueryRow(f.ctx, `SELECT count(*), count(*) FILTER (WHERE location = $1) FROM run_event_archives`, postgres.NoArchive).Scan(&rows, &none); err != nil || rows != 2 || none != 2 {
+		t.Fatalf("manifest: %d rows, %d without archive, %v; want 2 and 2", rows, none, err)
+	}
+	if _, err := f.st.AppendEvent(f.ctx, workload.Event(id, store.EventRunStarted, "", 1, 1, time.Now(), nil)); !errors.Is(err, &store.Error{Code: store.CodeRunArchived}) {
+		t.Fatalf("append after the drop: %v, want RUN_ARCHIVED", err)
+	}
+	win := store.AuditWindow{TenantID: "tenant_a", From: store.AuditTime(from), To: store.AuditTime(time.Now())}
+	var out bytes.Buffer
+	res, err := export.Run(f.ctx, f.st, export.Config{Window: win, PageSize: 3, Archive: retention.NewFileReader(os.Getenv)}, &out)
+	if err == nil || !strings.Contains(err.Error(), "no archive") || out.Len() != 0 {
+		t.Fatalf("export over the removed window: %+v, %v, %d bytes; want an error saying the events were removed with no archive, nothing printed", res, err, out.Len())
+	}
+}
+
 // TestKeeper_OptionsRefused: settings that would lose runs or make no
 // sense are refused, naming the flag.
 func TestKeeper_OptionsRefused(t *testing.T) {
@@ -261,7 +296,8 @@ func TestKeeper_OptionsRefused(t *testing.T) {
 	}{
 		{retention.Config{Retention: -time.Hour}, "--retention"},
 		{retention.Config{Retention: time.Second}, "at least 1m"},
-		{retention.Config{Retention: time.Hour}, "--archive-url"},
+		{retention.Config{Retention: time.Hour}, "--archive-url none"},
+		{retention.Config{Retention: time.Hour, NoArchive: true, Archive: &archive.Dir{}}, "not both"},
 		{retention.Config{PartitionWidth: time.Second}, "--partition-interval"},
 	} {
 		if _, err := retention.New(nil, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {

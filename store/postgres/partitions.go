@@ -309,12 +309,18 @@ func (s *Store) ScanPartition(ctx context.Context, p Partition, tenant string, f
 // of a partition in one archive file, verified after it was written.
 type ArchiveFile struct {
 	TenantID string
-	// Location is the file's URL in the archive.
+	// Location is the file's URL in the archive; NoArchive when the
+	// operator removed the events with no archive (--archive-url none).
 	Location                       string
 	Events, Bytes                  int64
 	Checksum                       string
 	MinPersistedAt, MaxPersistedAt time.Time
 }
+
+// NoArchive is the manifest's location of a tenant's events that
+// retention removed with no archive, as the operator asked
+// (--archive-url none): they are gone, and audit reads say so.
+const NoArchive = "none"
 
 // RecordArchive writes (or replaces) the manifest row of f in p. Write it
 // only for a file read back and matched against the table.
