@@ -6,15 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/runstream/runstream/internal/lag"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
+	"github.com/runstream/runstream/store/validate"
 )
 
 // The operator routes behind the console's operator pages: the lag of
@@ -136,28 +140,53 @@ func (s *Server) lagGroups(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// decodeStrict decodes a JSON object body into v: a malformed body,
-// another type, an unknown field or trailing data is 400 naming the field.
+// decodeStrict decodes a JSON object body into v, a pointer to a struct
+// whose fields carry json tags, as strictly as an event is read: one JSON
+// object (validate.Object: a member given twice is refused, where
+// encoding/json would keep the last), each member spelled exactly as a
+// field's tag (encoding/json would also take "TenantID"), valid UTF-8,
+// and no NUL or unpaired surrogate in its text (validate.Text; encoding/json
+// turns a lone surrogate into U+FFFD). Anything else is 400 naming the
+// field.
 func decodeStrict(raw []byte, v any) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return badRequest("", "the body is empty: send a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &te) && te.Field != "":
-			return badRequest(te.Field, fmt.Sprintf("%s must be %s, got JSON %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value))
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			return badRequest(name, fmt.Sprintf("unknown field %q", name))
-		default:
-			return badRequest("", "the body is not a JSON object of this endpoint ("+err.Error()+")")
-		}
+	const holding = "the fields of this endpoint"
+	members, err := validate.Object(raw, holding)
+	if err != nil {
+		return err
 	}
-	if dec.More() {
-		return badRequest("", "the body has data after its JSON object")
+	if !utf8.Valid(raw) {
+		return badRequest("body", "the body is not valid UTF-8: send JSON text in UTF-8")
+	}
+	rv := reflect.ValueOf(v).Elem()
+	fields := make(map[string]int, rv.NumField())
+	for i := range rv.NumField() {
+		name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
+		fields[name] = i
+	}
+	// In name order, so that the error named is the same for the same body.
+	for _, name := range slices.Sorted(maps.Keys(members)) {
+		i, ok := fields[name]
+		if !ok {
+			field := name
+			if len(field) > 64 || !store.ValidIdentifier(field) {
+				field, name = "body", name[:min(len(name), 64)]
+			}
+			return badRequest(field, fmt.Sprintf("unknown field %q: this endpoint takes %s", name, strings.Join(slices.Sorted(maps.Keys(fields)), ", ")))
+		}
+		val := members[name]
+		if err := validate.Text(name, val); err != nil {
+			return err
+		}
+		if err := json.Unmarshal(val, rv.Field(i).Addr().Interface()); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return badRequest(name, fmt.Sprintf("%s must hold %s, got JSON %s", name, jsonKind(te.Type.Kind().String()), te.Value))
+			}
+			return badRequest(name, fmt.Sprintf("%s is not what this endpoint takes (%v)", name, err))
+		}
 	}
 	return nil
 }

@@ -73,6 +73,18 @@ func badEscape(raw []byte) int {
 	}
 }
 
+// Text refuses, in raw (a valid JSON value at field), what an event's
+// strings may not hold: an escape spelling U+0000 or an unpaired UTF-16
+// surrogate, in any string or member name. Other request bodies (the
+// operators') use it so that they read their text as an event's is read:
+// encoding/json would turn a lone surrogate into U+FFFD without a word.
+func Text(field string, raw []byte) error {
+	if badEscape(raw) < 0 {
+		return nil
+	}
+	return escapeError(field, raw)
+}
+
 // hex4 reads the four hex digits at raw[i:].
 func hex4(raw []byte, i int) (rune, bool) {
 	if i+4 > len(raw) {
