@@ -95,6 +95,7 @@ func (s *Server) adapt(h handlerFunc, how route) http.Handler {
 					Message: "this endpoint is for operators: use a token mapped to \"*\" in RUNSTREAM_AUTH_TOKENS"})
 				return
 			}
+			markAuthenticated(r.Context())
 			r = r.WithContext(context.WithValue(r.Context(), principalKey, p))
 		}
 		if how&stream == 0 {
@@ -123,14 +124,15 @@ func (s *Server) adapt(h handlerFunc, how route) http.Handler {
 }
 
 // authenticate finds the caller's principal from the bearer token (or,
-// for EventSource, which cannot send headers, ?ticket= or ?access_token=).
+// for EventSource, which cannot send headers, ?ticket= on the watch route
+// it was issued for, or ?access_token=).
 func (s *Server) authenticate(r *http.Request) (principal, error) {
 	h := r.Header.Get("Authorization")
 	const prefix = "Bearer "
 	if h == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		q := r.URL.Query()
 		if t := q.Get("ticket"); t != "" {
-			return s.redeemStreamTicket(r.Context(), t)
+			return s.redeemStreamTicket(r, t)
 		}
 		// ?access_token= is kept for older clients; proxies log query
 		// strings, so the console asks for a ticket instead.

@@ -192,7 +192,7 @@ export interface paths {
         put?: never;
         /**
          * A one-time ticket for an EventSource
-         * @description Valid 30 s and for one stream; 400 when authentication is off (streams need none then).
+         * @description Valid 30 s, once, for the one stream the body names: {"runId"} for GET /v1/runs/{runId}/watch of that run; no body or {} for the caller's tenant stream (GET /v1/runs/watch); for an operator, {"tenantId"} for GET /v1/runs/watch?tenantId= of that tenant (a tenant's token always gets its own stream). Any other route, run or tenant refuses the ticket (401). 400 when authentication is off (streams need none then).
          */
         post: operations["createStreamTicket"];
         delete?: never;
@@ -735,8 +735,13 @@ export interface components {
             lastEventSeq: number;
             status: components["schemas"]["RunStatus"];
         };
+        /** @description The stream a ticket opens: a run's watch (runId), or a tenant's stream (nothing, or tenantId for an operator); not both. */
+        StreamTicketRequest: {
+            runId?: components["schemas"]["Identifier"];
+            tenantId?: components["schemas"]["Identifier"];
+        };
         StreamTicket: {
-            /** @description One use, for ?ticket= on a watch route. */
+            /** @description One use, for ?ticket= on the one watch stream it was asked for. */
             ticket: string;
             expiresInSeconds: number;
         };
@@ -1084,7 +1089,7 @@ export interface components {
     parameters: {
         /** @description The run: an identifier as in RunEventWrite (1-255 bytes, printable, no "|"). */
         runId: components["schemas"]["Identifier"];
-        /** @description A one-time stream ticket from POST /v1/stream-tickets, for EventSource, which cannot send an Authorization header. */
+        /** @description A one-time stream ticket from POST /v1/stream-tickets, for EventSource, which cannot send an Authorization header; good for the one stream it was asked for, and refused on every other route. */
         ticket: string;
         /**
          * @deprecated
@@ -1318,7 +1323,7 @@ export interface operations {
     watchRun: {
         parameters: {
             query?: {
-                /** @description A one-time stream ticket from POST /v1/stream-tickets, for EventSource, which cannot send an Authorization header. */
+                /** @description A one-time stream ticket from POST /v1/stream-tickets, for EventSource, which cannot send an Authorization header; good for the one stream it was asked for, and refused on every other route. */
                 ticket?: components["parameters"]["ticket"];
                 /**
                  * @deprecated
@@ -1367,7 +1372,7 @@ export interface operations {
     headWatchRun: {
         parameters: {
             query?: {
-                /** @description A one-time stream ticket from POST /v1/stream-tickets, for EventSource, which cannot send an Authorization header. */
+                /** @description A one-time stream ticket from POST /v1/stream-tickets, for EventSource, which cannot send an Authorization header; good for the one stream it was asked for, and refused on every other route. */
                 ticket?: components["parameters"]["ticket"];
                 /**
                  * @deprecated
@@ -1427,7 +1432,7 @@ export interface operations {
             query?: {
                 /** @description The tenant to read. A tenant's token reads its own tenant and needs none; an operator (and development mode) names one. */
                 tenantId?: components["parameters"]["tenantId"];
-                /** @description A one-time stream ticket from POST /v1/stream-tickets, for EventSource, which cannot send an Authorization header. */
+                /** @description A one-time stream ticket from POST /v1/stream-tickets, for EventSource, which cannot send an Authorization header; good for the one stream it was asked for, and refused on every other route. */
                 ticket?: components["parameters"]["ticket"];
                 /**
                  * @deprecated
@@ -1463,7 +1468,7 @@ export interface operations {
             query?: {
                 /** @description The tenant to read. A tenant's token reads its own tenant and needs none; an operator (and development mode) names one. */
                 tenantId?: components["parameters"]["tenantId"];
-                /** @description A one-time stream ticket from POST /v1/stream-tickets, for EventSource, which cannot send an Authorization header. */
+                /** @description A one-time stream ticket from POST /v1/stream-tickets, for EventSource, which cannot send an Authorization header; good for the one stream it was asked for, and refused on every other route. */
                 ticket?: components["parameters"]["ticket"];
                 /**
                  * @deprecated
@@ -1597,7 +1602,11 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["StreamTicketRequest"];
+            };
+        };
         responses: {
             /** @description The ticket. */
             201: {

@@ -282,10 +282,21 @@ export const conn = {
   },
 };
 
+// ticketFor is the stream a ticket for path opens: a ticket is good for
+// that one watch only ({"runId"} for a run's, the tenantId an operator
+// picked for a tenant's).
+function ticketFor(path) {
+  const u = new URL(path, location.href);
+  const m = /^\/v1\/runs\/([^/]+)\/watch$/.exec(u.pathname);
+  if (m) return { runId: decodeURIComponent(m[1]) };
+  const tenant = u.searchParams.get('tenantId');
+  return tenant ? { tenantId: tenant } : {};
+}
+
 // watch opens an EventSource on path. EventSource cannot send headers, so
-// with a token it first asks for a single-use stream ticket
-// (POST /v1/stream-tickets) and sends that as ?ticket=: the token itself
-// never travels in a URL that proxies log. The browser retries dropped
+// with a token it first asks for a single-use stream ticket for that one
+// stream (POST /v1/stream-tickets) and sends it as ?ticket=: the token
+// itself never travels in a URL that proxies log. The browser retries dropped
 // streams by itself; a refused one (401, 404, 5xx) closes for good, so we
 // ask why with a plain GET through api() (which prompts for a token on
 // 401) and reopen with backoff. onOpen runs on every (re)connection: a
@@ -302,7 +313,7 @@ export function watch(path, handlers, probe, onOpen) {
     if (token) {
       // A reconnection by the browser reuses the spent ticket and is
       // refused; onerror then comes back here for a new one.
-      const t = await api('/v1/stream-tickets', { method: 'POST' }).catch(() => null);
+      const t = await api('/v1/stream-tickets', { method: 'POST', body: JSON.stringify(ticketFor(path)) }).catch(() => null);
       if (stopped) return;
       if (t) url = `${path}${path.includes('?') ? '&' : '?'}ticket=${encodeURIComponent(t.ticket)}`;
     }
