@@ -4,7 +4,8 @@
 # the lockfile), checks that src/api.ts was generated from the current
 # internal/httpapi/openapi.json, builds this checkout's binary, starts it on
 # a free loopback port with RUNSTREAM_AUTH_TOKENS in a Postgres schema of its
-# own (dropped afterwards), then runs the tests with node's test runner.
+# own (dropped afterwards), then runs the tests with node's test runner
+# (npm test: the type tests of test-types/ with tsc --noEmit first).
 # make test runs it (scripts/test.sh); alone it needs Postgres and Redis
 # (RUNSTREAM_POSTGRES_URL / RUNSTREAM_REDIS_URL, or scripts/up.sh starts them).
 set -euo pipefail
@@ -19,6 +20,8 @@ require_servers
 cd clients/typescript
 npm_install
 npm run --silent check-gen
+# The reference docs (TypeDoc) build without a warning: every link resolves.
+npm run --silent check-docs
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/runstream-ts-test.XXXXXX")
 schema="ts_$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"

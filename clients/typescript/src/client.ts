@@ -16,25 +16,14 @@
 import { randomUUID } from "node:crypto";
 
 import type { components } from "./api.js";
-import { BudgetExceededError, ClientClosedError, RunstreamError, type ErrorCode } from "./errors.js";
+import { BudgetExceededError, ClientClosedError, RunstreamError, UnknownEventTypeError, type ErrorCode } from "./errors.js";
+import { KNOWN_EVENT_TYPES, isKnownEventType, suggestEventType, type EventInput } from "./events.js";
 import { idempotencyKey } from "./key.js";
+import { RunHandle, type RunOptions } from "./run.js";
 import { Spool, type SpoolRecord, type SpooledEvent } from "./spool.js";
 import { validateEvent } from "./validate.js";
 
 type Schemas = components["schemas"];
-
-/** What the API stores: the contract's RunEventWrite (types generated from the OpenAPI document). */
-export type RunEventWrite = Omit<Schemas["RunEventWrite"], "$defs" | "payload"> & {
-  payload?: Record<string, unknown>;
-};
-
-/**
- * What append takes: a RunEventWrite whose eventId (a random UUID v4),
- * emittedAt (now) and idempotencyKey (the v2 key) the client fills in when
- * absent.
- */
-export type EventInput = Omit<RunEventWrite, "eventId" | "emittedAt" | "idempotencyKey"> &
-  Partial<Pick<RunEventWrite, "eventId" | "emittedAt" | "idempotencyKey">>;
 
 /** The API's answer to an append (201 inserted, 200 duplicate: idempotent true). */
 export type AppendResult = Schemas["AppendResult"];
@@ -47,36 +36,88 @@ export type AppendOutcome =
 /** appendBatch's outcome for one event: an AppendOutcome, or the error of that event. */
 export type BatchItemOutcome = AppendOutcome | { spooled?: undefined; error: Error };
 
-export interface ClientOptions {
-  /** The API's base URL, e.g. http://127.0.0.1:8080. */
+/**
+ * The options of {@link RunstreamClient}. Every one but `url` has a default.
+ *
+ * @typeParam C - the event types of the producer's own that `allowEventTypes` lists
+ */
+export interface ClientOptions<C extends string = never> {
+  /** The API's base URL, e.g. http://127.0.0.1:8080. Required. */
   url: string;
-  /** A bearer token of RUNSTREAM_AUTH_TOKENS (none in development mode). */
+  /**
+   * A bearer token of RUNSTREAM_AUTH_TOKENS.
+   * @defaultValue none: the API must run without tokens (development)
+   */
   token?: string;
-  /** How long one append (or appendBatch) may take in all, retries included. Default 3000. */
+  /**
+   * How long one append (or appendBatch) may take in all: the wait behind
+   * earlier appends of the run, delivering the run's spooled events, every
+   * retry.
+   * @defaultValue 3000 (ms)
+   */
   writeLatencyBudgetMs?: number;
-  /** Event types spooled when the budget runs out (failOpenForEventClass). Default ["StepStarted"]. */
+  /**
+   * Event types spooled when the budget runs out (failOpenForEventClass).
+   * @defaultValue ["StepStarted"]
+   */
   failOpen?: string[];
-  /** Event types that reject when the budget runs out. Default ["StepCompleted", "StepFailed"]. A type in neither list rejects too. */
+  /**
+   * Event types that reject when the budget runs out. A type in neither list rejects too.
+   * @defaultValue ["StepCompleted", "StepFailed"]
+   */
   neverFailOpen?: string[];
-  /** The spool directory, one per process. Without one, every type rejects past the budget. */
+  /**
+   * Event types of the producer's own that append may send besides the
+   * contract's twelve (KNOWN_EVENT_TYPES). Any other type is refused with
+   * an {@link UnknownEventTypeError} ("did you mean StepStarted?"), since
+   * the API would store it as a new type that no snapshot shows. Each must
+   * be PascalCase. Listed as a literal array, the types also compile:
+   * `new RunstreamClient({url, allowEventTypes: ["StepHeartbeat"]})`.
+   * @defaultValue [] (the contract's types only)
+   */
+  allowEventTypes?: readonly C[];
+  /**
+   * The spool directory, one per process.
+   * @defaultValue none: every type rejects past the budget
+   */
   spoolDir?: string;
-  /** The most the spool's files may hold. Default 256 MiB. */
+  /**
+   * The most the spool's files may hold, in bytes.
+   * @defaultValue 256 MiB
+   */
   maxSpoolBytes?: number;
-  /** The fetch to use (default: Node's global fetch). */
+  /**
+   * The fetch to use (tests, proxies).
+   * @defaultValue Node's global fetch
+   */
   fetch?: typeof globalThis.fetch;
-  /** How often the drainer started by start() looks at the spool. Default 1000 ms. */
+  /**
+   * How often the drainer started by start() looks at the spool (backing
+   * off to 30 s while the API is away).
+   * @defaultValue 1000 (ms)
+   */
   drainIntervalMs?: number;
   /**
    * How long the drainer gives one request of a run's spooled events, retries
-   * included. Default writeLatencyBudgetMs: the run's appends wait behind it
-   * meanwhile, so a longer time can push them past their budget.
+   * included. The run's appends wait behind it meanwhile, so a longer time
+   * can push them past their budget.
+   * @defaultValue writeLatencyBudgetMs
    */
   drainRequestTimeoutMs?: number;
-  /** First retry delay cap (doubling per attempt, full jitter). Default 50 ms. */
+  /**
+   * First retry delay cap (doubling per attempt, full jitter).
+   * @defaultValue 50 (ms)
+   */
   backoffBaseMs?: number;
-  /** Largest retry delay cap. Default 1000 ms. */
+  /**
+   * Largest retry delay cap.
+   * @defaultValue 1000 (ms)
+   */
   backoffMaxMs?: number;
-  /** Where warnings go (a torn spool record cut, a spooled event the API refused). Default process.emitWarning. */
+  /**
+   * Where warnings go (a torn spool record cut, a spooled event the API refused).
+   * @defaultValue process.emitWarning
+   */
   onWarning?: (message: string) => void;
 }
 
@@ -106,11 +147,17 @@ interface NotSent {
   cause?: unknown;
 }
 
-export class RunstreamClient {
+/**
+ * The producer client. `C` is inferred from `allowEventTypes`: without it,
+ * append takes the contract's event types only.
+ */
+export class RunstreamClient<const C extends string = never> {
   readonly url: string;
   readonly writeLatencyBudgetMs: number;
   readonly failOpen: ReadonlySet<string>;
   readonly neverFailOpen: ReadonlySet<string>;
+  /** The types of the producer's own that append sends (allowEventTypes). */
+  readonly allowEventTypes: ReadonlySet<string>;
   private readonly token?: string;
   private readonly fetchFn: typeof globalThis.fetch;
   private readonly spoolDir?: string;
@@ -129,7 +176,7 @@ export class RunstreamClient {
   private draining: Promise<DrainResult> | null = null;
   private drainBackoffMs = 0;
 
-  constructor(opts: ClientOptions) {
+  constructor(opts: ClientOptions<C>) {
     if (!opts || typeof opts.url !== "string" || opts.url === "") throw new TypeError("RunstreamClient: url is required");
     this.url = opts.url.replace(/\/+$/, "");
     this.token = opts.token;
@@ -139,6 +186,12 @@ export class RunstreamClient {
     this.neverFailOpen = new Set(opts.neverFailOpen ?? ["StepCompleted", "StepFailed"]);
     for (const t of this.failOpen) {
       if (this.neverFailOpen.has(t)) throw new TypeError(`RunstreamClient: ${t} is in both failOpen and neverFailOpen`);
+    }
+    this.allowEventTypes = new Set(opts.allowEventTypes ?? []);
+    for (const t of this.allowEventTypes) {
+      if (typeof t !== "string" || !/^[A-Z][A-Za-z0-9]*$/.test(t)) {
+        throw new TypeError(`RunstreamClient: allowEventTypes holds ${JSON.stringify(t)}, which is not an event type (PascalCase, such as StepHeartbeat)`);
+      }
     }
     this.spoolDir = opts.spoolDir;
     this.maxSpoolBytes = opts.maxSpoolBytes ?? 256 << 20;
@@ -159,10 +212,15 @@ export class RunstreamClient {
    * false}) or, for a fail-open type past the budget, once the event is
    * durably spooled ({spooled: true}). Rejects with a RunstreamError for an
    * event the API refuses (local validation: `local` true, nothing sent),
-   * BudgetExceededError for a type that may not fail open, SpoolFullError,
-   * SpoolCorruptError.
+   * UnknownEventTypeError for a type neither the contract's nor in
+   * allowEventTypes (nothing sent), BudgetExceededError for a type that may
+   * not fail open, SpoolFullError, SpoolCorruptError.
+   *
+   * eventId (a random UUID v4), emittedAt (now) and idempotencyKey (the v2
+   * key) are filled in when absent. {@link RunstreamClient.run} fills in the
+   * rest as well.
    */
-  append(event: EventInput): Promise<AppendOutcome> {
+  append(event: EventInput<C>): Promise<AppendOutcome> {
     const started = Date.now();
     if (this.closed) return Promise.reject(new ClientClosedError("RunstreamClient is closed"));
     let ev: SpooledEvent;
@@ -183,7 +241,7 @@ export class RunstreamClient {
    * others get {error: BudgetExceededError}. Rejects only when the whole
    * request is refused (401, 403 for the token, 413) or the spool fails.
    */
-  appendBatch(events: EventInput[]): Promise<BatchItemOutcome[]> {
+  appendBatch(events: EventInput<C>[]): Promise<BatchItemOutcome[]> {
     const started = Date.now();
     if (this.closed) return Promise.reject(new ClientClosedError("RunstreamClient is closed"));
     if (!Array.isArray(events)) return Promise.reject(new TypeError("appendBatch takes an array of events"));
@@ -191,7 +249,7 @@ export class RunstreamClient {
     const valid: { i: number; ev: SpooledEvent }[] = [];
     events.forEach((e, i) => {
       try {
-        const ev = this.prepare(e);
+        const ev = this.prepare(e, `events[${i}].`);
         const bad = validateEvent(ev, `events[${i}].`);
         if (bad) out[i] = { error: bad };
         else valid.push({ i, ev });
@@ -210,8 +268,20 @@ export class RunstreamClient {
     );
   }
 
-  private prepare(e: EventInput): SpooledEvent {
+  /**
+   * A handle on one run: its methods append the run's events with the
+   * correlation fields, eventId, emittedAt, the key and the attempt counters
+   * filled in (see {@link RunHandle}). No request is made until a method is
+   * called.
+   */
+  run(opts: RunOptions): RunHandle {
+    return new RunHandle((e) => this.append(e), opts);
+  }
+
+  private prepare(e: EventInput<C>, fieldPrefix = ""): SpooledEvent {
     if (typeof e !== "object" || e === null || Array.isArray(e)) return e as unknown as SpooledEvent;
+    const t: unknown = e.eventType;
+    if (typeof t === "string" && !isKnownEventType(t) && !this.allowEventTypes.has(t)) throw unknownType(t, fieldPrefix);
     const ev: Record<string, unknown> = { ...e };
     if (ev.eventId === undefined) ev.eventId = randomUUID();
     if (ev.emittedAt === undefined) ev.emittedAt = new Date().toISOString();
@@ -562,6 +632,19 @@ function chunks<T extends { ev: SpooledEvent; rec?: SpoolRecord }>(items: T[]): 
   }
   if (cur.length > 0) out.push(cur);
   return out;
+}
+
+function unknownType(t: string, fieldPrefix: string): UnknownEventTypeError {
+  const near = suggestEventType(t);
+  const hint = near
+    ? `did you mean ${near}?`
+    : `the contract's types are ${KNOWN_EVENT_TYPES.join(", ")}.`;
+  return new UnknownEventTypeError(
+    `eventType ${JSON.stringify(t)} is not one of the contract's event types; ${hint} ` +
+      "The API would store it as a type of its own that no run snapshot shows. " +
+      "To send a type of your own, list it in the client's allowEventTypes.",
+    { eventType: t, suggestion: near, field: fieldPrefix + "eventType" },
+  );
 }
 
 function spooledOutcome(ev: SpooledEvent, reason: string): AppendOutcome {

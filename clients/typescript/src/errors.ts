@@ -126,3 +126,28 @@ export class ClientClosedError extends Error {
   override name = "ClientClosedError";
   readonly code = "CLIENT_CLOSED";
 }
+
+/**
+ * The event's type is not one of the contract's twelve (RunEvents v1) and
+ * the client was not told to send it (`allowEventTypes`). The API would
+ * store it as a type of its own, which no snapshot shows: a misspelt
+ * `StepStartd` would leave its step missing without a word. `suggestion`
+ * is the known type it is nearest to, when one is near. Nothing was sent.
+ */
+export class UnknownEventTypeError extends Error {
+  override name = "UnknownEventTypeError";
+  readonly code = "UNKNOWN_EVENT_TYPE";
+  /** Always "eventType" (prefixed events[i]. in a batch), as a RunstreamError's field. */
+  readonly field: string;
+  readonly eventType: string;
+  /** The nearest known type ("did you mean StepStarted?"), if one is near. */
+  readonly suggestion?: string;
+  /** True: the client refused the event itself. */
+  readonly local = true;
+  constructor(message: string, opts: { eventType: string; suggestion?: string; field?: string }) {
+    super(message);
+    this.eventType = opts.eventType;
+    this.suggestion = opts.suggestion;
+    this.field = opts.field ?? "eventType";
+  }
+}

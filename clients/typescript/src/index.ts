@@ -5,9 +5,31 @@ export {
   type BatchItemOutcome,
   type ClientOptions,
   type DrainResult,
-  type EventInput,
-  type RunEventWrite,
 } from "./client.js";
+export {
+  KNOWN_EVENT_TYPES,
+  isKnownEventType,
+  suggestEventType,
+  type ArtifactRef,
+  type CustomEventInput,
+  type EventInput,
+  type FailurePayload,
+  type KnownEventType,
+  type PayloadBase,
+  type PayloadOf,
+  type RunCompletedPayload,
+  type RunCorrelation,
+  type RunEventType,
+  type RunEventWrite,
+  type RunStartedPayload,
+  type SignalPayload,
+  type StepCompletedPayload,
+  type StepEventType,
+  type StepFailedPayload,
+  type StepSkippedPayload,
+  type WireRunEventWrite,
+} from "./events.js";
+export { RunHandle, StepHandle, type FailureOptions, type RunOptions, type StepOptions } from "./run.js";
 export {
   BudgetExceededError,
   ClientClosedError,
@@ -15,6 +37,7 @@ export {
   SpoolCorruptError,
   SpoolFullError,
   SpoolLockedError,
+  UnknownEventTypeError,
   type ErrorCode,
 } from "./errors.js";
 export { IDEMPOTENCY_KEY_FORMULA, idempotencyKey } from "./key.js";
