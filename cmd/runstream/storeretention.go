@@ -6,6 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
+	"os"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -67,7 +70,8 @@ func runStoreRetention(ctx context.Context, env *environment, args []string) err
 	if err != nil {
 		return err
 	}
-	cfg := retention.Config{Retention: rf.retention, PartitionWidth: rf.width, Every: rf.every, TempDir: rf.tempDir, Log: log}
+	cfg := retention.Config{Retention: rf.retention, PartitionWidth: rf.width, Every: rf.every, TempDir: rf.tempDir, Log: log,
+		OnStep: retentionStepper(log, env.getenv(killAfterStepEnv))}
 	switch rf.archiveURL {
 	case "":
 	case postgres.NoArchive:
@@ -190,4 +194,24 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "KMG"[exp])
+}
+
+// killAfterStepEnv names a step of retention (retention.Steps) after
+// which the process kills itself with SIGKILL: the fault suite's way to
+// stop a pass exactly there (internal/chaos TestChaos_RetentionKill).
+// Unset in production.
+const killAfterStepEnv = "RUNSTREAM_KILL_AFTER_RETENTION_STEP"
+
+// retentionStepper logs each step of a partition's removal at debug
+// level and, when killAfter names it, kills the process right after it.
+func retentionStepper(log *slog.Logger, killAfter string) func(step, partition string) error {
+	return func(step, partition string) error {
+		log.Debug("retention step done", "step", step, "partition", partition)
+		if step == killAfter {
+			log.Warn("retention: killing this process after the step, as "+killAfterStepEnv+" asks", "step", step, "partition", partition)
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // SIGKILL is not handled: this never returns
+		}
+		return nil
+	}
 }

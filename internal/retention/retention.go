@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -98,7 +99,18 @@ type Config struct {
 	// ended); 0 means DefaultRoutingGrace.
 	RoutingGrace time.Duration
 	Log          *slog.Logger
+	// OnStep, when set, is called after each step of a partition's
+	// removal (Steps), for progress and for fault tests; an error it
+	// returns ends the pass there, as a crash would.
+	OnStep func(step, partition string) error
 }
+
+// Steps are the steps of a partition's removal, in order, as OnStep
+// names them. "written", "uploaded" and "file" come once per tenant:
+// the tenant's Parquet file is written locally (not yet closed: no
+// footer), then uploaded (not yet read back), then verified and recorded
+// in the manifest.
+var Steps = []string{"retired", "detached", "written", "uploaded", "file", "archived", "dropped"}
 
 // Validate checks c, with defaults applied, and says what to change.
 func (c Config) Validate() error {
@@ -146,17 +158,14 @@ func (c *Config) setDefaults() {
 type Keeper struct {
 	st  *postgres.Store
 	cfg Config
-	// stepDone, in tests, is called after each step of a partition's
-	// removal; its error ends the pass there, as a crash would.
-	stepDone func(step, partition string) error
 }
 
-// step reports a step done to stepDone.
+// step reports a step done to OnStep.
 func (k *Keeper) step(step, partition string) error {
-	if k.stepDone == nil {
+	if k.cfg.OnStep == nil {
 		return nil
 	}
-	return k.stepDone(step, partition)
+	return k.cfg.OnStep(step, partition)
 }
 
 // New returns a Keeper of st with cfg's policy.
@@ -247,6 +256,7 @@ func (k *Keeper) Pass(ctx context.Context) (Report, error) {
 }
 
 func (k *Keeper) pass(ctx context.Context, rep *Report) error {
+	removeAbandonedTemps(k.cfg.TempDir, k.cfg.Log)
 	var err error
 	if rep.PartitionsMade, err = k.st.EnsurePartitions(ctx, k.cfg.PartitionWidth, k.cfg.Ahead); err != nil {
 		return err
@@ -424,7 +434,7 @@ func (k *Keeper) archiveTenant(ctx context.Context, p postgres.Partition, tn pos
 	if err != nil {
 		return postgres.ArchiveFile{}, err
 	}
-	tmp, err := os.CreateTemp(k.cfg.TempDir, "runstream-archive-*.parquet")
+	tmp, err := os.CreateTemp(k.cfg.TempDir, tempPrefix+strconv.Itoa(os.Getpid())+"-*.parquet")
 	if err != nil {
 		return postgres.ArchiveFile{}, fmt.Errorf("archiving partition %s: creating a local file to write tenant %s's events in (--temp-dir): %w", p.Name, tn.TenantID, err)
 	}
@@ -435,6 +445,9 @@ func (k *Keeper) archiveTenant(ctx context.Context, p postgres.Partition, tn pos
 	w := archive.NewWriter(tmp)
 	if err := k.st.ScanPartition(ctx, p, tn.TenantID, w.Write); err != nil {
 		return postgres.ArchiveFile{}, fmt.Errorf("archiving partition %s: %w", p.Name, err)
+	}
+	if err := k.step("written", p.Name); err != nil {
+		return postgres.ArchiveFile{}, err
 	}
 	wrote, err := w.Close()
 	if err != nil {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -99,12 +101,7 @@ func (f fixture) run(t *testing.T, tenant string, steps int, open bool) workload
 // every run ended an hour ago.
 func (f fixture) relayed(t *testing.T) {
 	t.Helper()
-	for _, stmt := range []string{`DELETE FROM outbox`,
-		`UPDATE runs SET terminal_at = terminal_at - interval '1 hour' WHERE terminal_at IS NOT NULL`} {
-		if _, err := f.pool.Exec(f.ctx, stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.PretendRelayedAndAged(t, f.pool)
 }
 
 func (f fixture) events(t *testing.T, runID string) []store.RunEventRecord {
@@ -441,7 +438,7 @@ func TestKeeper_LateRunTakesRetirementBack(t *testing.T) {
 // was dropped before its files were verified.
 func TestKeeper_ResumesFromEveryStep(t *testing.T) {
 	t.Parallel()
-	for _, stop := range []string{"retired", "detached", "uploaded", "file", "archived", "dropped"} {
+	for _, stop := range retention.Steps {
 		t.Run(stop, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
@@ -454,12 +451,9 @@ func TestKeeper_ResumesFromEveryStep(t *testing.T) {
 			testenv.SupersedeBackdated(t, f.pool)
 			dir := newDir(t)
 			cfg := retention.Config{Retention: time.Minute, PartitionWidth: time.Minute, Archive: dir, TempDir: t.TempDir()}
-			crashing, err := retention.New(f.st, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
 			crash := errors.New("killed")
-			retention.SetStepDone(crashing, func(step, partition string) error {
+			crashingCfg := cfg
+			crashingCfg.OnStep = func(step, partition string) error {
 				if step == stop && partition == "run_events_backdated" {
 					// Nothing may be gone that is not verified in the archive.
 					var dropped, archived bool
@@ -473,7 +467,11 @@ func TestKeeper_ResumesFromEveryStep(t *testing.T) {
 					return crash
 				}
 				return nil
-			})
+			}
+			crashing, err := retention.New(f.st, crashingCfg)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if _, err := crashing.Pass(f.ctx); !errors.Is(err, crash) {
 				t.Fatalf("the pass stopping after %s: %v", stop, err)
 			}
@@ -521,5 +519,42 @@ func TestKeeper_ResumesFromEveryStep(t *testing.T) {
 				t.Fatalf("archive after a stop after %s: %v events by tenant, want %v", stop, got, want)
 			}
 		})
+	}
+}
+
+// TestKeeper_RemovesTheFilesOfKilledPasses: a pass killed while writing
+// leaves its local file behind (kill -9 runs no cleanup); the next pass
+// removes the files of processes that no longer run and keeps those of
+// processes that do (another store's retention sharing the directory).
+func TestKeeper_RemovesTheFilesOfKilledPasses(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tmp := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	abandoned := filepath.Join(tmp, fmt.Sprintf("runstream-archive-%d-123.parquet", dead.Process.Pid))
+	live := filepath.Join(tmp, fmt.Sprintf("runstream-archive-%d-456.parquet", os.Getpid()))
+	other := filepath.Join(tmp, "someone-else.parquet")
+	for _, name := range []string{abandoned, live, other} {
+		if err := os.WriteFile(name, []byte("PAR1 cut short"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k, err := retention.New(f.st, retention.Config{PartitionWidth: time.Minute, TempDir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Pass(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(abandoned); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the file of a process that ended: %v, want removed", err)
+	}
+	for _, name := range []string{live, other} {
+		if _, err := os.Stat(name); err != nil {
+			t.Fatalf("%s: %v, want kept", name, err)
+		}
 	}
 }

@@ -67,3 +67,13 @@ func SupersedeBackdated(t testing.TB, pool *pgxpool.Pool) {
 	t.Helper()
 	execAll(t, pool, "superseding the backdated partition", fmt.Sprintf(attachSQL, "run_events_current", "4 minutes", "14 minutes"))
 }
+
+// PretendRelayedAndAged stands in for the relay and for time in a store
+// of pool's schema: the outbox is emptied (as if every event had been
+// published) and every ended run ended an hour earlier, so retention with
+// a retention under an hour may take their partitions.
+func PretendRelayedAndAged(t testing.TB, pool *pgxpool.Pool) {
+	t.Helper()
+	execAll(t, pool, "pretending every event relayed and every ended run old", `DELETE FROM outbox`,
+		`UPDATE runs SET terminal_at = terminal_at - interval '1 hour' WHERE terminal_at IS NOT NULL`)
+}

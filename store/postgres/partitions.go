@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/runstream/runstream/store"
@@ -460,22 +464,41 @@ type ArchivedRange struct {
 	// State is "archiving" while the partition is detached and its files
 	// are being written, then "archived".
 	State string
-	// From and To bound the events' persistedAt (both included); zero
-	// while archiving (then the partition's whole time is in question).
+	// From and To bound the events' persistedAt (both included). From
+	// RunArchive they are zero while archiving.
 	From, To time.Time
 	// Location is the archive file's URL; empty while archiving.
 	Location string
-	Events   int64
+	// Events counts them; 0 while archiving (not counted).
+	Events int64
 }
 
 // ArchivedRanges returns the parts of tenant's events persisted in [from,
 // to) (to zero: no end) that retention took out of run_events: the
 // manifest's files of the tenant in partitions no longer attached, and
-// every detached partition not yet archived, by persistedAt.
+// the tenant's events in each partition detached but not yet archived
+// (State "archiving": they are in neither place an audit read looks),
+// in persistedAt order.
 func (s *Store) ArchivedRanges(ctx context.Context, tenant string, from, to time.Time) ([]ArchivedRange, error) {
+	for attempt := 0; ; attempt++ {
+		out, err := s.archivedRanges(ctx, tenant, from, to)
+		var pgErr *pgconn.PgError
+		if attempt == 0 && errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UndefinedTable {
+			// A partition being archived was dropped between the two
+			// reads: it is in the manifest now.
+			continue
+		}
+		return out, err
+	}
+}
+
+func (s *Store) archivedRanges(ctx context.Context, tenant string, from, to time.Time) ([]ArchivedRange, error) {
 	var end any
 	if !to.IsZero() {
 		end = to
+	}
+	fail := func(err error) error {
+		return classify(fmt.Errorf("reading the archived ranges of tenant %s: %w", tenant, err))
 	}
 	rows, err := s.pool.Query(ctx, `SELECT p.name, 'archived', a.min_persisted_at, a.max_persisted_at, a.location, a.events
 		FROM run_event_archives a JOIN run_event_partitions p ON p.epoch = a.epoch
@@ -486,12 +509,11 @@ func (s *Store) ArchivedRanges(ctx context.Context, tenant string, from, to time
 		FROM run_event_partitions p
 		WHERE p.retired_at IS NOT NULL AND p.archived_at IS NULL
 			AND NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = 'run_events'::regclass
-				AND i.inhrelid = to_regclass(quote_ident(p.name)) AND NOT i.inhdetachpending)
-		ORDER BY 3 NULLS FIRST, 1`, tenant, from, end)
+				AND i.inhrelid = to_regclass(quote_ident(p.name)) AND NOT i.inhdetachpending)`, tenant, from, end)
 	if err != nil {
-		return nil, classify(fmt.Errorf("reading the archived ranges of tenant %s: %w", tenant, err))
+		return nil, fail(err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ArchivedRange, error) {
+	all, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ArchivedRange, error) {
 		var (
 			a        ArchivedRange
 			min, max *time.Time
@@ -503,8 +525,34 @@ func (s *Store) ArchivedRanges(ctx context.Context, tenant string, from, to time
 		return a, err
 	})
 	if err != nil {
-		return nil, classify(fmt.Errorf("reading the archived ranges of tenant %s: %w", tenant, err))
+		return nil, fail(err)
 	}
+	out := all[:0]
+	for _, a := range all {
+		if a.State == "archiving" {
+			// The detached table still holds them: the tenant's part of it
+			// (its tenant index answers), if any falls in the window.
+			var min, max *time.Time
+			// Events stays 0: counting a large tenant's part at every
+			// audit page would cost more than the minutes this state lasts.
+			if err := s.pool.QueryRow(ctx, `SELECT min(persisted_at), max(persisted_at) FROM `+pgx.Identifier{a.Partition}.Sanitize()+
+				` WHERE tenant_id = $1 AND persisted_at >= $2 AND ($3::timestamptz IS NULL OR persisted_at < $3)`,
+				tenant, from, end).Scan(&min, &max); err != nil {
+				return nil, fail(err)
+			}
+			if min == nil {
+				continue
+			}
+			a.From, a.To = *min, *max
+		}
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b ArchivedRange) int {
+		if c := a.From.Compare(b.From); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Partition, b.Partition)
+	})
 	return out, nil
 }
 
