@@ -24,14 +24,26 @@ var (
 	// ErrSpoolFull: a fail-open event could not be spooled because the spool
 	// holds Config.MaxSpoolBytes already. The event was not spooled (the
 	// Append fails); nothing spooled before was lost. Restore the API so the
-	// spool drains, or raise MaxSpoolBytes.
+	// spool drains, or raise MaxSpoolBytes. [New] returns it too for a spool
+	// directory that already holds more than MaxSpoolBytes (written with a
+	// larger MaxSpoolBytes): nothing of it is read until MaxSpoolBytes is
+	// raised to hold it.
 	ErrSpoolFull = errors.New("spool full")
 	// ErrSpoolCorrupt: a spool file holds a record that fails its checksum
-	// or does not parse, before its last record (a torn last record, a write
-	// a crash interrupted, is cut with a warning instead). The error names
-	// the file and the offset. Nothing is deleted or rewritten: move the
-	// directory aside for inspection and start with an empty SpoolDir.
+	// or does not parse, wherever it is, the last record included. Only a
+	// torn last record (cut short by the end of the file, or zeros where its
+	// data never reached the disk: a write a crash interrupted, whose Append
+	// never returned) is cut, with a warning. The error names the file and
+	// the offset. Nothing is deleted or rewritten: move the directory aside
+	// for inspection and start with an empty SpoolDir.
 	ErrSpoolCorrupt = errors.New("spool corrupt")
+	// ErrSpoolUnsafe: the spool directory, or a file in it, is one another
+	// local user could have written or redirected: a symbolic link, owned by
+	// another user, writable by its group or by others, a hard link, not a
+	// regular file. Nothing in it was read, delivered or written to. The
+	// error names the path and the fix (chmod 0700 or chown the directory,
+	// remove the file after inspecting it, or choose another SpoolDir).
+	ErrSpoolUnsafe = errors.New("spool unsafe")
 	// ErrSpoolLocked: another process (or another Client in this one)
 	// holds the spool directory. Each Client needs a SpoolDir of its own.
 	ErrSpoolLocked = errors.New("spool directory in use")

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -39,8 +40,19 @@ import (
 // segment, a write that never returned, which is cut on open with a
 // warning; (b) a cursor behind what was delivered, so some events are
 // sent again, which the API answers as duplicates (idempotent 200).
-// Anything else that fails its checksum or does not parse is corruption:
-// ErrSpoolCorrupt names the file and offset, and nothing is touched.
+// Anything else that fails its checksum or does not parse is corruption,
+// the last complete frame included: ErrSpoolCorrupt names the file and
+// offset, and nothing is touched.
+//
+// Trust: the directory is created 0700 and must stay this user's own: a
+// symbolic link, a directory owned by another user or writable by its
+// group or by others is ErrSpoolUnsafe before anything in it is read. It
+// is opened once (an os.Root: later renames of its path do not redirect
+// us), and every file in it is opened without following symbolic links
+// (O_NOFOLLOW, after an Lstat) and must be a regular file of this user's,
+// with one link, not writable by group or others; anything else is
+// ErrSpoolUnsafe naming the file. A spool holding more than MaxSpoolBytes
+// is ErrSpoolFull before it is read.
 //
 // Memory: the spool keeps, per run with undelivered events, two counters;
 // records are read from disk one at a time when they are delivered.
@@ -82,6 +94,7 @@ type runCount struct {
 
 type spool struct {
 	dir      string
+	root     *os.Root // dir, opened once
 	maxBytes int64
 	log      *slog.Logger
 	lock     *os.File
@@ -112,14 +125,20 @@ func corrupt(file string, off int64, what string) error {
 
 // openSpool locks dir (creating it) and reads what it holds.
 func openSpool(dir string, maxBytes int64, log *slog.Logger) (_ *spool, err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the spool directory (Config.SpoolDir): %w", err)
-	}
-	lock, err := lockDir(dir)
+	root, err := openSpoolDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	s := &spool{dir: dir, maxBytes: maxBytes, log: log, lock: lock, runs: map[string]*runCount{}}
+	defer func() {
+		if err != nil {
+			root.Close()
+		}
+	}()
+	lock, err := lockDir(root, dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &spool{dir: dir, root: root, maxBytes: maxBytes, log: log, lock: lock, runs: map[string]*runCount{}}
 	defer func() {
 		if err != nil {
 			lock.Close()
@@ -131,10 +150,121 @@ func openSpool(dir string, maxBytes int64, log *slog.Logger) (_ *spool, err erro
 	return s, nil
 }
 
+// openSpoolDir opens dir, creating it 0700 when it is absent, and refuses
+// a directory another local user could write in or redirect.
+func openSpoolDir(dir string) (*os.Root, error) {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+			return nil, fmt.Errorf("creating the spool directory (Config.SpoolDir): %w", err)
+		}
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("creating the spool directory (Config.SpoolDir): %w", err)
+		}
+		fi, err = os.Lstat(dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening the spool directory (Config.SpoolDir): %w", err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		target, _ := os.Readlink(dir)
+		return nil, fmt.Errorf("%w: the spool directory %s is a symbolic link (to %q), which whoever can write its parent could point elsewhere; set Config.SpoolDir to a real directory of this user's",
+			ErrSpoolUnsafe, dir, target)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%w: the spool directory %s is not a directory (%s); set Config.SpoolDir to a directory of this user's",
+			ErrSpoolUnsafe, dir, fi.Mode().Type())
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening the spool directory (Config.SpoolDir): %w", err)
+	}
+	st, err := root.Stat(".")
+	if err == nil && !os.SameFile(fi, st) {
+		err = fmt.Errorf("%w: the spool directory %s was replaced while it was opened; check who else writes its parent directory", ErrSpoolUnsafe, dir)
+	}
+	if err == nil {
+		err = checkOwned(dir, st, "directory")
+	}
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	return root, nil
+}
+
+// checkOwned refuses fi (of path, a "directory" or a "file") unless it is
+// this process's user's and not writable by its group or others.
+func checkOwned(path string, fi fs.FileInfo, what string) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%w: cannot tell who owns the spool %s %s", ErrSpoolUnsafe, what, path)
+	}
+	fix := "remove it after inspecting it (someone else may have written it), or choose another Config.SpoolDir"
+	if what == "directory" {
+		fix = fmt.Sprintf("give it to this user (chown %d %s) if it is yours, or choose another Config.SpoolDir", os.Geteuid(), path)
+	}
+	if euid := os.Geteuid(); st.Uid != uint32(euid) {
+		return fmt.Errorf("%w: the spool %s %s is owned by uid %d, not by this process's user (uid %d), so that user could change what is delivered with this token; %s",
+			ErrSpoolUnsafe, what, path, st.Uid, euid, fix)
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		fix = "remove it after inspecting it, or choose another Config.SpoolDir"
+		if what == "directory" {
+			fix = fmt.Sprintf("chmod 0700 %s after checking that no one else wrote in it, or choose another Config.SpoolDir", path)
+		}
+		return fmt.Errorf("%w: the spool %s %s is writable by its group or by others (mode %04o), so another user could plant or change events there; %s",
+			ErrSpoolUnsafe, what, path, perm, fix)
+	}
+	return nil
+}
+
+// openIn opens name in the spool directory root (at dir) without following
+// a symbolic link, and refuses anything but a regular file of this user's
+// with one link, not writable by group or others.
+func openIn(root *os.Root, dir, name string, flag int, perm fs.FileMode) (*os.File, error) {
+	path := filepath.Join(dir, name)
+	// os.Root follows a symbolic link that stays inside the directory, so
+	// look first; O_NOFOLLOW refuses one that appears meanwhile.
+	if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
+		return nil, notRegular(path, fi)
+	}
+	f, err := root.OpenFile(name, flag|syscall.O_NOFOLLOW, perm)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%w: the spool file %s is a symbolic link; nothing was read or written through it: remove it after inspecting it, or choose another Config.SpoolDir", ErrSpoolUnsafe, path)
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = notRegular(path, fi)
+	}
+	if err == nil {
+		err = checkOwned(path, fi, "file")
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); err == nil && ok && st.Nlink != 1 {
+		err = fmt.Errorf("%w: the spool file %s has %d hard links, so it may be another file's too; nothing was read or written: remove it after inspecting it, or choose another Config.SpoolDir", ErrSpoolUnsafe, path, st.Nlink)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func notRegular(path string, fi fs.FileInfo) error {
+	what := "not a regular file (" + fi.Mode().Type().String() + ")"
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		what = "a symbolic link"
+	}
+	return fmt.Errorf("%w: the spool file %s is %s; nothing was read or written through it: remove it after inspecting it, or choose another Config.SpoolDir", ErrSpoolUnsafe, path, what)
+}
+
 // lockDir takes an exclusive flock on dir/LOCK and writes our pid in it.
-func lockDir(dir string) (*os.File, error) {
+func lockDir(root *os.Root, dir string) (*os.File, error) {
 	path := filepath.Join(dir, lockName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := openIn(root, dir, lockName, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening the spool lock %s: %w", path, err)
 	}
@@ -167,11 +297,12 @@ func (s *spool) load() error {
 	if err != nil {
 		return err
 	}
-	entries, err := os.ReadDir(s.dir)
+	entries, err := fs.ReadDir(s.root.FS(), ".")
 	if err != nil {
 		return fmt.Errorf("reading the spool directory %s: %w", s.dir, err)
 	}
 	var seqs []uint64
+	var undelivered int64
 	for _, e := range entries {
 		name := e.Name()
 		if !strings.HasSuffix(name, segSuffix) || len(name) != 16+len(segSuffix) {
@@ -181,7 +312,21 @@ func (s *spool) load() error {
 		if err != nil {
 			continue
 		}
+		fi, err := e.Info()
+		if err != nil {
+			return fmt.Errorf("reading the spool directory %s: %w", s.dir, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return notRegular(filepath.Join(s.dir, name), fi)
+		}
+		if seq >= cur.seq {
+			undelivered += fi.Size()
+		}
 		seqs = append(seqs, seq)
+	}
+	if undelivered > s.maxBytes {
+		return fmt.Errorf("%w: %s holds %d bytes of undelivered segments, more than Config.MaxSpoolBytes (%d); it was written with a larger MaxSpoolBytes (or files were added to it), and nothing of it was read: set MaxSpoolBytes to at least %d so that it is delivered, or move the directory aside",
+			ErrSpoolFull, s.dir, undelivered, s.maxBytes, undelivered)
 	}
 	slices.Sort(seqs)
 	s.cursor = cur
@@ -190,13 +335,13 @@ func (s *spool) load() error {
 		path := filepath.Join(s.dir, segName(seq))
 		if seq < cur.seq {
 			// Delivered; its removal was interrupted.
-			if err := os.Remove(path); err != nil {
+			if err := s.root.Remove(segName(seq)); err != nil {
 				return fmt.Errorf("removing the delivered spool segment %s: %w", path, err)
 			}
 			continue
 		}
 		last := i == len(seqs)-1
-		size, err := s.loadSegment(path, seq, last)
+		size, err := s.loadSegment(seq, last)
 		if err != nil {
 			return err
 		}
@@ -208,20 +353,21 @@ func (s *spool) load() error {
 		s.nextSeq = seq + 1
 	}
 	if len(s.segs) > 0 {
-		f, err := os.OpenFile(filepath.Join(s.dir, segName(s.segs[len(s.segs)-1].seq)), os.O_WRONLY|os.O_APPEND, 0)
+		f, err := openIn(s.root, s.dir, segName(s.segs[len(s.segs)-1].seq), os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
 			return fmt.Errorf("opening the spool segment for appends: %w", err)
 		}
 		s.w = f
 	}
-	return syncDir(s.dir)
+	return s.syncDir()
 }
 
 // loadSegment scans one segment from the cursor (or its start), counting
 // runs. It returns the segment's size after a torn tail was cut, or -1 for
 // a last segment that never got its header (removed).
-func (s *spool) loadSegment(path string, seq uint64, last bool) (int64, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+func (s *spool) loadSegment(seq uint64, last bool) (int64, error) {
+	path := filepath.Join(s.dir, segName(seq))
+	f, err := openIn(s.root, s.dir, segName(seq), os.O_RDWR, 0)
 	if err != nil {
 		return 0, fmt.Errorf("opening the spool segment %s: %w", path, err)
 	}
@@ -238,7 +384,7 @@ func (s *spool) loadSegment(path string, seq uint64, last bool) (int64, error) {
 			// disk: no event was ever in it.
 			s.log.Warn("removing a spool segment without its header (a crash while it was created)", "file", path, "bytes", size)
 			f.Close()
-			return -1, os.Remove(path)
+			return -1, s.root.Remove(segName(seq))
 		}
 		return 0, corrupt(path, 0, "the segment does not start with "+segMagic)
 	}
@@ -349,20 +495,28 @@ func recordRun(body []byte) (string, error) {
 }
 
 // torn reports whether the bad frame at off, in the last segment, is the
-// tail of a write that never returned: cut by the end of the file, or
-// ending exactly at the end of the file (its data never reached the disk),
-// or followed only by zeros (the file grew but its data was not written).
+// tail of a write that never returned: cut short by the end of the file, or
+// zeros up to the end of the file from the frame's start or from its body's
+// (the file grew but the data of the write never reached the disk). A
+// whole frame with data that fails its checksum is not: that is damage to
+// an event whose Append returned, and it is refused, not cut.
 func torn(f *os.File, off, size int64, ferr error) bool {
 	if errors.Is(ferr, errShortFrame) {
+		return true
+	}
+	if zeros(f, off, size) {
 		return true
 	}
 	var hdr [frameHeaderLen]byte
 	if _, err := f.ReadAt(hdr[:], off); err != nil {
 		return false
 	}
-	if n := int64(binary.LittleEndian.Uint32(hdr[0:4])); errors.Is(ferr, errChecksum) && off+frameHeaderLen+n == size {
-		return true
-	}
+	n := int64(binary.LittleEndian.Uint32(hdr[0:4]))
+	return errors.Is(ferr, errChecksum) && off+frameHeaderLen+n == size && zeros(f, off+frameHeaderLen, size)
+}
+
+// zeros reports whether f holds only zero bytes from off to size.
+func zeros(f *os.File, off, size int64) bool {
 	rest := io.NewSectionReader(f, off, size-off)
 	buf := make([]byte, 32<<10)
 	for {
@@ -381,10 +535,15 @@ func torn(f *os.File, off, size int64, ferr error) bool {
 // readCursor reads the cursor file; none means the start.
 func (s *spool) readCursor() (pos, error) {
 	path := filepath.Join(s.dir, cursorName)
-	b, err := os.ReadFile(path)
+	f, err := openIn(s.root, s.dir, cursorName, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return pos{seq: 1, off: segHeaderLen}, nil
 	}
+	if err != nil {
+		return pos{}, fmt.Errorf("reading the spool cursor %s: %w", path, err)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 64))
+	f.Close()
 	if err != nil {
 		return pos{}, fmt.Errorf("reading the spool cursor %s: %w", path, err)
 	}
@@ -400,8 +559,12 @@ func (s *spool) saveCursor(p pos) error {
 	b := binary.LittleEndian.AppendUint64(nil, p.seq)
 	b = binary.LittleEndian.AppendUint64(b, uint64(p.off))
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-	tmp := filepath.Join(s.dir, cursorName+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	tmp := cursorName + ".tmp"
+	// A new file, never one that is there (a crash's leftover is removed).
+	if err := s.root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("writing the spool cursor: %w", err)
+	}
+	f, err := openIn(s.root, s.dir, tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("writing the spool cursor: %w", err)
 	}
@@ -413,10 +576,10 @@ func (s *spool) saveCursor(p pos) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(s.dir, cursorName))
+		err = s.root.Rename(tmp, cursorName)
 	}
 	if err == nil {
-		err = syncDir(s.dir)
+		err = s.syncDir()
 	}
 	if err != nil {
 		return fmt.Errorf("writing the spool cursor: %w", err)
@@ -424,14 +587,14 @@ func (s *spool) saveCursor(p pos) error {
 	return nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+func (s *spool) syncDir() error {
+	d, err := s.root.Open(".")
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing the spool directory %s: %w", dir, err)
+		return fmt.Errorf("syncing the spool directory %s: %w", s.dir, err)
 	}
 	return nil
 }
@@ -495,7 +658,7 @@ func (s *spool) roll() error {
 	}
 	seq := s.nextSeq
 	path := filepath.Join(s.dir, segName(seq))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	f, err := openIn(s.root, s.dir, segName(seq), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("creating the spool segment: %w", err)
 	}
@@ -504,11 +667,11 @@ func (s *spool) roll() error {
 		err = f.Sync()
 	}
 	if err == nil {
-		err = syncDir(s.dir)
+		err = s.syncDir()
 	}
 	if err != nil {
 		f.Close()
-		_ = os.Remove(path)
+		_ = s.root.Remove(segName(seq))
 		return fmt.Errorf("creating the spool segment %s: %w", path, err)
 	}
 	s.nextSeq++
@@ -616,12 +779,12 @@ func (s *spool) advance(p pos, done []consumed, aheadRuns []string) error {
 		return err
 	}
 	for _, sg := range drop {
-		if err := os.Remove(filepath.Join(s.dir, segName(sg.seq))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := s.root.Remove(segName(sg.seq)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing a delivered spool segment: %w", err)
 		}
 	}
 	if len(drop) > 0 {
-		return syncDir(s.dir)
+		return s.syncDir()
 	}
 	return nil
 }
@@ -638,6 +801,7 @@ type record struct {
 // sem reads (segments are removed under it too).
 type reader struct {
 	dir  string
+	root *os.Root
 	segs []segment
 	i    int
 	f    *os.File
@@ -650,7 +814,7 @@ type reader struct {
 func (s *spool) readFrom() *reader {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := &reader{dir: s.dir, segs: slices.Clone(s.segs), next: s.cursor}
+	r := &reader{dir: s.dir, root: s.root, segs: slices.Clone(s.segs), next: s.cursor}
 	for r.i < len(r.segs) && r.segs[r.i].seq < s.cursor.seq {
 		r.i++
 	}
@@ -667,7 +831,7 @@ func (r *reader) read() (rec record, ok bool, err error) {
 			if sg.seq == r.next.seq && r.next.off > segHeaderLen {
 				r.off = r.next.off
 			}
-			f, err := os.Open(path)
+			f, err := openIn(r.root, r.dir, segName(sg.seq), os.O_RDONLY, 0)
 			if err != nil {
 				return record{}, false, fmt.Errorf("opening the spool segment %s: %w", path, err)
 			}
@@ -717,7 +881,7 @@ func (s *spool) reject(rec record, cause error) error {
 		return err
 	}
 	path := filepath.Join(s.dir, rejectedName)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := openIn(s.root, s.dir, rejectedName, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("keeping a refused spooled event in %s: %w", path, err)
 	}
@@ -744,5 +908,5 @@ func (s *spool) close() error {
 		err = s.w.Close()
 		s.w = nil
 	}
-	return errors.Join(err, s.lock.Close())
+	return errors.Join(err, s.lock.Close(), s.root.Close())
 }
