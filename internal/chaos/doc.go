@@ -22,6 +22,19 @@
 // failover with an asynchronous standby and reports what it loses, with
 // the verdict MEASURED.
 //
+// TestChaos_RetentionKill (retention_test.go) runs `runstream retention
+// run` over a store whose old partition's runs all ended, and kills it
+// with SIGKILL after each step of the partition's removal (retired,
+// detached, a tenant's Parquet file written but not closed, uploaded, in
+// the manifest, archived, dropped: the process kills itself exactly
+// there when RUNSTREAM_KILL_AFTER_RETENTION_STEP names the step) and once
+// while its DROP waits for a lock, restarting it each time. After every
+// kill nothing is dropped that the manifest does not cover, no archive
+// file under its final name is partial, each manifest row's file reads
+// back as recorded, and every event is still readable; at the end export
+// prints byte for byte what it printed before, and no local file of a
+// killed pass is left.
+//
 // After the last fault it waits for the read side to converge and checks
 // what every consumer holds against the Append Authority: every
 // acknowledged event is in Postgres once, runSeq contiguous per run; every
