@@ -510,7 +510,7 @@ export class RunstreamClient<const C extends string = never> {
     let rejected = 0;
     let limit = renewBudget ? MAX_BATCH_EVENTS : 50;
     for (;;) {
-      const recs = spool.eventsOf(runId, limit);
+      const recs = await spool.eventsOf(runId, limit);
       if (recs.length === 0) return { ok: true, delivered, rejected };
       const chunk = chunks(recs.map((r, i) => ({ i, ev: r.event, rec: r })))[0];
       const body = `{"events":[${chunk.map((v) => v.json).join(",")}]}`;

@@ -110,6 +110,24 @@ export class SpoolCorruptError extends Error {
   }
 }
 
+/**
+ * The spool directory, or a file in it, is one another local user could
+ * have written or redirected: a symbolic link, owned by another user,
+ * writable by its group or by others, not a regular file. Nothing in it was
+ * read, delivered or written to. The message names the path and the fix
+ * (chmod 0700 or chown the directory, remove the file after inspecting it,
+ * or choose another spoolDir).
+ */
+export class SpoolUnsafeError extends Error {
+  override name = "SpoolUnsafeError";
+  readonly code = "SPOOL_UNSAFE";
+  readonly path: string;
+  constructor(message: string, opts: { path: string }) {
+    super(message);
+    this.path = opts.path;
+  }
+}
+
 /** Another process (or another client in this one) holds the spool directory. */
 export class SpoolLockedError extends Error {
   override name = "SpoolLockedError";

@@ -37,6 +37,7 @@ export {
   SpoolCorruptError,
   SpoolFullError,
   SpoolLockedError,
+  SpoolUnsafeError,
   UnknownEventTypeError,
   type ErrorCode,
 } from "./errors.js";
