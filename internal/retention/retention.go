@@ -344,8 +344,9 @@ func (k *Keeper) remove(ctx context.Context, name string, cutoff time.Time, rep 
 	if p, err = k.partition(ctx, name); err != nil {
 		return false, err
 	}
+	verified := map[string]bool{} // tenants whose file this pass wrote and read back
 	if p.ArchivedAt == nil {
-		if err := k.archive(ctx, p, rep); err != nil {
+		if err := k.archive(ctx, p, rep, verified); err != nil {
 			return false, err
 		}
 		if err := k.st.MarkArchived(ctx, p); err != nil {
@@ -357,6 +358,11 @@ func (k *Keeper) remove(ctx context.Context, name string, cutoff time.Time, rep 
 		if p, err = k.partition(ctx, name); err != nil {
 			return false, err
 		}
+	}
+	// Files an earlier pass verified are read again: the archive may have
+	// lost or changed them since, and the drop is the last moment to see.
+	if err := k.recheck(ctx, p, verified); err != nil {
+		return false, err
 	}
 	if err := k.st.DropPartition(ctx, p); err != nil {
 		return false, err
@@ -384,7 +390,7 @@ func (k *Keeper) partition(ctx context.Context, name string) (postgres.Partition
 // archive writes one file per tenant of detached p that the manifest does
 // not already hold with the table's count, each read back and verified
 // before its manifest row is written.
-func (k *Keeper) archive(ctx context.Context, p postgres.Partition, rep *Report) error {
+func (k *Keeper) archive(ctx context.Context, p postgres.Partition, rep *Report, verified map[string]bool) error {
 	tenants, err := k.st.PartitionTenants(ctx, p)
 	if err != nil {
 		return err
@@ -411,6 +417,7 @@ func (k *Keeper) archive(ctx context.Context, p postgres.Partition, rep *Report)
 		if err := k.st.RecordArchive(ctx, p, f); err != nil {
 			return err
 		}
+		verified[tn.TenantID] = true
 		if err := k.step("file", p.Name); err != nil {
 			return err
 		}
@@ -479,6 +486,44 @@ func (k *Keeper) archiveTenant(ctx context.Context, p postgres.Partition, tn pos
 	}
 	return postgres.ArchiveFile{TenantID: tn.TenantID, Location: loc, Events: wrote.Rows,
 		Bytes: wrote.Bytes, Checksum: wrote.Checksum, MinPersistedAt: tn.MinPersistedAt, MaxPersistedAt: tn.MaxPersistedAt}, nil
+}
+
+// recheck reads back each of p's manifest files not verified in this pass
+// and compares it with its manifest row. A file that is missing or holds
+// something else stops the removal: its row is forgotten and p's archived
+// mark taken back, so the next pass writes the file again from the
+// detached table.
+func (k *Keeper) recheck(ctx context.Context, p postgres.Partition, verified map[string]bool) error {
+	if k.cfg.NoArchive {
+		return nil
+	}
+	files, err := k.st.Archives(ctx, p)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if verified[f.TenantID] {
+			continue
+		}
+		if f.Location == postgres.NoArchive {
+			return fmt.Errorf("partition %s: tenant %s's events are recorded as removed with no archive, but this pass has an archive (%s): run with --archive-url none to go on, or archive them", p.Name, f.TenantID, k.cfg.Archive.URL())
+		}
+		_, key, err := SplitLocation(f.Location)
+		var read archive.Summary
+		if err == nil {
+			read, err = k.readBack(ctx, key)
+		}
+		if err == nil && (read.Rows != f.Events || read.Checksum != f.Checksum) {
+			err = fmt.Errorf("it holds %d events with checksum %s, the manifest %d with %s", read.Rows, read.Checksum, f.Events, f.Checksum)
+		}
+		if err != nil {
+			if ferr := k.st.ForgetArchive(ctx, p, f.TenantID); ferr != nil {
+				return errors.Join(err, ferr)
+			}
+			return fmt.Errorf("partition %s: tenant %s's archive file %s no longer matches the manifest (%w); nothing dropped: the row is forgotten and the next pass writes the file again", p.Name, f.TenantID, f.Location, err)
+		}
+	}
+	return nil
 }
 
 func (k *Keeper) readBack(ctx context.Context, key string) (archive.Summary, error) {

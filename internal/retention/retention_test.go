@@ -558,3 +558,135 @@ func TestKeeper_RemovesTheFilesOfKilledPasses(t *testing.T) {
 		}
 	}
 }
+
+// TestKeeper_ManifestThatNoLongerMatchesStopsTheDrop: a pass stopped
+// after the partition was marked archived; meanwhile one tenant's file
+// is lost and another's replaced. The next pass reads the files again
+// before dropping, stops naming the file, drops nothing, and forgets the
+// row; the pass after writes the file again from the detached table and
+// drops, with every file matching its row.
+func TestKeeper_ManifestThatNoLongerMatchesStopsTheDrop(t *testing.T) {
+	t.Parallel()
+	for _, damage := range []string{"lost", "replaced"} {
+		t.Run(damage, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			f.run(t, "tenant_a", 2, false)
+			f.run(t, "tenant_b", 1, false)
+			f.relayed(t)
+			testenv.SupersedeBackdated(t, f.pool)
+			dir := newDir(t)
+			cfg := retention.Config{Retention: time.Minute, PartitionWidth: time.Minute, Archive: dir, TempDir: t.TempDir()}
+			crash := errors.New("killed")
+			stopping := cfg
+			stopping.OnStep = func(step, partition string) error {
+				if step == "archived" && partition == "run_events_backdated" {
+					return crash
+				}
+				return nil
+			}
+			k, err := retention.New(f.st, stopping)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := k.Pass(f.ctx); !errors.Is(err, crash) {
+				t.Fatalf("the pass stopped after archived: %v", err)
+			}
+			root := strings.TrimPrefix(dir.URL(), "file://")
+			files, _ := filepath.Glob(filepath.Join(root, "tenant=tenant_a", "date=*", "*.parquet"))
+			if len(files) != 1 {
+				t.Fatalf("tenant_a's files: %v", files)
+			}
+			switch damage {
+			case "lost":
+				err = os.Remove(files[0])
+			case "replaced":
+				var other []string
+				other, err = filepath.Glob(filepath.Join(root, "tenant=tenant_b", "date=*", "*.parquet"))
+				if err == nil {
+					var b []byte
+					if b, err = os.ReadFile(other[0]); err == nil {
+						err = os.WriteFile(files[0], b, 0o644)
+					}
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k, err = retention.New(f.st, cfg); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := k.Pass(f.ctx)
+			if err == nil || !strings.Contains(err.Error(), "no longer matches the manifest") || !strings.Contains(err.Error(), "tenant_a") || slices.Contains(rep.Dropped, "run_events_backdated") {
+				t.Fatalf("the pass after the damage: %+v, %v; want an error naming tenant_a's file, nothing dropped", rep, err)
+			}
+			var rows int
+			var archived bool
+			if err := f.pool.QueryRow(f.ctx, `SELECT (SELECT count(*) FROM run_event_archives), archived_at IS NOT NULL
+				FROM run_event_partitions WHERE name = 'run_events_backdated'`).Scan(&rows, &archived); err != nil || rows != 1 || archived {
+				t.Fatalf("after the refused drop: %d manifest rows, archived %v, %v; want tenant_b's row only, not archived", rows, archived, err)
+			}
+			rep, err = k.Pass(f.ctx)
+			if err != nil || !slices.Contains(rep.Dropped, "run_events_backdated") || rep.Files != 1 {
+				t.Fatalf("the next pass: %+v, %v; want tenant_a's file written again and the partition dropped", rep, err)
+			}
+		})
+	}
+}
+
+// refusing is an archive that refuses every upload, as a bucket without
+// write permission does.
+type refusing struct{ archive.Storage }
+
+func (refusing) Put(context.Context, string, io.Reader, int64) error {
+	return errors.New("AccessDenied: Access Denied")
+}
+
+// TestKeeper_RefusedOrFullStopsTheRemoval: a bucket that refuses uploads
+// and a local directory that fills up each stop the pass with an error
+// naming the partition and the cause; nothing is recorded or dropped,
+// and the next pass, with room again, drops.
+func TestKeeper_RefusedOrFullStopsTheRemoval(t *testing.T) {
+	t.Parallel()
+	full := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", full).CombinedOutput(); err != nil {
+		testenv.Missing(t, fmt.Sprintf("a small tmpfs for the full-disk case (mount: %v: %s)", err, out))
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", full).Run() })
+	for _, tc := range []struct {
+		name     string
+		archive  archive.Storage
+		tempDir  string
+		wantText string
+	}{
+		{"bucket refuses", refusing{newDir(t)}, t.TempDir(), "AccessDenied"},
+		{"disk full", newDir(t), full, "no space left on device"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			for range 4 {
+				f.run(t, "tenant_a", 6, false)
+			}
+			f.relayed(t)
+			testenv.SupersedeBackdated(t, f.pool)
+			k, err := retention.New(f.st, retention.Config{Retention: time.Minute, PartitionWidth: time.Minute, Archive: tc.archive, TempDir: tc.tempDir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := k.Pass(f.ctx)
+			if err == nil || !strings.Contains(err.Error(), tc.wantText) || !strings.Contains(err.Error(), "run_events_backdated") || slices.Contains(rep.Dropped, "run_events_backdated") {
+				t.Fatalf("pass: %+v, %v; want an error naming run_events_backdated and %q, nothing dropped", rep, err, tc.wantText)
+			}
+			var rows int
+			if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM run_event_archives`).Scan(&rows); err != nil || rows != 0 {
+				t.Fatalf("manifest rows: %d, %v; want none", rows, err)
+			}
+			if k, err = retention.New(f.st, retention.Config{Retention: time.Minute, PartitionWidth: time.Minute, Archive: newDir(t), TempDir: t.TempDir()}); err != nil {
+				t.Fatal(err)
+			}
+			if rep, err := k.Pass(f.ctx); err != nil || !slices.Contains(rep.Dropped, "run_events_backdated") {
+				t.Fatalf("the pass with room again: %+v, %v", rep, err)
+			}
+		})
+	}
+}

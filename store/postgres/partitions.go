@@ -342,6 +342,22 @@ func (s *Store) RecordArchive(ctx context.Context, p Partition, f ArchiveFile) e
 	return nil
 }
 
+// ForgetArchive removes tenant's manifest row of p, whose file no longer
+// holds what the row says, and takes back p's archived mark: the
+// partition is not dropped, and the next pass writes the file again from
+// the detached table, which still holds the events.
+func (s *Store) ForgetArchive(ctx context.Context, p Partition, tenant string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM run_event_archives WHERE epoch = $1 AND tenant_id = $2`, p.epochArg(), tenant); err != nil {
+			return classify(fmt.Errorf("removing tenant %s's manifest row of partition %s: %w", tenant, p.Name, err))
+		}
+		if _, err := tx.Exec(ctx, `UPDATE run_event_partitions SET archived_at = NULL WHERE epoch = $1 AND dropped_at IS NULL`, p.epochArg()); err != nil {
+			return classify(fmt.Errorf("taking back partition %s's archived mark: %w", p.Name, err))
+		}
+		return nil
+	})
+}
+
 // Archives lists p's manifest rows, by tenant.
 func (s *Store) Archives(ctx context.Context, p Partition) ([]ArchiveFile, error) {
 	rows, err := s.pool.Query(ctx, `SELECT tenant_id, location, events, bytes, checksum, min_persisted_at, max_persisted_at
