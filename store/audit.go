@@ -93,6 +93,24 @@ var (
 	maxAuditMicros = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC).UnixMicro()
 )
 
+// AuditBoundError says why t, as [AuditTime] rounds it, cannot be the
+// start (end false) or the end of an audit window, or "" when it can. A
+// cursor carries its window, and holds only times of RFC 3339's years in
+// microseconds (0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z), an
+// end after the first of them: a window outside that range would be read
+// once and answer a cursor no read accepts back.
+func AuditBoundError(t time.Time, end bool) string {
+	us := AuditTime(t).UnixMicro()
+	const rng = "between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z (UTC), the times an audit cursor can carry"
+	switch {
+	case t.Before(time.UnixMicro(minAuditMicros)) || us < minAuditMicros || us > maxAuditMicros:
+		return "must be " + rng
+	case end && us == minAuditMicros:
+		return "must be after 0001-01-01T00:00:00Z: a window ending there holds nothing"
+	}
+	return ""
+}
+
 // Encode returns the cursor as an opaque URL-safe string.
 func (c AuditCursor) Encode() string {
 	w := cursorWire{V: 1, Tenant: c.TenantID, From: c.From.UnixMicro(), At: c.After.PersistedAt.UnixMicro(),

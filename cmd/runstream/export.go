@@ -174,6 +174,10 @@ func exportWindow(tenant, fromS, toS, cursorS string) (store.AuditWindow, store.
 		if err != nil || t.IsZero() {
 			return t, usageError{fmt.Errorf("--%s must be an RFC 3339 time such as 2026-02-16T10:30:00Z, got %q", name, v)}
 		}
+		// The export's cursor must be one it (and GET /v1/events) takes back.
+		if why := store.AuditBoundError(t, name == "to"); why != "" {
+			return t, usageError{fmt.Errorf("--%s %s, got %q", name, why, v)}
+		}
 		return store.AuditTime(t), nil
 	}
 	if fromS != "" {

@@ -112,6 +112,13 @@ func (s *Server) readEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The window's cursor must be one this endpoint takes back.
+	if why := store.AuditBoundError(from, false); why != "" {
+		return badRequest("from", fmt.Sprintf("from %s, got %q", why, q.Get("from")))
+	}
+	if why := store.AuditBoundError(to, true); hasTo && why != "" {
+		return badRequest("to", fmt.Sprintf("to %s, got %q", why, q.Get("to")))
+	}
 	if hasTo && to.Before(from) {
 		return badRequest("to", fmt.Sprintf("the window is reversed: to (%s) is before from (%s)", to.Format(time.RFC3339Nano), from.Format(time.RFC3339Nano)))
 	}

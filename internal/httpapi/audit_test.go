@@ -299,3 +299,61 @@ func TestAuditRead_TenantScoping(t *testing.T) {
 		t.Errorf("without tokens and without tenantId: field %q, want tenantId", field)
 	}
 }
+
+// TestAuditRead_WindowsACursorCanPage: a window is refused (400 naming
+// from or to) unless its cursor is one the endpoint takes back: it
+// answered 200 from 0000-01-01 with a nextCursor it then refused. At the
+// edges of the range a window's cursor pages.
+func TestAuditRead_WindowsACursorCanPage(t *testing.T) {
+	t.Parallel()
+	e := newAuditEnv(t, httpapi.Config{})
+	id := workload.NewIdentity("tenant_a")
+	for n := 1; n <= 3; n++ {
+		if _, err := e.st.AppendEvent(context.Background(), auditProbe(id, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ name, from, to, field string }{
+		{"from in year 0", "0000-01-01T00:00:00Z", "", "from"},
+		{"from before year 1 by an offset", "0001-01-01T00:30:00+01:00", "", "from"},
+		{"to rounded up past year 9999", "2026-01-01T00:00:00Z", "9999-12-31T23:59:59.9999999Z", "to"},
+		{"a window before year 1, to its first microsecond", "0000-06-01T00:00:00Z", "0001-01-01T00:00:00.0000001-00:00", "from"},
+	} {
+		q := url.Values{"tenantId": {"tenant_a"}, "from": {c.from}}
+		if c.to != "" {
+			q.Set("to", c.to)
+		}
+		r, _ := e.read(t, "", q)
+		if r.status != http.StatusBadRequest {
+			t.Errorf("%s: %d %s, want 400", c.name, r.status, r.body)
+			continue
+		}
+		if code, field, msg := r.errBody(t); code != "SCHEMA_VALIDATION_FAILED" || field != c.field {
+			t.Errorf("%s: %s field %q (%s), want field %q", c.name, code, field, msg, c.field)
+		}
+	}
+	for _, w := range []struct{ from, to string }{
+		{"0001-01-01T00:00:00.000001Z", ""},
+		{"0001-01-01T00:00:00.000001Z", "9999-12-31T23:59:59.999999Z"},
+	} {
+		q := url.Values{"tenantId": {"tenant_a"}, "from": {w.from}, "limit": {"2"}}
+		if w.to != "" {
+			q.Set("to", w.to)
+		}
+		got := 0
+		for page := 0; ; page++ {
+			r, a := e.read(t, "", q)
+			if r.status != http.StatusOK {
+				t.Fatalf("window [%s, %s) page %d: %d %s, want 200", w.from, w.to, page, r.status, r.body)
+			}
+			got += len(a.Events)
+			if a.NextCursor == nil || got >= 3 {
+				break
+			}
+			q.Set("cursor", *a.NextCursor)
+		}
+		if got != 3 {
+			t.Fatalf("window [%s, %s): %d events, want 3", w.from, w.to, got)
+		}
+	}
+}
