@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/runstream/runstream/record"
@@ -38,24 +40,99 @@ const maxTail = 8 << 20
 // afresh; with resume (the export continues after the cursor position
 // after) it keeps the .partial's complete lines, checks that the last is
 // not past after, and appends.
+//
+// An export writes one regular file of its own and nothing else: path
+// and its .partial must each be absent or a regular file with no other
+// hard link. A symbolic link (even one to a regular file), a device
+// node, a FIFO, a socket or a directory in either place is refused
+// before anything is written: a planted FILE.partial link would have
+// had the export write through it wherever it points, and a FILE that is
+// a device node would have been replaced by the rename.
 func Create(path string, resume bool, after store.AuditPosition) (*File, error) {
+	if err := checkTarget(path); err != nil {
+		return nil, err
+	}
 	partial := path + PartialSuffix
-	if !resume {
-		f, err := os.OpenFile(partial, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err := checkTarget(partial); err != nil {
+		return nil, err
+	}
+	// O_NOFOLLOW: a link put there since the check is refused too;
+	// O_NONBLOCK: so is a FIFO, without waiting for a reader.
+	f, err := os.OpenFile(partial, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, notOurs(partial, "a symbolic link")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening the export file: %w", err)
+	}
+	if fi, err := f.Stat(); err != nil || !regularAlone(fi) {
+		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("creating the export file: %w", err)
+			return nil, fmt.Errorf("opening the export file: %w", err)
+		}
+		return nil, notOurs(partial, describeMode(fi))
+	}
+	if !resume {
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("starting the export file %s afresh: %w", partial, err)
 		}
 		return &File{path: path, f: f}, nil
-	}
-	f, err := os.OpenFile(partial, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("opening the export file to resume: %w", err)
 	}
 	if err := keepCompleteLines(f, after); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("resuming %s: %w", partial, err)
 	}
 	return &File{path: path, f: f}, nil
+}
+
+// checkTarget refuses a path an export must not write or replace: one
+// that exists and is not a regular file with a single link.
+func checkTarget(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("checking the export file %s: %w", path, err)
+	}
+	if !regularAlone(fi) {
+		return notOurs(path, describeMode(fi))
+	}
+	return nil
+}
+
+// regularAlone reports whether fi is a regular file with no other hard
+// link (a second name would be written or replaced through this one).
+func regularAlone(fi fs.FileInfo) bool {
+	if !fi.Mode().IsRegular() {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return !ok || st.Nlink <= 1
+}
+
+func describeMode(fi fs.FileInfo) string {
+	m := fi.Mode()
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeDevice != 0:
+		return "a device node"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m.IsRegular():
+		return "a regular file with other hard links"
+	}
+	return "not a regular file"
+}
+
+func notOurs(path, what string) error {
+	return fmt.Errorf("%s is %s: an export writes only a regular file of its own (and its %s while it runs); remove it, or give --out a path that does not exist", path, what, PartialSuffix)
 }
 
 // keepCompleteLines truncates f after its last newline and checks that
@@ -120,6 +197,10 @@ func (f *File) Suspend() error {
 // syncs the directory so the rename survives a crash.
 func (f *File) Finish() error {
 	if err := f.Suspend(); err != nil {
+		return err
+	}
+	// What took the file's name meanwhile is not replaced.
+	if err := checkTarget(f.path); err != nil {
 		return err
 	}
 	if err := os.Rename(f.Partial(), f.path); err != nil {
