@@ -167,3 +167,130 @@ func (s *Store) checkpoint(ctx context.Context, snap store.RunSnapshot) error {
 	s.metrics.checkpoints.Inc()
 	return nil
 }
+
+// projectManySQL is projectSQL for many runs in one statement: a head row
+// (kind 0) per run the store has, then that run's first $2 events after
+// its checkpoint (kind 1), ordered by run, kind and seq. Each run's events
+// are read from its one partition: the lateral scan is parameterized by
+// the head's run_epoch, and Postgres prunes the other partitions at run
+// time for each head.
+const projectManySQL = `WITH head AS (
+	SELECT r.run_id, r.tenant_id, r.terminal_at, r.run_epoch,
+		coalesce(c.last_event_seq, 0) AS from_seq, c.snapshot
+	FROM runs r LEFT JOIN run_snapshots c ON c.run_id = r.run_id
+	WHERE r.run_id = ANY($1::text[]))
+SELECT h.run_id, 0 AS kind, h.from_seq AS seq, h.tenant_id, h.terminal_at AS at,
+	coalesce(h.snapshot::text, '') AS body, '', '', '', '', '', '', '', '', 0, 0, ''
+FROM head h
+UNION ALL
+SELECT h.run_id, 1, e.run_seq, e.tenant_id, e.persisted_at, coalesce(e.payload::text, ''),
+	e.event_id::text, e.event_type, e.idempotency_key, e.project_id, e.environment_id, e.plan_id,
+	e.plan_version, coalesce(e.step_id, ''), e.engine_attempt_id, e.logical_attempt_id, e.emitted_at
+FROM head h CROSS JOIN LATERAL (
+	SELECT * FROM run_events e
+	WHERE e.run_id = h.run_id AND e.run_epoch = h.run_epoch AND e.run_seq > h.from_seq
+	ORDER BY e.run_seq LIMIT $2) e
+ORDER BY 1, 2, 3`
+
+// MaxProjectRuns bounds the runs of one ProjectSnapshots call.
+const MaxProjectRuns = 1000
+
+// ProjectSnapshots is ProjectSnapshot for many runs (at most
+// MaxProjectRuns) in one round trip: the heads, checkpoints and first
+// events of every run come in one statement, so a consumer resyncing many
+// runs at once (a projector catching up a backlog for runs its Redis
+// lacks) pays one query, not one per run. A run with more than
+// MaxFetchLimit events after its checkpoint reads the rest with
+// FetchEvents. Runs the store does not have are absent from the map.
+// Checkpoints are written as ProjectSnapshot writes them.
+func (s *Store) ProjectSnapshots(ctx context.Context, runIDs []string) (map[string]store.RunSnapshot, error) {
+	if len(runIDs) > MaxProjectRuns {
+		return nil, fmt.Errorf("projecting %d runs at once: at most %d per call", len(runIDs), MaxProjectRuns)
+	}
+	out := make(map[string]store.RunSnapshot, len(runIDs))
+	if len(runIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, projectManySQL, runIDs, MaxFetchLimit)
+	if err != nil {
+		return nil, classify(fmt.Errorf("reading %d runs for their snapshots: %w", len(runIDs), err))
+	}
+	type pending struct {
+		snap       store.RunSnapshot
+		from       int64
+		terminalAt pgtype.Timestamptz
+		events     []store.RunEventRecord
+	}
+	var order []*pending
+	var cur *pending
+	for rows.Next() {
+		var (
+			runID string
+			kind  int32
+			at    pgtype.Timestamptz
+			body  string
+			r     store.RunEventRecord
+			eng   int32
+			log   int32
+		)
+		if err := rows.Scan(&runID, &kind, &r.RunSeq, &r.TenantID, &at, &body, &r.EventID, &r.EventType, &r.IdempotencyKey,
+			&r.ProjectID, &r.EnvironmentID, &r.PlanID, &r.PlanVersion, &r.StepID,
+			&eng, &log, &r.EmittedAt); err != nil {
+			rows.Close()
+			return nil, classify(fmt.Errorf("reading %d runs for their snapshots: %w", len(runIDs), err))
+		}
+		if kind == 0 {
+			cur = &pending{from: r.RunSeq, terminalAt: at, events: make([]store.RunEventRecord, 0, 16)}
+			if body != "" {
+				if err := json.Unmarshal([]byte(body), &cur.snap); err != nil {
+					rows.Close()
+					return nil, fmt.Errorf("decoding the stored snapshot of run %q: %w", runID, err)
+				}
+			}
+			cur.snap.RunID = runID
+			order = append(order, cur)
+			continue
+		}
+		r.RunID, r.EngineAttemptID, r.LogicalAttemptID = runID, int64(eng), int64(log)
+		if at.Valid {
+			r.PersistedAt = store.FormatPersistedAt(at.Time)
+		}
+		if body != "" {
+			r.Payload = []byte(body)
+		}
+		cur.events = append(cur.events, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(fmt.Errorf("reading %d runs for their snapshots: %w", len(runIDs), err))
+	}
+	for _, p := range order {
+		runID := p.snap.RunID
+		snap, events := p.snap, p.events
+		if snap.LastEventSeq == 0 {
+			snap = store.RunSnapshot{}
+		}
+		for len(events) > 0 {
+			snap, _ = reduce.Project(snap, events)
+			if len(events) < MaxFetchLimit {
+				break
+			}
+			if events, err = s.FetchEvents(ctx, runID, store.FetchOptions{AfterSeq: snap.LastEventSeq, Limit: MaxFetchLimit}); err != nil {
+				return nil, err
+			}
+		}
+		if snap.LastEventSeq == 0 {
+			continue
+		}
+		snap.Stale = false
+		if snap.TerminalAt == "" && store.IsTerminalRunStatus(snap.Status) && p.terminalAt.Valid {
+			snap.TerminalAt = store.FormatPersistedAt(p.terminalAt.Time)
+		}
+		if !s.cfg.DisableSnapshotCheckpoints && snap.LastEventSeq-p.from >= int64(s.cfg.SnapshotEvery) {
+			if err := s.checkpoint(ctx, snap); err != nil {
+				s.log.Warn("checkpointing snapshot failed", "runId", runID, "err", err)
+			}
+		}
+		out[runID] = snap
+	}
+	return out, nil
+}
