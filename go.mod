@@ -1,6 +1,8 @@
 module github.com/runstream/runstream
 
-go 1.26.8
+go 1.26.0
+
+toolchain go1.26.8
 
 require (
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875

@@ -60,6 +60,7 @@ type Client struct {
 	batchURL  string
 	auth      string
 	failOpen  map[string]bool
+	allowed   map[string]bool // Config.AllowEventTypes
 	log       *slog.Logger
 
 	// sp is nil without a SpoolDir.
@@ -88,13 +89,16 @@ func New(cfg Config) (*Client, error) {
 	cfg.setDefaults()
 	base := strings.TrimRight(cfg.URL, "/")
 	c := &Client{cfg: cfg, hc: cfg.HTTPClient, ownsHC: ownsHC, eventsURL: base + "/v1/events", batchURL: base + "/v1/events:batch",
-		failOpen: map[string]bool{}, log: cfg.Logger.With("component", "client"),
+		failOpen: map[string]bool{}, allowed: map[string]bool{}, log: cfg.Logger.With("component", "client"),
 		sem: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
 	if cfg.Token != "" {
 		c.auth = "Bearer " + cfg.Token
 	}
 	for _, t := range cfg.FailOpen {
 		c.failOpen[t] = true
+	}
+	for _, t := range cfg.AllowEventTypes {
+		c.allowed[t] = true
 	}
 	if cfg.SpoolDir != "" {
 		// Opened even with DisableFailOpen: a spool left by an earlier
@@ -142,10 +146,13 @@ func (c *Client) Spooled() int64 {
 	return c.sp.pending.Load()
 }
 
-// Append appends one event. An empty IdempotencyKey is computed
-// (DESIGN.md 1.2). The event is validated first, as the API would: a bad
-// event returns the API's own *store.Error (code, field, message) and is
-// neither sent nor spooled.
+// Append appends one event. An empty EventID is filled in (a random UUID
+// v4), an empty EmittedAt (now, RFC 3339 UTC) and an empty IdempotencyKey
+// (the v2 key, DESIGN.md 1.2). An event type neither the contract's nor in
+// Config.AllowEventTypes is refused with an [*UnknownEventTypeError]. The
+// event is then validated as the API would: a bad event returns the API's
+// own *store.Error (code, field, message) and is neither sent nor spooled.
+// [Client.Run] fills in the rest of the envelope as well.
 //
 // Append takes at most Config.WriteLatencyBudget (or less, if ctx ends
 // first), retries included: 429, 503 and transport errors are retried
@@ -162,7 +169,7 @@ func (c *Client) Append(ctx context.Context, w store.RunEventWrite) (Result, err
 	if c.closed.Load() {
 		return Result{}, ErrClosed
 	}
-	body, err := prepare(&w)
+	body, err := c.encode(&w)
 	if err != nil {
 		return Result{}, fmt.Errorf("appending %s: %w", describe(&w), err)
 	}
@@ -229,7 +236,7 @@ func (c *Client) AppendBatch(ctx context.Context, events []store.RunEventWrite) 
 	copy(ws, events)
 	var send []int
 	for i := range ws {
-		b, err := prepare(&ws[i])
+		b, err := c.encode(&ws[i])
 		if err != nil {
 			var se *store.Error
 			if errors.As(err, &se) && se.Field != "" {
@@ -351,9 +358,25 @@ func (d *errorDetail) storeError() *store.Error {
 	return &store.Error{Code: d.Code, Message: d.Message, Field: d.Field}
 }
 
-// describe names an event in errors.
+// describe names an event in errors: "StepStarted event <eventId> of run
+// "r1"", leaving out what is empty.
 func describe(w *store.RunEventWrite) string {
-	return fmt.Sprintf("%s event %s of run %q", w.EventType, w.EventID, w.RunID)
+	var b strings.Builder
+	if w.EventType != "" {
+		b.WriteString(w.EventType)
+		b.WriteByte(' ')
+	}
+	b.WriteString("event ")
+	if w.EventID != "" {
+		b.WriteString(w.EventID)
+		b.WriteByte(' ')
+	}
+	if w.RunID == "" {
+		b.WriteString("without a runId")
+	} else {
+		fmt.Fprintf(&b, "of run %q", w.RunID)
+	}
+	return b.String()
 }
 
 // outcome is how a send ended.

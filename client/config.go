@@ -64,6 +64,13 @@ type Config struct {
 	// configuration grants, and a run-level event (RunCompleted) held back
 	// silently would leave the run looking alive.
 	NeverFailOpen []string
+	// AllowEventTypes lists event types of the caller's own that Append and
+	// AppendBatch send besides the contract's twelve ([KnownEventTypes]).
+	// Any other type is refused locally with an [*UnknownEventTypeError]
+	// ("did you mean StepStarted?"), since the API would store it as a new
+	// type that no snapshot shows. Each must be PascalCase. nil means none:
+	// the contract's types only.
+	AllowEventTypes []string
 	// DisableFailOpen makes every event type behave as NeverFailOpen, so no
 	// SpoolDir is needed.
 	DisableFailOpen bool
@@ -104,6 +111,11 @@ func (c Config) Validate() error {
 	}{{"WriteLatencyBudget", c.WriteLatencyBudget}, {"BackoffBase", c.BackoffBase}, {"BackoffMax", c.BackoffMax}, {"DrainInterval", c.DrainInterval}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("client: Config.%s is %v; it must be > 0, or 0 for the default", d.name, d.v))
+		}
+	}
+	for _, t := range c.AllowEventTypes {
+		if !eventTypeRE.MatchString(t) {
+			errs = append(errs, fmt.Errorf("client: Config.AllowEventTypes holds %q, which is not an event type (PascalCase, such as StepHeartbeat)", t))
 		}
 	}
 	if c.BackoffBase > 0 && c.BackoffMax > 0 && c.BackoffMax < c.BackoffBase {
@@ -200,6 +212,6 @@ func (c Config) LogValue() slog.Value {
 	}
 	return slog.GroupValue(slog.String("url", c.URL), slog.String("token", tok),
 		slog.Duration("writeLatencyBudget", c.WriteLatencyBudget), slog.Any("failOpen", c.FailOpen),
-		slog.Any("neverFailOpen", c.NeverFailOpen), slog.String("spoolDir", c.SpoolDir),
+		slog.Any("neverFailOpen", c.NeverFailOpen), slog.Any("allowEventTypes", c.AllowEventTypes), slog.String("spoolDir", c.SpoolDir),
 		slog.Int64("maxSpoolBytes", c.MaxSpoolBytes))
 }

@@ -3,11 +3,23 @@
 // ExecutionSemantics v1 section 5).
 //
 // [New] takes a [Config]: the API's URL and token, and the write-latency
-// budget. [Client.Append] and [Client.AppendBatch] compute an empty
-// idempotency key, validate the event exactly as the API does (a bad event
-// gets the API's own *store.Error and is never sent), and post it,
-// retrying 429, 503 and transport errors with exponential backoff and full
-// jitter or the API's Retry-After, all within WriteLatencyBudget (3 s).
+// budget. [Client.Run] returns a [Run], the handle engines use: its methods
+// (Started, Step(id).Started, Completed, Failed, Skipped, Paused, Resumed,
+// Completed, Failed, Cancelled) append the run's events with typed
+// payloads ([RunStarted], [StepCompleted], [Failure], ...), filling in the
+// correlation fields, eventId, emittedAt, the idempotency key and the
+// attempt counters (a step's logical attempts counted from its retries).
+// [Client.Append] and [Client.AppendBatch] take whole events ([Event]) for
+// engines that track everything themselves, and fill in an empty eventId,
+// emittedAt and idempotency key. Both refuse an event type outside the
+// contract's twelve ([KnownEventTypes]) with an [*UnknownEventTypeError]
+// that suggests the nearest ("did you mean StepStarted?") unless
+// Config.AllowEventTypes lists it, validate the event exactly as the API
+// does (a bad event gets the API's own [*Error] and is never sent), and
+// post it, retrying 429, 503 and transport errors with exponential backoff
+// and full jitter or the API's Retry-After, all within WriteLatencyBudget
+// (3 s). Callers need no other package of this module: the store's types
+// are aliased here ([Event], [AppendResult], [ArtifactRef], [Error]).
 //
 // Past the budget an event fails open or fails: a type in FailOpen
 // (StepStarted) is written to a durable spool directory and fsynced before
@@ -26,7 +38,11 @@
 // cut with a warning; anything else damaged is [ErrSpoolCorrupt] and left
 // untouched; [ErrSpoolFull] past MaxSpoolBytes) are described in spool.go.
 //
-// Errors: the API's refusals are *store.Error, so errors.Is(err,
-// store.ErrSchemaValidation) and the like work as on the server; the
-// client's own conditions are the Err* sentinels.
+// Errors: the API's refusals are [*Error] (store.Error), so errors.Is(err,
+// [ErrSchemaValidation]) and the like work as on the server; the client's
+// own conditions are the other Err* sentinels.
+//
+// The package needs Go 1.26.0 or later, the release this module's
+// dependencies need (its go.mod says go 1.26.0; the toolchain line, which
+// importers ignore, names the release the repository itself builds with).
 package client

@@ -281,7 +281,7 @@ export class RunstreamClient<const C extends string = never> {
   private prepare(e: EventInput<C>, fieldPrefix = ""): SpooledEvent {
     if (typeof e !== "object" || e === null || Array.isArray(e)) return e as unknown as SpooledEvent;
     const t: unknown = e.eventType;
-    if (typeof t === "string" && !isKnownEventType(t) && !this.allowEventTypes.has(t)) throw unknownType(t, fieldPrefix);
+    if (typeof t === "string" && t !== "" && !isKnownEventType(t) && !this.allowEventTypes.has(t)) throw unknownType(t, fieldPrefix);
     const ev: Record<string, unknown> = { ...e };
     if (ev.eventId === undefined) ev.eventId = randomUUID();
     if (ev.emittedAt === undefined) ev.emittedAt = new Date().toISOString();

@@ -121,6 +121,8 @@ test("an unknown event type is refused locally with the nearest known type; noth
     ["RunCanceled", "RunCancelled"],
     ["runstarted", "RunStarted"],
     ["StpeFailed", "StepFailed"],
+    ["STEPSTARTED", "StepStarted"],
+    ["stepStarted", "StepStarted"],
   ] as const) {
     await assert.rejects(c.append(input(run, typ)), (e: unknown) => {
       assert.ok(e instanceof UnknownEventTypeError, String(e));
