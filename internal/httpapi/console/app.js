@@ -5,6 +5,7 @@
 //   #/lag, #/lag/<group>                  (operator)
 //   #/dead-letters, #/dead-letters/<id>   (operator)
 //   #/rebuilds, #/rebuilds/<id>           (operator)
+//   #/retention                           (operator)
 // Data: the /v1 API; live updates through Server-Sent Events; the
 // connection indicator from GET /readyz and the page's stream (lib.js).
 
@@ -12,6 +13,7 @@ import { $, conn, token, setToken, onToken } from './lib.js';
 import { runsPage } from './runs.js';
 import { runPage } from './run.js';
 import { lagPage, deadLettersPage, deadLetterPage, rebuildsPage, rebuildPage } from './ops.js';
+import { retentionPage } from './retention.js';
 
 const ROUTES = [
   [/^#\/runs\/([^?]+)/, (v, id) => runPage(v, id)],
@@ -21,6 +23,7 @@ const ROUTES = [
   [/^#\/dead-letters(\?|$)/, v => deadLettersPage(v)],
   [/^#\/rebuilds\/([^?]+)/, (v, id) => rebuildPage(v, id)],
   [/^#\/rebuilds(\?|$)/, v => rebuildsPage(v)],
+  [/^#\/retention(\?|$)/, v => retentionPage(v)],
 ];
 
 function showTokenState() {

@@ -1,10 +1,11 @@
 // Package console is the web console served by the binary at `/`: a small
 // front end of plain ES modules (no build step, no CDN, works offline)
 // over the API (runs list and search, snapshot, events, watch, resync;
-// for operators lag, dead letters and rebuilds), embedded with go:embed.
+// for operators lag, dead letters, rebuilds and retention), embedded with
+// go:embed.
 //
 // The console is a single page with hash routes (`#/runs/<runId>`,
-// `#/lag`, `#/dead-letters`, `#/rebuilds`; see app.js), so
+// `#/lag`, `#/dead-letters`, `#/rebuilds`, `#/retention`; see app.js), so
 // [Handler] answers index.html for `/` and for any other path that is
 // neither an asset nor an API path; API paths it does not know answer the
 // API's JSON NOT_FOUND, so a mistyped /v1 URL never returns HTML.
@@ -21,12 +22,12 @@ import (
 	"strings"
 )
 
-//go:embed index.html style.css app.js lib.js runs.js run.js ops.js
+//go:embed index.html style.css app.js lib.js runs.js run.js ops.js retention.js
 var files embed.FS
 
 // assetNames are the embedded files: the page, its style and its ES
 // modules (app.js imports the others by relative URL).
-var assetNames = []string{"index.html", "style.css", "app.js", "lib.js", "runs.js", "run.js", "ops.js"}
+var assetNames = []string{"index.html", "style.css", "app.js", "lib.js", "runs.js", "run.js", "ops.js", "retention.js"}
 
 // asset is one embedded file with what its answer needs.
 type asset struct {

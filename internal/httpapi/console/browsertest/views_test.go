@@ -361,6 +361,20 @@ func TestConsole_Views(t *testing.T) {
 	})()`, tenantRebuild, runsRebuild), "both rebuilds listed, newest first")
 	b.shots("rebuilds")
 
+	// ---- retention: dev keeps partitions ahead and removes nothing ----
+	b.navigate(base + "/#/retention")
+	b.waitText(`[data-testid=retention-last-pass]`, "retention off")
+	b.waitText(`[data-testid=retention-next]`, "Retention is off")
+	// This test's runs are in a partition that is live and holds them.
+	b.waitTrue(`[...document.querySelectorAll('[data-testid=retention-partition][data-state=live]')].some(r =>
+		Number(r.querySelector('td[data-label=Runs]').textContent.replace(/,/g, '')) >= 1101)`, "a live partition holding the test's 1,101 runs")
+	b.waitVisible(`[data-testid=retention-partition][data-partition=run_events_legacy]`)
+	b.waitText(`[data-testid=retention-totals]`, "partitions in the store")
+	if text := b.eval(`document.querySelector('[data-testid=retention-body]').textContent`); strings.Contains(text, "[object") {
+		t.Fatalf("the retention page prints an object as text: %s", text)
+	}
+	b.shots("retention")
+
 	// ---- the API goes away under the lag page: a failed refresh is shown
 	// as such, over the last good answer, and the indicator says Offline ----
 	b.navigate(base + "/#/lag")
