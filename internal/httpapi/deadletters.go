@@ -152,7 +152,7 @@ func deadLetterID(r *http.Request) (int64, error) {
 
 func noDeadLetter(id int64) error {
 	return &store.Error{Code: store.CodeNotFound, Field: "id",
-		Message: fmt.Sprintf("no dead letter %d: it was retried already, or never dead-lettered; GET /v1/dead-letters lists them", id)}
+		Message: fmt.Sprintf("no dead letter %d: it was retried already, never dead-lettered, or its event is no longer in the store (nothing to publish); GET /v1/dead-letters lists them", id)}
 }
 
 // getDeadLetter: GET /v1/dead-letters/{id}, the letter and the record the

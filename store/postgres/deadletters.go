@@ -104,7 +104,9 @@ func (o *Outbox) GetDeadLetter(ctx context.Context, id int64) (d DeadLetter, ok 
 // attempts and a fresh retry window) so the relay publishes them again:
 // the ones with the given ids, or all of them when all is set. Consumers that already resynced past an
 // event drop the replay as a duplicate (DESIGN.md 1.12). It returns how many
-// rows moved.
+// rows moved. A letter whose event the store no longer holds (in its
+// run's partition, as the listing joins it) is not moved: its outbox row
+// would never drain, since the relay has nothing to publish.
 func (o *Outbox) RetryDeadLetters(ctx context.Context, ids []int64, all bool) (int64, error) {
 	if !all && len(ids) == 0 {
 		return 0, fmt.Errorf("name dead letters to retry with --id, or use --all")
@@ -112,8 +114,11 @@ func (o *Outbox) RetryDeadLetters(ctx context.Context, ids []int64, all bool) (i
 	var moved int64
 	err := pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `WITH gone AS (
-				DELETE FROM outbox_dead_letters WHERE $2 OR id = ANY($1)
-				RETURNING shard, run_id, run_seq)
+				DELETE FROM outbox_dead_letters d WHERE ($2 OR d.id = ANY($1))
+					AND EXISTS (SELECT 1 FROM runs r JOIN run_events e
+						ON e.run_id = r.run_id AND e.run_epoch = r.run_epoch
+						WHERE r.run_id = d.run_id AND e.run_seq = d.run_seq)
+				RETURNING d.shard, d.run_id, d.run_seq)
 			INSERT INTO outbox (shard, run_id, run_seq) SELECT shard, run_id, run_seq FROM gone ORDER BY run_id, run_seq`, ids, all)
 		moved = tag.RowsAffected()
 		if err == nil && moved > 0 {
