@@ -36,6 +36,18 @@
 // logged once per partition at WARN and counted; runs with later events
 // resync at their gap, and convergence repairs the others (dataloss.go).
 //
+// A run Redis does not hold whose first event in a batch is not its first
+// (Redis lost the snapshot, or the run's first events were dead-lettered)
+// is resynced FULL and counted as missing, not as a gap of the bus. So is
+// a run Redis does not hold whose records were published long after they
+// were persisted (a relay's backlog after a broker outage, a dead letter
+// replayed): its events may be older than what Redis lost, so the store
+// says where it stands. These FULL resyncs cost no round trip each: the
+// projections of a group of runs (up to 128) come in one store query
+// (postgres.Store.ProjectSnapshots), read while the previous group is
+// reduced, so a backlog for runs absent from Redis drains at about the
+// rate of one for runs present.
+//
 // Runs whose resync could not finish (the store is down) stay stale and are
 // listed in the set runstream:resync; every projector retries them with
 // backoff, so a crash does not forget them.
@@ -73,6 +85,7 @@
 //
 //	runstream_projector_events_total{result="applied|duplicate|gap|unknown_type"}
 //	runstream_projector_non_contiguous_total       PROJECTOR_NON_CONTIGUOUS_FETCH_DETECTED
+//	runstream_projector_missing_snapshots_total    runs Redis did not hold at a later event (REDIS_SNAPSHOTS_LOST)
 //	runstream_projector_causal_violations_total    PROJECTOR_CAUSAL_VIOLATION
 //	runstream_projector_undecodable_records_total  records that could not be decoded (their run is resynced)
 //	runstream_projector_resyncs_total{mode="from_snapshot|full",result="ok|no_advance|error"}

@@ -27,6 +27,7 @@ type metrics struct {
 	expiredWrites  prometheus.Counter
 	expiredSwept   prometheus.Counter
 	offsetResets   prometheus.Counter
+	missing        prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -61,8 +62,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.cacheMisses = c("runstream_projector_snapshot_cache_misses_total", "Runs of a batch whose snapshot was read from Redis although the cache is on.")
 	m.offsetResets = c("runstream_projector_offset_resets_total", "Partitions whose consumption restarted past records no longer in the topic "+
 		"(the group's committed offset deleted by retention, or records the broker lost); convergence repairs their runs from the store.")
+	m.missing = c("runstream_projector_missing_snapshots_total", "Runs whose snapshot Redis did not hold when a later event (runSeq > 1) came: "+
+		"Redis lost it (restarted empty, failed over, evicted), or the run's first events never reached the topic (dead letters); "+
+		"resynced FULL from the store. Not a gap of the bus (alert REDIS_SNAPSHOTS_LOST, not PROJECTOR_NON_CONTIGUOUS_FETCH_DETECTED).")
 	if reg != nil {
-		for _, col := range []prometheus.Collector{m.events, m.nonContiguous, m.causal, m.undecodable, m.resyncs,
+		for _, col := range []prometheus.Collector{m.missing, m.events, m.nonContiguous, m.causal, m.undecodable, m.resyncs,
 			m.staleRuns, m.conflicts, m.batchTime, m.lagRecords, m.lagSeconds, m.redisFailures, m.lagHighAlerted,
 			m.cacheHits, m.cacheMisses, m.expiredWrites, m.expiredSwept, m.offsetResets} {
 			if err := reg.Register(col); err != nil {

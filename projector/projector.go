@@ -29,6 +29,14 @@ type eventSource interface {
 	ProjectSnapshot(ctx context.Context, runID string) (store.RunSnapshot, error)
 }
 
+// batchSource is an eventSource that projects many runs in one query
+// (*postgres.Store does): the FULL resyncs of a group of runs then cost
+// one round trip together, not one each. A source without it is asked
+// run by run.
+type batchSource interface {
+	ProjectSnapshots(ctx context.Context, runIDs []string) (map[string]store.RunSnapshot, error)
+}
+
 // Projector consumes the run-event topic into Redis. Create it with [New]
 // and call [Projector.Run]; run as many as the topic has partitions.
 type Projector struct {
@@ -254,6 +262,13 @@ type runEvents struct {
 	// (not read from Redis).
 	cached bool
 	prev   store.RunSnapshot
+
+	// full is the store's projection of the run, fetched with its group's
+	// others (fullFetched; a run the store does not have is fetched and
+	// nil), or the error of that fetch.
+	fullFetched bool
+	full        *store.RunSnapshot
+	fullErr     error
 }
 
 // cacheable reports whether re may use the snapshot cache: it came from a
@@ -330,6 +345,16 @@ func (p *Projector) pastRetention(ev *store.RunEventRecord) bool {
 		return false
 	}
 	t, err := time.Parse(time.RFC3339Nano, ev.PersistedAt)
+	return err == nil && time.Since(t) > p.cfg.SnapshotTTL
+}
+
+// expired reports whether s is a terminal run past the snapshot
+// retention: Redis is expected not to hold it.
+func (p *Projector) expired(s store.RunSnapshot) bool {
+	if p.cfg.SnapshotTTL <= 0 || s.TerminalAt == "" {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339Nano, s.TerminalAt)
 	return err == nil && time.Since(t) > p.cfg.SnapshotTTL
 }
 
@@ -459,10 +484,20 @@ type snapshotsRead struct {
 	snaps  map[string]store.RunSnapshot
 	broken map[string]bool
 	err    error
+	// The store's projections of the group's runs that need a FULL
+	// resync (fullFor), fetched in one query; fullErr when it failed.
+	fullFor map[string]bool
+	full    map[string]store.RunSnapshot
+	fullErr error
 }
 
 // readSnapshots reads, in the background, the snapshots of the runs of
-// group that the cache did not have.
+// group that the cache did not have, then, in one store query, the
+// projections of the runs that will need a FULL resync (wantsFull): runs
+// Redis lacks whose records came late (a backlog after a broker outage,
+// a projector whose Redis was emptied), unreadable snapshots, runs found
+// missing by convergence. So a backlog for runs absent from Redis costs a
+// query per group of runs, not a round trip per run.
 func (p *Projector) readSnapshots(ctx context.Context, group []*runEvents) chan snapshotsRead {
 	ch := make(chan snapshotsRead, 1)
 	var ids []string
@@ -477,9 +512,57 @@ func (p *Projector) readSnapshots(ctx context.Context, group []*runEvents) chan 
 	}
 	go func() {
 		snaps, broken, err := snapshots.Load(ctx, p.rdb, ids)
-		ch <- snapshotsRead{snaps: snaps, broken: broken, err: err}
+		read := snapshotsRead{snaps: snaps, broken: broken, err: err}
+		bs, ok := p.src.(batchSource)
+		if err == nil && ok {
+			var want []string
+			for _, re := range group {
+				if re.cached {
+					continue
+				}
+				prev, exists := snaps[re.id]
+				if p.wantsFull(re, prev, exists, broken[re.id]) {
+					want = append(want, re.id)
+				}
+			}
+			if len(want) > 0 {
+				read.fullFor = make(map[string]bool, len(want))
+				for _, id := range want {
+					read.fullFor[id] = true
+				}
+				rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				read.full, read.fullErr = bs.ProjectSnapshots(rctx, want)
+				cancel()
+			}
+		}
+		ch <- read
 	}()
 	return ch
+}
+
+// wantsFull reports whether reduceRun will resync re FULL (from the
+// store's projection, with no usable snapshot): it follows reduceRun's
+// decisions. A run it misses is resynced alone; one it names needlessly
+// costs a row in a query already made.
+func (p *Projector) wantsFull(re *runEvents, prev store.RunSnapshot, exists, broken bool) bool {
+	if exists && !broken {
+		if re.resync && !prev.Stale {
+			return false
+		}
+		if re.behind > 0 && !prev.Stale && prev.LastEventSeq >= re.behind {
+			return false
+		}
+		if prev.LastEventSeq > 0 {
+			return false // a usable snapshot: FROM_SNAPSHOT, or no resync
+		}
+	}
+	if broken || re.undecoded || re.resync || re.behind > 0 {
+		return true
+	}
+	if len(re.events) == 0 {
+		return false
+	}
+	return re.events[0].RunSeq > 1 || isLate(re.first, &re.events[0]) || p.pastRetention(&re.events[0])
 }
 
 // reduceAndSend reduces one run against its snapshot (cached, or in read)
@@ -490,6 +573,13 @@ func (p *Projector) reduceAndSend(ctx context.Context, fl *runsInFlight, re *run
 		prev, exists = read.snaps[re.id]
 	}
 	broken := read.broken[re.id]
+	re.fullFetched, re.full, re.fullErr = false, nil, nil
+	if read.fullFor[re.id] {
+		re.fullFetched, re.fullErr = true, read.fullErr
+		if s, ok := read.full[re.id]; ok {
+			re.full = &s
+		}
+	}
 	expected := int64(-1)
 	if exists {
 		expected = prev.LastEventSeq
@@ -579,9 +669,20 @@ func (p *Projector) reduceRun(ctx context.Context, re *runEvents, prev store.Run
 	// events to nothing would bring it back half built until the replay
 	// reached its end; the store's projection is written whole, or not at
 	// all when it is past its retention.
+	//
+	// Either way the store's answer comes with the group's others
+	// (readSnapshots): being late costs no round trip of its own.
+	//
+	// A run with no snapshot whose first event here is not its first
+	// (runSeq > 1) had a snapshot that Redis lost (restarted empty, failed
+	// over, evicted), or its first events never reached the topic (dead
+	// letters): not a gap in what the bus delivered after a known
+	// watermark, so it is counted apart (missing), not as
+	// PROJECTOR_NON_CONTIGUOUS_FETCH_DETECTED.
 	oldOnNothing := !exists && !broken && len(re.events) > 0 &&
 		(isLate(re.first, &re.events[0]) || p.pastRetention(&re.events[0]))
-	needResync := broken || re.undecoded || re.resync || re.behind > 0 || oldOnNothing || (exists && prev.Stale)
+	missing := !exists && !broken && len(re.events) > 0 && re.events[0].RunSeq > 1
+	needResync := broken || re.undecoded || re.resync || re.behind > 0 || oldOnNothing || missing || (exists && prev.Stale)
 	gap := false
 	if !needResync {
 		// The events up to the first gap are applied in one go; Project
@@ -621,8 +722,13 @@ func (p *Projector) reduceRun(ctx context.Context, re *runEvents, prev store.Run
 		if re.behind > 0 {
 			mustAdvance = cur.LastEventSeq < re.behind
 		}
-		next, ok := p.resync(ctx, re.id, cur, usable, mustAdvance, re.resync)
+		next, ok := p.resync(ctx, re, cur, usable, mustAdvance, re.resync)
 		if ok {
+			if missing && !re.resync && re.behind == 0 && !p.expired(next) {
+				p.m.missing.Inc()
+				p.log.Debug("run missing from Redis at a later event; resynced from the store", "runId", re.id,
+					"runSeq", re.events[0].RunSeq, "storeLastSeq", next.LastEventSeq)
+			}
 			return next, next.LastEventSeq != prev.LastEventSeq || prev.Stale || !exists || broken, false
 		}
 		if !gap && (!exists || (prev.Stale && cur.LastEventSeq == prev.LastEventSeq)) {
@@ -662,7 +768,8 @@ func (p *Projector) count(runID string, sum *reduce.Summary) {
 // retry marks a background retry of a run already known to be stale: its
 // failures are logged at debug level (the first one was a warning), so a
 // run that stays stale does not flood the log.
-func (p *Projector) resync(ctx context.Context, runID string, cur store.RunSnapshot, usable, mustAdvance, retry bool) (store.RunSnapshot, bool) {
+func (p *Projector) resync(ctx context.Context, re *runEvents, cur store.RunSnapshot, usable, mustAdvance, retry bool) (store.RunSnapshot, bool) {
+	runID := re.id
 	warn := p.log.Warn
 	if retry {
 		warn = p.log.Debug
@@ -690,10 +797,19 @@ func (p *Projector) resync(ctx context.Context, runID string, cur store.RunSnaps
 			}
 		}
 	} else {
-		next, err = p.src.ProjectSnapshot(rctx, runID)
-		if errors.Is(err, store.ErrNotFound) {
-			err = nil
-			next = cur
+		switch {
+		case re.fullFetched && re.fullErr != nil:
+			err = re.fullErr
+		case re.fullFetched && re.full != nil:
+			next = *re.full
+		case re.fullFetched:
+			next = cur // the store has no such run
+		default:
+			next, err = p.src.ProjectSnapshot(rctx, runID)
+			if errors.Is(err, store.ErrNotFound) {
+				err = nil
+				next = cur
+			}
 		}
 	}
 	if err != nil {

@@ -1,0 +1,138 @@
+package projector_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/record"
+	"github.com/runstream/runstream/snapshots"
+	"github.com/runstream/runstream/store"
+	"github.com/runstream/runstream/store/postgres"
+)
+
+// countingSource is the store, counting the projector's resync queries
+// about the runs in mine (the resync set is shared by every test using
+// the Redis server, and every projector retries other tests' runs too).
+type countingSource struct {
+	st           *postgres.Store
+	mine         map[string]bool
+	single, many atomic.Int64
+	manyRuns     atomic.Int64
+}
+
+func (s *countingSource) FetchEvents(ctx context.Context, id string, o store.FetchOptions) ([]store.RunEventRecord, error) {
+	return s.st.FetchEvents(ctx, id, o)
+}
+
+func (s *countingSource) ProjectSnapshot(ctx context.Context, id string) (store.RunSnapshot, error) {
+	if s.mine[id] {
+		s.single.Add(1)
+	}
+	return s.st.ProjectSnapshot(ctx, id)
+}
+
+func (s *countingSource) ProjectSnapshots(ctx context.Context, ids []string) (map[string]store.RunSnapshot, error) {
+	n := 0
+	for _, id := range ids {
+		if s.mine[id] {
+			n++
+		}
+	}
+	if n > 0 {
+		s.many.Add(1)
+		s.manyRuns.Add(int64(n))
+	}
+	return s.st.ProjectSnapshots(ctx, ids)
+}
+
+// publishLate publishes recs stamped a minute after they were persisted:
+// a relay's backlog published after a broker outage.
+func (f *fixture) publishLate(t *testing.T, recs []store.RunEventRecord) {
+	t.Helper()
+	for i := range recs {
+		kr, err := record.New(topic, &recs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		at, err := time.Parse(time.RFC3339Nano, recs[i].PersistedAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kr.Timestamp = at.Add(time.Minute)
+		if err := f.producer.ProduceSync(context.Background(), kr).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestProjector_LateBacklogForAbsentRunsResyncsInGroups: a backlog
+// published late for runs Redis does not hold is resynced from the store
+// a group of runs per query, never a run per query (issue 34: a relay
+// backlog used to turn the projector into a one-run-at-a-time resync
+// loop), and every snapshot reaches the store's state.
+func TestProjector_LateBacklogForAbsentRunsResyncsInGroups(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	runs := f.appendRuns(t, seed(t), 200)
+	var backlog []store.RunEventRecord
+	for _, recs := range runs {
+		backlog = append(backlog, recs...)
+	}
+	f.publishLate(t, backlog)
+	src := &countingSource{st: f.store, mine: map[string]bool{}}
+	for id := range runs {
+		src.mine[id] = true
+	}
+	cfg := testConfig(f.brokers, "g-"+testenv.RandomID(4))
+	cfg.DisableConvergence = true // the projector's own handling of the backlog is tested
+	run := runProjector(t, cfg, f.rdb, src)
+	f.waitConverged(t, keys(runs), 60*time.Second)
+	if n := src.single.Load(); n != 0 {
+		t.Errorf("%d runs resynced one query each; want none (the late runs of a group share one query)", n)
+	}
+	if q, r := src.many.Load(), src.manyRuns.Load(); q == 0 || q > int64(len(runs))/10 || r > int64(len(runs)) {
+		t.Errorf("%d batched queries for %d runs (%d runs asked); want at least one, at most one per 10 runs, each run asked once", q, len(runs), r)
+	}
+	if got := counter(t, run.reg, "runstream_projector_non_contiguous_total", ""); got != 0 {
+		t.Errorf("PROJECTOR_NON_CONTIGUOUS_FETCH_DETECTED counted %v times for a late backlog, want 0", got)
+	}
+}
+
+// TestProjector_MissingSnapshotIsNotABusGap: Redis loses a run's snapshot
+// and the run's next event arrives: the run is resynced from the store and
+// counted as missing (REDIS_SNAPSHOTS_LOST), not as a gap of the bus
+// (PROJECTOR_NON_CONTIGUOUS_FETCH_DETECTED).
+func TestProjector_MissingSnapshotIsNotABusGap(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	runs := f.appendRuns(t, seed(t), 1)
+	id := keys(runs)[0]
+	recs := runs[id]
+	if len(recs) < 3 {
+		t.Fatalf("the generated run has %d events, want at least 3", len(recs))
+	}
+	n := len(recs)
+	f.publish(t, recs[:n-1])
+	cfg := testConfig(f.brokers, "g-"+testenv.RandomID(4))
+	cfg.DisableConvergence = true
+	cfg.DisableSnapshotCache = true // every batch reads Redis
+	run := runProjector(t, cfg, f.rdb, f.store)
+	testenv.WaitFor(t, 30*time.Second, "the first events projected", func() bool {
+		s, ok := redisSnapshot(t, f.rdb, id)
+		return ok && s.LastEventSeq == int64(n-1)
+	})
+	if err := f.rdb.Del(context.Background(), snapshots.Key(id)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	f.publish(t, recs[n-1:])
+	f.waitConverged(t, []string{id}, 30*time.Second)
+	if got := counter(t, run.reg, "runstream_projector_missing_snapshots_total", ""); got != 1 {
+		t.Errorf("missing snapshots counted %v, want 1", got)
+	}
+	if got := counter(t, run.reg, "runstream_projector_non_contiguous_total", ""); got != 0 {
+		t.Errorf("PROJECTOR_NON_CONTIGUOUS_FETCH_DETECTED counted %v times for a snapshot Redis lost, want 0", got)
+	}
+}
