@@ -19,7 +19,7 @@ type steadyCLI struct {
 
 var benchSteady = benchTarget[steadyCLI, *steadybench.Report]{
 	name:    "steady",
-	summary: "steady state: Redis used_memory over time while terminal runs expire (--snapshot-ttl)",
+	summary: "steady state: Redis used_memory (--snapshot-ttl) and the store's size (--retention) over time",
 	about: "Runs the write path in this process as runstream dev wires it (a fresh store schema, an\n" +
 		"in-process kfake broker with a fresh topic, the relay, one projector with --snapshot-ttl) and\n" +
 		"appends realistic runs through the store at --rate events/s for --duration, open loop,\n" +
@@ -31,7 +31,15 @@ var benchSteady = benchTarget[steadyCLI, *steadybench.Report]{
 		"bytes per retained run at the end, and whether every run that ended more than the TTL ago left\n" +
 		"Redis. A PNG plots used_memory and the runs catalogued over time. Redis is a private\n" +
 		"redis-server started for the bench (no persistence, stopped at the end) unless --redis-url is\n" +
-		"given; RUNSTREAM_REDIS_URL in the environment counts as --redis-url. See bench/README.md.",
+		"given; RUNSTREAM_REDIS_URL in the environment counts as --redis-url.\n" +
+		"Every sample also reads the store's size (every table of the bench's schema with its indexes,\n" +
+		"and run_events' partitions alone). With --retention the store's retention runs in the process\n" +
+		"too, as runstream retention run would: partitions of --partition-interval, a pass every\n" +
+		"--retention-every, removed runs archived to --archive-url. Then the store's size is judged like\n" +
+		"used_memory (from the first partition's removal on), and at the end every dropped partition's\n" +
+		"archive files are read back against the manifest and the runs table, and an export of the\n" +
+		"tenant's whole window (store and archive) is compared with every event the store acknowledged.\n" +
+		"See bench/README.md.",
 	flags: func(fs *flag.FlagSet, cli *steadyCLI) {
 		fs.StringVar(&cli.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL; the bench works in a fresh schema bench_<random> (dropped at the end)")
 		fs.StringVar(&cli.RedisURL, "redis-url", "", "Redis to measure; empty: a private redis-server on a free loopback port, so used_memory is the bench's keys only (with a given one it is the whole server's; the bench deletes its keys at the end)")
@@ -44,6 +52,10 @@ var benchSteady = benchTarget[steadyCLI, *steadybench.Report]{
 		fs.IntVar(&cli.ConcurrentRuns, "concurrent-runs", 0, "runs open at once; 0: --rate x 2 (a run's events 2 s apart, so a run of the workload, about 16 events, lasts about 30 s)")
 		fs.IntVar(&cli.Appenders, "appenders", steadybench.DefaultAppenders, "goroutines appending through the store")
 		fs.StringVar(&cli.RedisServer, "redis-server", "redis-server", "redis-server executable of the private Redis")
+		fs.DurationVar(&cli.Retention, "retention", 0, "the store's retention (as runstream retention run's): a run_events partition leaves the store once every run in it ended this long ago, archived and verified first; 0: off (the store grows); at least 1m")
+		fs.DurationVar(&cli.PartitionInterval, "partition-interval", 0, "span of each run_events partition with --retention (at least 1m); 0: "+steadybench.DefaultPartitionInterval.String())
+		fs.StringVar(&cli.ArchiveURL, "archive-url", "", "archive of the removed runs with --retention (an absolute directory, file:///dir or s3://bucket/prefix?endpoint=host:port); empty: the directory archive under --out")
+		fs.DurationVar(&cli.RetentionEvery, "retention-every", 0, "time between two retention passes with --retention; 0: "+steadybench.DefaultRetentionEvery.String())
 	},
 	check: func(cli *steadyCLI) error {
 		errs := benchPositive(harness.Flag("rate", cli.Rate), harness.Flag("duration", cli.Duration),

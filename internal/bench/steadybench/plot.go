@@ -12,13 +12,16 @@ import (
 	"time"
 )
 
-// The plot: two panels over the same time axis, used_memory above and the
-// runs catalogued below, with a red line at the first TTL (the first
-// terminal event plus the TTL, when the first run may leave Redis) and an
-// orange one where the verdict's window starts. Drawn with the standard
-// library only; the few labels use a built-in 3x5 font.
+// The plot: three panels over the same time axis: used_memory above, the
+// runs catalogued in the middle, the store's size below (all its tables
+// with their indexes, and run_events' partitions' share), with a red line
+// at the first TTL (the first terminal event plus the TTL, when the first
+// run may leave Redis), an orange one where the verdicts' window starts
+// and a purple one where the first partition left the store (with
+// --retention). Drawn with the standard library only; the few labels use
+// a built-in 3x5 font.
 const (
-	plotWidth, plotHeight = 1000, 640
+	plotWidth, plotHeight = 1000, 900
 	marginLeft            = 70
 	marginRight           = 20
 	marginTop             = 28
@@ -35,8 +38,11 @@ var (
 	colText       = color.RGBA{40, 40, 40, 255}
 	colMemory     = color.RGBA{31, 90, 200, 255}
 	colRuns       = color.RGBA{20, 140, 60, 255}
+	colPostgres   = color.RGBA{60, 60, 60, 255}
+	colRunEvents  = color.RGBA{150, 110, 60, 255}
 	colTTL        = color.RGBA{210, 30, 30, 255}
 	colWindow     = color.RGBA{240, 150, 20, 255}
+	colDrop       = color.RGBA{150, 40, 180, 255}
 )
 
 // panel is one plot area: its pixel rectangle and its value range.
@@ -53,43 +59,59 @@ func (p panel) y(v float64) int {
 
 // layout places the panels and the time axis for samples.
 type layout struct {
-	top, bottom panel
-	tMax        float64 // seconds at the right edge
+	mem, runs, pg panel
+	tMax          float64 // seconds at the right edge
 }
+
+// panels are l's panels, top to bottom.
+func (l layout) panels() []panel { return []panel{l.mem, l.runs, l.pg} }
 
 // x is the pixel column of t seconds.
 func (l layout) x(t float64) int {
-	return l.top.r.Min.X + int(math.Round(t/l.tMax*float64(l.top.r.Dx()-1)))
+	return l.mem.r.Min.X + int(math.Round(t/l.tMax*float64(l.mem.r.Dx()-1)))
 }
 
 func newLayout(samples []Sample) layout {
-	var tMax, memMax, runsMax float64
+	var tMax, memMax, runsMax, pgMax float64
 	for _, s := range samples {
 		tMax = max(tMax, s.Elapsed.Seconds())
 		memMax = max(memMax, mb(s.UsedMemory))
 		runsMax = max(runsMax, float64(s.Catalogued))
+		pgMax = max(pgMax, mb(s.PgBytes), mb(s.RunEventsBytes))
 	}
-	inner := plotHeight - marginTop - marginBottom - panelGap
-	topH := inner * 3 / 5
+	inner := plotHeight - marginTop - marginBottom - 2*panelGap
+	memH, runsH := inner*3/8, inner*2/8
 	left, right := marginLeft, plotWidth-marginRight
+	runsTop := marginTop + memH + panelGap
+	pgTop := runsTop + runsH + panelGap
 	return layout{
-		top:    panel{r: image.Rect(left, marginTop, right, marginTop+topH), max: niceCeil(memMax)},
-		bottom: panel{r: image.Rect(left, marginTop+topH+panelGap, right, plotHeight-marginBottom), max: niceCeil(runsMax)},
-		tMax:   max(tMax, 1),
+		mem:  panel{r: image.Rect(left, marginTop, right, marginTop+memH), max: niceCeil(memMax)},
+		runs: panel{r: image.Rect(left, runsTop, right, runsTop+runsH), max: niceCeil(runsMax)},
+		pg:   panel{r: image.Rect(left, pgTop, right, plotHeight-marginBottom), max: niceCeil(pgMax)},
+		tMax: max(tMax, 1),
 	}
 }
 
-// writePNG draws used_memory (MB) and the runs catalogued over time, with
-// markers at firstTTL and windowFrom (elapsed; negative: none).
-func writePNG(w io.Writer, samples []Sample, firstTTL, windowFrom time.Duration) error {
+// curve is one series drawn: its panel, color and value.
+type curve struct {
+	p     panel
+	c     color.RGBA
+	value func(Sample) float64
+}
+
+// writePNG draws used_memory (MB), the runs catalogued and the store's
+// size (MB) over time, with markers at firstTTL, windowFrom and
+// firstDrop (elapsed; negative: none).
+func writePNG(w io.Writer, samples []Sample, firstTTL, windowFrom, firstDrop time.Duration) error {
 	img := image.NewRGBA(image.Rect(0, 0, plotWidth, plotHeight))
 	draw.Draw(img, img.Bounds(), &image.Uniform{colBackground}, image.Point{}, draw.Src)
 	l := newLayout(samples)
+	last := l.pg
 
 	// Time grid: a step of whole minutes (seconds for a short run) that
 	// gives 4 to 10 lines.
 	step := timeStep(l.tMax)
-	for _, p := range []panel{l.top, l.bottom} {
+	for _, p := range l.panels() {
 		for t := 0.0; t <= l.tMax+1e-9; t += step {
 			vline(img, l.x(t), p.r.Min.Y, p.r.Max.Y, colGrid, 1)
 		}
@@ -106,41 +128,48 @@ func writePNG(w io.Writer, samples []Sample, firstTTL, windowFrom time.Duration)
 	}
 	for t := 0.0; t <= l.tMax+1e-9; t += step {
 		label := strconv.FormatFloat(math.Round(t/div*100)/100, 'f', -1, 64)
-		drawText(img, l.x(t)-textWidth(label)/2, l.bottom.r.Max.Y+6, label, colText)
+		drawText(img, l.x(t)-textWidth(label)/2, last.r.Max.Y+6, label, colText)
 	}
-	drawText(img, l.bottom.r.Max.X-textWidth(unit), l.bottom.r.Max.Y+6+7*fontScale, unit, colText)
+	drawText(img, last.r.Max.X-textWidth(unit), last.r.Max.Y+6+7*fontScale, unit, colText)
 
-	for _, p := range []panel{l.top, l.bottom} {
+	for _, p := range l.panels() {
 		frame(img, p.r, colFrame)
 	}
 	for _, m := range []struct {
 		at    time.Duration
 		c     color.RGBA
 		label string
-	}{{firstTTL, colTTL, "TTL"}, {windowFrom, colWindow, "WINDOW"}} {
+	}{{firstTTL, colTTL, "TTL"}, {windowFrom, colWindow, "WINDOW"}, {firstDrop, colDrop, "DROP"}} {
 		if m.at < 0 || m.at.Seconds() > l.tMax {
 			continue
 		}
 		x := l.x(m.at.Seconds())
-		for _, p := range []panel{l.top, l.bottom} {
+		for _, p := range l.panels() {
 			vline(img, x, p.r.Min.Y, p.r.Max.Y, m.c, 2)
 		}
-		drawText(img, x+4, l.top.r.Min.Y+4, m.label, m.c)
+		drawText(img, x+4, l.mem.r.Min.Y+4, m.label, m.c)
 	}
 
-	for i := 1; i < len(samples); i++ {
-		a, b := samples[i-1], samples[i]
-		xa, xb := l.x(a.Elapsed.Seconds()), l.x(b.Elapsed.Seconds())
-		line(img, xa, l.top.y(mb(a.UsedMemory)), xb, l.top.y(mb(b.UsedMemory)), colMemory)
-		line(img, xa, l.bottom.y(float64(a.Catalogued)), xb, l.bottom.y(float64(b.Catalogued)), colRuns)
+	curves := []curve{
+		{l.mem, colMemory, func(s Sample) float64 { return mb(s.UsedMemory) }},
+		{l.runs, colRuns, func(s Sample) float64 { return float64(s.Catalogued) }},
+		{l.pg, colRunEvents, func(s Sample) float64 { return mb(s.RunEventsBytes) }},
+		{l.pg, colPostgres, func(s Sample) float64 { return mb(s.PgBytes) }},
 	}
-	if len(samples) == 1 {
-		s := samples[0]
-		line(img, l.x(0), l.top.y(mb(s.UsedMemory)), l.x(0), l.top.y(mb(s.UsedMemory)), colMemory)
-		line(img, l.x(0), l.bottom.y(float64(s.Catalogued)), l.x(0), l.bottom.y(float64(s.Catalogued)), colRuns)
+	for _, c := range curves {
+		for i := 1; i < len(samples); i++ {
+			a, b := samples[i-1], samples[i]
+			line(img, l.x(a.Elapsed.Seconds()), c.p.y(c.value(a)), l.x(b.Elapsed.Seconds()), c.p.y(c.value(b)), c.c)
+		}
+		if len(samples) == 1 {
+			y := c.p.y(c.value(samples[0]))
+			line(img, l.x(0), y, l.x(0), y, c.c)
+		}
 	}
-	drawText(img, l.top.r.Min.X, 8, "USED MEMORY MB", colMemory)
-	drawText(img, l.bottom.r.Min.X, l.bottom.r.Min.Y-20, "RUNS CATALOGUED", colRuns)
+	drawText(img, l.mem.r.Min.X, 8, "USED MEMORY MB", colMemory)
+	drawText(img, l.runs.r.Min.X, l.runs.r.Min.Y-20, "RUNS CATALOGUED", colRuns)
+	drawText(img, l.pg.r.Min.X, l.pg.r.Min.Y-20, "POSTGRES MB", colPostgres)
+	drawText(img, l.pg.r.Min.X+textWidth("POSTGRES MB  "), l.pg.r.Min.Y-20, "RUN EVENTS MB", colRunEvents)
 
 	if err := png.Encode(w, img); err != nil {
 		return fmt.Errorf("encoding the plot: %w", err)
@@ -254,7 +283,7 @@ var glyphs = map[rune][5]uint8{
 	'E': {7, 4, 6, 4, 7}, 'G': {3, 4, 5, 5, 3}, 'I': {7, 2, 2, 2, 7}, 'L': {4, 4, 4, 4, 7},
 	'M': {5, 7, 7, 5, 5}, 'N': {6, 5, 5, 5, 5}, 'O': {2, 5, 5, 5, 2}, 'R': {6, 5, 6, 5, 5},
 	'S': {3, 4, 2, 1, 6}, 'T': {7, 2, 2, 2, 2}, 'U': {5, 5, 5, 5, 7}, 'W': {5, 5, 7, 7, 5},
-	'Y': {5, 5, 2, 2, 2},
+	'Y': {5, 5, 2, 2, 2}, 'P': {6, 5, 6, 4, 4}, 'V': {5, 5, 5, 5, 2}, 'F': {7, 4, 6, 4, 4},
 }
 
 // textWidth is s's width in pixels.

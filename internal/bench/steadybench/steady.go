@@ -12,6 +12,17 @@
 // +-10% of its mean), computes the bytes per retained run, checks that
 // every run ended more than the TTL ago left Redis, and draws a PNG.
 //
+// Every sample also reads the store's size on disk (the schema's tables
+// with their indexes). With Config.Retention the store's retention runs
+// too (issue 31): run_events in partitions of PartitionInterval, a
+// retention.Keeper making a pass every RetentionEvery next to the relay
+// and the projector, removed runs archived as Parquet. The store's size is
+// then judged like used_memory (flat from the first partition's removal
+// on), and at the end every dropped partition's archive files are read
+// back and checked against the manifest and the runs table, and an export
+// of the tenant's whole window (store and archive) is compared, line by
+// line, with every event the store acknowledged.
+//
 // The Redis is, unless Config.RedisURL names one, a private redis-server
 // started for the bench, so that used_memory counts the bench's keys only.
 package steadybench
@@ -28,15 +39,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/runstream/runstream/internal/archive"
 	"github.com/runstream/runstream/internal/bench/harness"
 	"github.com/runstream/runstream/internal/config"
 	"github.com/runstream/runstream/internal/relay"
+	"github.com/runstream/runstream/internal/retention"
 	"github.com/runstream/runstream/internal/retry"
 	"github.com/runstream/runstream/projector"
 	"github.com/runstream/runstream/snapshots"
@@ -98,6 +112,35 @@ type Config struct {
 	Progress io.Writer
 	// Logger receives the components' warnings; nil discards them.
 	Logger *slog.Logger
+
+	// Retention turns the store's retention on: a partition of run_events
+	// leaves the store once every run in it ended at least this long ago,
+	// archived and verified first (retention.Config.Retention). 0: off,
+	// the store keeps the migration's day-wide partitions and grows.
+	Retention time.Duration
+	// PartitionInterval is the width of run_events' partitions with a
+	// Retention (DefaultPartitionInterval).
+	PartitionInterval time.Duration
+	// ArchiveURL is the archive (as runstream retention's --archive-url);
+	// empty means the directory archive under Out.
+	ArchiveURL string
+	// RetentionEvery is the time between two retention passes
+	// (DefaultRetentionEvery).
+	RetentionEvery time.Duration
+
+	// hooks, set by tests, stand in for time.
+	hooks *testHooks
+}
+
+// testHooks let a test make a partition old enough to leave within
+// seconds (internal/testenv's BackdatePartitions and the like), each
+// given the bench schema's pool.
+type testHooks struct {
+	// prepare replaces the bench's own partitions (preparePartitions).
+	prepare func(ctx context.Context, pool *pgxpool.Pool) error
+	// beforeFinalPass runs once the appends ended, the projector caught
+	// up and the passes stopped, before the last pass.
+	beforeFinalPass func(ctx context.Context, pool *pgxpool.Pool) error
 }
 
 // Validate reports settings out of range.
@@ -106,6 +149,24 @@ func (c Config) Validate() error {
 	errs = append(errs, harness.Negative(harness.Flag("rate", c.Rate), harness.Flag("duration", c.Duration),
 		harness.Flag("snapshot-ttl", c.SnapshotTTL), harness.Flag("sample", c.Sample), harness.Flag("partitions", c.Partitions),
 		harness.Flag("concurrent-runs", c.ConcurrentRuns), harness.Flag("appenders", c.Appenders))...)
+	switch {
+	case c.Retention < 0:
+		errs = append(errs, fmt.Errorf("--retention must be 0 (off) or a positive duration, got %v", c.Retention))
+	case c.Retention > 0 && c.Retention < time.Minute:
+		errs = append(errs, fmt.Errorf("--retention must be at least 1m (as runstream retention's), got %v", c.Retention))
+	}
+	if c.PartitionInterval < 0 || (c.PartitionInterval > 0 && c.PartitionInterval < time.Minute) {
+		errs = append(errs, fmt.Errorf("--partition-interval must be at least 1m (0: %v), got %v", DefaultPartitionInterval, c.PartitionInterval))
+	}
+	if c.RetentionEvery < 0 {
+		errs = append(errs, fmt.Errorf("--retention-every must be positive (0: %v), got %v", DefaultRetentionEvery, c.RetentionEvery))
+	}
+	if c.ArchiveURL == postgres.NoArchive {
+		errs = append(errs, errors.New("--archive-url none: the bench checks the archive and exports through it, so it needs one (a directory or an s3:// URL; empty: a directory under --out)"))
+	}
+	if c.Retention == 0 && (c.PartitionInterval != 0 || c.RetentionEvery != 0 || c.ArchiveURL != "") {
+		errs = append(errs, errors.New("--partition-interval, --retention-every and --archive-url apply with --retention only: give --retention too"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -119,6 +180,10 @@ func (c *Config) setDefaults(now time.Time) {
 	harness.Default(&c.Appenders, DefaultAppenders)
 	harness.Default(&c.Out, filepath.Join("bench", "results", "steady-"+now.Format("20060102-150405")))
 	harness.Default(&c.RedisServer, "redis-server")
+	if c.Retention > 0 {
+		harness.Default(&c.PartitionInterval, DefaultPartitionInterval)
+		harness.Default(&c.RetentionEvery, DefaultRetentionEvery)
+	}
 	c.Logger = harness.OrDiscard(c.Logger)
 }
 
@@ -182,6 +247,106 @@ type Report struct {
 	// 1-minute load average's min, mean and max over the samples.
 	CPU  harness.CPU `json:"cpu"`
 	Load [3]float64  `json:"load1MinMeanMax"`
+
+	// Store is the store's size over the run and, with a retention, what
+	// retention did and the checks at the end.
+	Store StoreReport `json:"store"`
+}
+
+// StoreReport is the store's side of the report.
+type StoreReport struct {
+	// Retention, PartitionInterval, Every and Archive are the settings
+	// (Retention 0: off, and the rest is empty).
+	Retention         time.Duration `json:"retentionNs"`
+	PartitionInterval time.Duration `json:"partitionIntervalNs"`
+	Every             time.Duration `json:"everyNs"`
+	Archive           string        `json:"archive,omitempty"`
+	// Start is the store's size (Sample.PgBytes) at the first sample,
+	// before any append; Peak the highest; AtFirstDrop the first sample
+	// at or after FirstDrop (0 without one); Final the last sample's,
+	// FinalRunEvents and FinalRuns its run_events' and runs' shares.
+	Start          int64 `json:"start"`
+	Peak           int64 `json:"peak"`
+	AtFirstDrop    int64 `json:"atFirstDrop"`
+	Final          int64 `json:"final"`
+	FinalRunEvents int64 `json:"finalRunEvents"`
+	FinalRuns      int64 `json:"finalRuns"`
+	// FirstDrop is when the first partition holding runs was dropped
+	// (elapsed); -1 when none was.
+	FirstDrop time.Duration `json:"firstDropNs"`
+	// Verdict is the store's size over the last 10 minutes from
+	// FirstDrop on (as used_memory's).
+	Verdict Verdict `json:"verdict"`
+	// Keeper is what the passes did; Dropped the partitions dropped (the
+	// last pass, after the last sample, included).
+	Keeper  KeeperStats        `json:"keeper"`
+	Dropped []DroppedPartition `json:"dropped,omitempty"`
+	// ArchiveCheck and Export are the checks at the end; ExportTook the
+	// export's time.
+	ArchiveCheck ArchiveCheck  `json:"archiveCheck"`
+	Export       ExportCheck   `json:"export"`
+	ExportTook   time.Duration `json:"exportTookNs"`
+	// Pass: the size flat, a partition with runs dropped, every file
+	// and run verified in the archive, every acknowledged event exported.
+	Pass bool `json:"pass"`
+}
+
+// passed is StoreReport.Pass.
+func (s *StoreReport) passed() bool {
+	return s.Verdict.Decided && s.Verdict.Flat && s.FirstDrop >= 0 && s.ArchiveCheck.OK() && s.Export.OK()
+}
+
+// writeText prints the store's lines of the report.
+func (s *StoreReport) writeText(p func(format string, args ...any)) {
+	if s.Retention == 0 {
+		p("  Postgres (no retention): %.1f MB at the start, %.1f MB at the end (run_events %.1f MB, runs %.1f MB)",
+			mb(s.Start), mb(s.Final), mb(s.FinalRunEvents), mb(s.FinalRuns))
+		return
+	}
+	p("  store retention: --retention %v, partitions of %v, a pass every %v, archive %s", s.Retention, s.PartitionInterval, s.Every, s.Archive)
+	p("  passes: %d (%d failed%s), longest %v, %v in all", s.Keeper.Passes, s.Keeper.Failed, lastError(s.Keeper.LastError),
+		s.Keeper.MaxPass.Round(time.Millisecond), s.Keeper.Busy.Round(time.Second))
+	var events, runs int64
+	for _, d := range s.Dropped {
+		events += d.Events
+		runs += d.Runs
+	}
+	p("  dropped %d partitions (%d runs, %d events archived)", len(s.Dropped), runs, events)
+	for _, d := range s.Dropped {
+		p("    %s: %d runs, %d events in %d files (%.2f MB); retired at %v, archived %v later, dropped at %v",
+			d.Name, d.Runs, d.Events, d.Files, mb(d.Bytes), d.Retired.Round(time.Second), (d.Archived - d.Retired).Round(100*time.Millisecond),
+			d.Dropped.Round(time.Second))
+	}
+	after := "no partition with runs dropped"
+	switch {
+	case s.FirstDrop >= 0 && s.AtFirstDrop > 0:
+		after = fmt.Sprintf("%.1f MB after the first drop (at %v)", mb(s.AtFirstDrop), s.FirstDrop.Round(time.Second))
+	case s.FirstDrop >= 0:
+		after = fmt.Sprintf("the first drop at %v, after the last sample", s.FirstDrop.Round(time.Second))
+	}
+	p("  Postgres: %.1f MB at the start, peak %.1f MB, %s, %.1f MB at the end (run_events %.1f MB, runs %.1f MB)",
+		mb(s.Start), mb(s.Peak), after, mb(s.Final), mb(s.FinalRunEvents), mb(s.FinalRuns))
+	p("  %s", s.Verdict.Line())
+	p("  %s", s.ArchiveCheck.Line())
+	for _, x := range s.ArchiveCheck.Problems {
+		p("    %s", x)
+	}
+	p("  %s (in %v)", s.Export.Line(), s.ExportTook.Round(100*time.Millisecond))
+	for _, x := range s.Export.Problems {
+		p("    %s", x)
+	}
+	word := "PASS"
+	if !s.Pass {
+		word = "FAIL"
+	}
+	p("  store retention verdict: %s (Postgres size flat from the first drop, every dropped run in the archive, verified, every acknowledged event exported)", word)
+}
+
+func lastError(e string) string {
+	if e == "" {
+		return ""
+	}
+	return ", the last: " + e
 }
 
 // WriteText prints the report.
@@ -216,6 +381,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	p("  expiry: %d of the %d runs ended more than the TTL (+%v) before the end still in Redis", r.LeftInRedis, r.PastTTL, expiryGrace)
 	p("  CPU: this process %.2f cores, machine %.2f cores; load average (1 min) min %.2f, mean %.2f, max %.2f",
 		r.CPU.Process, r.CPU.Machine, r.Load[0], r.Load[1], r.Load[2])
+	r.Store.writeText(p)
 	p("  CSV %s", r.CSV)
 	p("  PNG %s", r.PNG)
 	p("  %s", r.Verdict.Line())
@@ -229,7 +395,8 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		return nil, err
 	}
 	rep := &Report{Rate: cfg.Rate, Duration: cfg.Duration, SnapshotTTL: cfg.SnapshotTTL, Sample: cfg.Sample,
-		Partitions: cfg.Partitions, ConcurrentRuns: cfg.ConcurrentRuns, FirstTTL: -1, SteadyFrom: -1}
+		Partitions: cfg.Partitions, ConcurrentRuns: cfg.ConcurrentRuns, FirstTTL: -1, SteadyFrom: -1,
+		Store: StoreReport{Retention: cfg.Retention, PartitionInterval: cfg.PartitionInterval, Every: cfg.RetentionEvery, FirstDrop: -1}}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the output directory (--out): %w", err)
 	}
@@ -291,13 +458,50 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// A fourth pool, as `runstream retention run` would have: the Keeper's
+	// and the size readings'.
+	retPool, err := postgres.Connect(ctx, sc.URL)
+	if err != nil {
+		return nil, err
+	}
+	defer retPool.Close()
+	var (
+		keeper  *retention.Keeper
+		storage archive.Storage
+		retSt   *postgres.Store
+	)
+	if cfg.Retention > 0 {
+		if retSt, err = postgres.New(retPool, postgres.Config{Logger: cfg.Logger}); err != nil {
+			return nil, err
+		}
+		if storage, err = openArchive(ctx, cfg); err != nil {
+			return nil, err
+		}
+		rep.Store.Archive = storage.URL()
+		tmp := filepath.Join(cfg.Out, "tmp")
+		if err := os.MkdirAll(tmp, 0o755); err != nil {
+			return nil, fmt.Errorf("creating the archive's local directory under --out: %w", err)
+		}
+		if keeper, err = retention.New(retSt, retention.Config{Retention: cfg.Retention, PartitionWidth: cfg.PartitionInterval,
+			Every: cfg.RetentionEvery, Archive: storage, TempDir: tmp, Log: cfg.Logger}); err != nil {
+			return nil, err
+		}
+		if cfg.hooks != nil && cfg.hooks.prepare != nil {
+			err = cfg.hooks.prepare(ctx, retPool)
+		} else {
+			err = preparePartitions(ctx, retPool, keeper)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 
 	// The broker, its topic created with the settings the relay creates
 	// it with (so the relay finds nothing to warn about).
-	retention := strconv.FormatInt(relay.DefaultTopicRetention.Milliseconds(), 10)
+	topicRetention := strconv.FormatInt(relay.DefaultTopicRetention.Milliseconds(), 10)
 	maxBytes := strconv.Itoa(relay.TopicMaxMessageBytes)
 	kafka, err := harness.OpenBroker(ctx, harness.BrokerConfig{Partitions: cfg.Partitions, TopicPrefix: "bench-steady-",
-		TopicConfigs: map[string]*string{"retention.ms": &retention, "max.message.bytes": &maxBytes}})
+		TopicConfigs: map[string]*string{"retention.ms": &topicRetention, "max.message.bytes": &maxBytes}})
 	if err != nil {
 		return nil, err
 	}
@@ -307,6 +511,9 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	group := "bench-steady-" + harness.RandomHex(6)
 	start := time.Now()
 	app := newAppender(tenant, cfg.ConcurrentRuns, st.AppendEvent, cfg.Logger, start)
+	if keeper != nil {
+		app.acks = newLedger()
+	}
 	if rep.Shared {
 		defer func() { err = errors.Join(err, cleanUp(ctx, rdb, tenant, group, app)) }()
 	}
@@ -346,7 +553,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	defer func() { err = errors.Join(err, csvFile.close()) }()
 	s := &sampler{rdb: rdb, kafka: kafka, group: group, tenant: tenant, app: app, start: start,
-		csv: csvFile, progress: cfg.Progress}
+		csv: csvFile, progress: cfg.Progress, pg: retPool}
 	if err := s.take(ctx); err != nil { // at 0 s: nothing appended yet
 		return nil, err
 	}
@@ -356,6 +563,11 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		}
 	}))
 	defer stopSampling()
+	var passes *keeperLoop
+	if keeper != nil {
+		passes = startKeeper(ctx, keeper, cfg.RetentionEvery, start, cfg.Progress, cfg.Logger)
+		defer passes.stop()
+	}
 
 	// The appends: open loop, each job the next event of the run whose
 	// turn it is.
@@ -381,6 +593,11 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		return nil, err
 	}
 	rep.CPU = w.Stop()
+	if passes != nil {
+		if err := finishRetention(ctx, cfg, rep, passes, retSt, retPool, storage, app.acks, tenant, start); err != nil {
+			return nil, err
+		}
+	}
 
 	rep.Appended, rep.Duplicates, rep.Failed = app.persisted.Load(), app.duplicates.Load(), app.failed.Load()
 	rep.AppendRate = harness.Round(harness.PerSec(app.calls.Load(), appendTime), 1)
@@ -399,6 +616,11 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	rep.Load = loadStats(samples)
 	rep.Verdict = judge(samples, rep.SteadyFrom)
+	storeSizes(&rep.Store, samples)
+	if passes != nil {
+		rep.Store.Verdict = judgePostgres(samples, rep.Store.FirstDrop)
+		rep.Store.Pass = rep.Store.passed()
+	}
 	rep.BytesPerRun = harness.Round(bytesPerRun(rep.Final, rep.EmptyUsedMemory), 0)
 	if rep.PastTTL, rep.LeftInRedis, err = checkExpired(ctx, rdb, tenant, app.endedRuns(),
 		time.Now().Add(-cfg.SnapshotTTL-expiryGrace)); err != nil {
@@ -413,7 +635,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	if rep.Verdict.Decided {
 		windowFrom = rep.Verdict.From
 	}
-	if err := writePNG(f, samples, rep.FirstTTL, windowFrom); err != nil {
+	if err := writePNG(f, samples, rep.FirstTTL, windowFrom, rep.Store.FirstDrop); err != nil {
 		_ = f.Close()
 		return nil, err
 	}
@@ -433,6 +655,7 @@ type sampler struct {
 	start    time.Time
 	csv      *csvLog
 	progress io.Writer
+	pg       *pgxpool.Pool // the store's size
 
 	samples []Sample // owned by take's caller: Every's goroutine, then Run
 }
@@ -456,6 +679,11 @@ func (s *sampler) take(ctx context.Context) error {
 	if x.Catalogued, err = s.rdb.ZCard(ctx, snapshots.IndexKey(s.tenant)).Result(); err != nil {
 		return fmt.Errorf("reading the run index's ZCARD: %w", err)
 	}
+	pg, err := readPgSize(ctx, s.pg)
+	if err != nil {
+		return err
+	}
+	x.PgBytes, x.RunEventsBytes, x.RunsBytes, x.Partitions, x.Dropped = pg.total, pg.runEvents, pg.runs, pg.partitions, pg.dropped
 	if _, x.OnTopic, err = s.kafka.EndOffsets(ctx); err != nil {
 		return err
 	}
@@ -518,6 +746,82 @@ func checkExpired(ctx context.Context, rdb redis.UniversalClient, tenant string,
 		}
 	}
 	return len(ids), left, nil
+}
+
+// openArchive opens cfg's archive (by default a directory archive under
+// Out) and checks that it can be written.
+func openArchive(ctx context.Context, cfg Config) (archive.Storage, error) {
+	u := cfg.ArchiveURL
+	if u == "" {
+		dir, err := filepath.Abs(filepath.Join(cfg.Out, "archive"))
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating the archive directory under --out: %w", err)
+		}
+		u = dir
+	}
+	storage, err := archive.OpenStorage(u, osGetenv)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := storage.Check(cctx); err != nil {
+		return nil, err
+	}
+	return storage, nil
+}
+
+// finishRetention ends the store's retention after the appends: the
+// passes stop (the one under way finishes), a last pass takes whatever
+// became old enough, and the checks run: the archive read back against
+// the manifest and the runs, and an export of the tenant's whole window
+// against every acknowledged event.
+func finishRetention(ctx context.Context, cfg Config, rep *Report, passes *keeperLoop, st *postgres.Store, pool *pgxpool.Pool,
+	storage archive.Storage, acks *ledger, tenant string, start time.Time) error {
+	passes.stop()
+	if cfg.hooks != nil && cfg.hooks.beforeFinalPass != nil {
+		if err := cfg.hooks.beforeFinalPass(ctx, pool); err != nil {
+			return err
+		}
+	}
+	_, _ = passes.pass(ctx) // counted; a failure shows in Keeper.Failed and in the checks
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("bench interrupted: %w", err)
+	}
+	rs := &rep.Store
+	rs.Keeper = passes.stats()
+	var err error
+	if rs.ArchiveCheck, rs.Dropped, err = checkArchive(ctx, st, pool, storage, start, osGetenv); err != nil {
+		return err
+	}
+	for _, d := range rs.Dropped {
+		if d.Runs > 0 && (rs.FirstDrop < 0 || d.Dropped < rs.FirstDrop) {
+			rs.FirstDrop = d.Dropped
+		}
+	}
+	began := time.Now()
+	rs.Export = checkExport(ctx, st, acks, tenant, start.Add(-time.Minute), time.Now(), osGetenv)
+	rs.ExportTook = time.Since(began)
+	return nil
+}
+
+// storeSizes fills the store's sizes from the samples.
+func storeSizes(rs *StoreReport, samples []Sample) {
+	if len(samples) == 0 {
+		return
+	}
+	rs.Start = samples[0].PgBytes
+	last := samples[len(samples)-1]
+	rs.Final, rs.FinalRunEvents, rs.FinalRuns = last.PgBytes, last.RunEventsBytes, last.RunsBytes
+	for _, x := range samples {
+		rs.Peak = max(rs.Peak, x.PgBytes)
+		if rs.FirstDrop >= 0 && rs.AtFirstDrop == 0 && x.Elapsed >= rs.FirstDrop {
+			rs.AtFirstDrop = x.PgBytes
+		}
+	}
 }
 
 // loadStats is the min, mean and max of the samples' 1-minute load.

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// FlatTolerance is how far (percent of the mean) used_memory may move in
+// FlatTolerance is how far (percent of the mean) a measure may move in
 // the steady window for the verdict "flat".
 const FlatTolerance = 10.0
 
@@ -17,10 +17,12 @@ const MaxWindow = 10 * time.Minute
 // minWindowSamples is the fewest samples a verdict is given on.
 const minWindowSamples = 3
 
-// Verdict is used_memory over the steady window: from the first TTL plus
-// the warm-up, the last MaxWindow of the run (its last third when
-// shorter).
+// Verdict is one measure (used_memory, or the store's size) over the
+// steady window: from the steady start, the last MaxWindow of the run
+// (its last third when shorter).
 type Verdict struct {
+	// Of names the measure: "used_memory" or "Postgres size".
+	Of string `json:"of"`
 	// Decided is false when the window holds fewer than three samples
 	// (the run was too short for its TTL); Why then says so.
 	Decided bool   `json:"decided"`
@@ -29,11 +31,11 @@ type Verdict struct {
 	From    time.Duration `json:"fromNs"`
 	To      time.Duration `json:"toNs"`
 	Samples int           `json:"samples"`
-	// Mean, Min and Max of used_memory in the window, bytes.
+	// Mean, Min and Max of the measure in the window, bytes.
 	Mean float64 `json:"mean"`
 	Min  int64   `json:"min"`
 	Max  int64   `json:"max"`
-	// MaxDeviation is the largest |used_memory - Mean| in the window, in
+	// MaxDeviation is the largest |value - Mean| in the window, in
 	// percent of Mean.
 	MaxDeviation float64 `json:"maxDeviationPct"`
 	// Flat is MaxDeviation within FlatTolerance.
@@ -44,35 +46,57 @@ type Verdict struct {
 	CataloguedMax int64 `json:"cataloguedMax"`
 }
 
-// judge gives the verdict on samples (in time order) for a run whose
-// steady state starts at steadyFrom (the first TTL plus the warm-up;
-// negative when no run ended, so none expired).
+// Names of the measures judged.
+const (
+	ofUsedMemory = "used_memory"
+	ofPostgres   = "Postgres size"
+)
+
+// judge gives the verdict on used_memory over samples (in time order) for
+// a run whose steady state starts at steadyFrom (the first TTL plus the
+// warm-up; negative when no run ended, so none expired).
 func judge(samples []Sample, steadyFrom time.Duration) Verdict {
+	return judgeOf(samples, steadyFrom, ofUsedMemory, func(s Sample) int64 { return s.UsedMemory },
+		"no run ended, so none expired: raise --duration or --rate, or lower --concurrent-runs")
+}
+
+// judgePostgres gives the verdict on the store's size (Sample.PgBytes)
+// for a run whose first partition left the store at firstDrop (negative:
+// none did).
+func judgePostgres(samples []Sample, firstDrop time.Duration) Verdict {
+	return judgeOf(samples, firstDrop, ofPostgres, func(s Sample) int64 { return s.PgBytes },
+		"no partition left the store during the run: raise --duration, or lower --retention or --partition-interval")
+}
+
+// judgeOf is value over the window of samples that starts at steadyFrom
+// at the earliest; notStarted is Why when steadyFrom is negative.
+func judgeOf(samples []Sample, steadyFrom time.Duration, of string, value func(Sample) int64, notStarted string) Verdict {
 	if len(samples) == 0 {
-		return Verdict{Why: "no samples"}
+		return Verdict{Of: of, Why: "no samples"}
 	}
 	if steadyFrom < 0 {
-		return Verdict{Why: "no run ended, so none expired: raise --duration or --rate, or lower --concurrent-runs"}
+		return Verdict{Of: of, Why: notStarted}
 	}
 	end := samples[len(samples)-1].Elapsed
 	from := end - min(MaxWindow, end/3)
-	v := Verdict{From: max(from, steadyFrom), To: end}
+	v := Verdict{Of: of, From: max(from, steadyFrom), To: end}
 	var sum float64
 	for _, s := range samples {
 		if s.Elapsed < v.From {
 			continue
 		}
+		x := value(s)
 		if v.Samples == 0 {
-			v.Min, v.Max = s.UsedMemory, s.UsedMemory
+			v.Min, v.Max = x, x
 			v.CataloguedMin, v.CataloguedMax = s.Catalogued, s.Catalogued
 		}
 		v.Samples++
-		sum += float64(s.UsedMemory)
-		v.Min, v.Max = min(v.Min, s.UsedMemory), max(v.Max, s.UsedMemory)
+		sum += float64(x)
+		v.Min, v.Max = min(v.Min, x), max(v.Max, x)
 		v.CataloguedMin, v.CataloguedMax = min(v.CataloguedMin, s.Catalogued), max(v.CataloguedMax, s.Catalogued)
 	}
 	if v.Samples < minWindowSamples {
-		v.Why = fmt.Sprintf("%d samples after the first TTL and the warm-up (%v), fewer than %d: raise --duration",
+		v.Why = fmt.Sprintf("%d samples after the steady start (%v), fewer than %d: raise --duration",
 			v.Samples, steadyFrom.Round(time.Second), minWindowSamples)
 		return v
 	}
@@ -89,14 +113,14 @@ func judge(samples []Sample, steadyFrom time.Duration) Verdict {
 // Line is the verdict as one line of text.
 func (v Verdict) Line() string {
 	if !v.Decided {
-		return "verdict: none (" + v.Why + ")"
+		return "verdict on " + v.Of + ": none (" + v.Why + ")"
 	}
 	word := "FLAT"
 	if !v.Flat {
 		word = "NOT FLAT"
 	}
-	return fmt.Sprintf("verdict: %s: used_memory from %v to %v (%d samples) mean %.2f MB, min %.2f, max %.2f, max deviation %.1f%% (flat: within +-%.0f%%)",
-		word, v.From.Round(time.Second), v.To.Round(time.Second), v.Samples, v.Mean/1e6, mb(v.Min), mb(v.Max),
+	return fmt.Sprintf("verdict: %s: %s from %v to %v (%d samples) mean %.2f MB, min %.2f, max %.2f, max deviation %.1f%% (flat: within +-%.0f%%)",
+		word, v.Of, v.From.Round(time.Second), v.To.Round(time.Second), v.Samples, v.Mean/1e6, mb(v.Min), mb(v.Max),
 		v.MaxDeviation, FlatTolerance)
 }
 

@@ -107,3 +107,43 @@ func TestParseMemory(t *testing.T) {
 		t.Fatal("parseMemory of nothing: no error")
 	}
 }
+
+func TestJudgePostgres(t *testing.T) {
+	// 30 minutes: the store grows to 700 MB until its first partition
+	// leaves at 13 minutes, then saws between 600 and 700 MB as a
+	// partition fills for 2 minutes (12 samples) and leaves.
+	samples := make([]Sample, 181)
+	for i := range samples {
+		pg := int64(i) * 700_000_000 / 78
+		if i >= 78 {
+			pg = 600_000_000 + int64((i-78)%12)*100_000_000/11
+		}
+		samples[i] = Sample{Elapsed: time.Duration(i) * 10 * time.Second, PgBytes: pg, UsedMemory: 1}
+	}
+	v := judgePostgres(samples, 13*time.Minute)
+	if !v.Decided || v.Of != ofPostgres || v.From != 20*time.Minute || v.Samples != 61 || v.Min != 600_000_000 || v.Max != 700_000_000 {
+		t.Fatalf("verdict %+v; want the last 10 minutes, 61 samples, 600 to 700 MB", v)
+	}
+	if dev := math.Max(700e6-v.Mean, v.Mean-600e6) / v.Mean * 100; math.Abs(v.MaxDeviation-dev) > 1e-9 || !v.Flat {
+		t.Fatalf("max deviation %v%%, flat %v; want %v%%, flat", v.MaxDeviation, v.Flat, dev)
+	}
+	if line := v.Line(); !strings.Contains(line, "FLAT: Postgres size from 20m0s") {
+		t.Fatalf("line %q", line)
+	}
+	// The first drop late in the run: the window starts there.
+	if v := judgePostgres(samples, 25*time.Minute); v.From != 25*time.Minute || v.Samples != 31 {
+		t.Fatalf("late first drop: from %v, %d samples; want 25m0s, 31", v.From, v.Samples)
+	}
+	// Still growing in the window: not flat.
+	grow := make([]Sample, 181)
+	for i := range grow {
+		grow[i] = Sample{Elapsed: time.Duration(i) * 10 * time.Second, PgBytes: int64(i) * 1_000_000}
+	}
+	if v := judgePostgres(grow, 13*time.Minute); !v.Decided || v.Flat || !strings.Contains(v.Line(), "NOT FLAT: Postgres size") {
+		t.Fatalf("growing store: %+v", v)
+	}
+	// No partition left: no verdict, and it says what to change.
+	if v := judgePostgres(samples, -1); v.Decided || !strings.Contains(v.Line(), "no partition left the store") {
+		t.Fatalf("no drop: %q", v.Line())
+	}
+}
