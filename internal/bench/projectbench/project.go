@@ -98,6 +98,17 @@ type Config struct {
 	// convergence brought every snapshot back; 0 skips it. It needs
 	// PostgresURL.
 	RepairRuns int
+	// BacklogEvents sizes the backlog phase: a topic of that many records
+	// published a minute after they were persisted (a relay's backlog
+	// after a broker outage), caught up in alternated rounds for runs Redis
+	// holds and for runs it lacks (target: the latter at 80% of the
+	// former's rate); 0 skips it. It needs PostgresURL.
+	BacklogEvents int
+	// BacklogEventsPerRun is each backlog run's events in the backlog (it
+	// has backlogBefore more before it); 0 means 8.
+	BacklogEventsPerRun int
+	// BacklogRounds is how many rounds of each kind; 0 means 3.
+	BacklogRounds int
 	// Events pre-filled into the catch-up topic; 0 means 1,000,000.
 	Events int
 	// Runs the catch-up's events are spread over; 0 means 10,000.
@@ -152,13 +163,18 @@ func (c Config) Validate() error {
 	if c.PostgresURL == "" && c.RepairRuns > 0 {
 		errs = append(errs, errors.New("a Postgres URL (--postgres-url, RUNSTREAM_POSTGRES_URL) is needed for the repair phase (or --repair-runs 0)"))
 	}
-	if c.DisableCatchUp && c.DisableLatency && c.DisableMemory && c.RepairRuns == 0 {
-		errs = append(errs, errors.New("every phase is off (--catch-up=false --latency=false --memory=false --repair-runs 0): nothing to measure"))
+	if c.PostgresURL == "" && c.BacklogEvents > 0 {
+		errs = append(errs, errors.New("a Postgres URL (--postgres-url, RUNSTREAM_POSTGRES_URL) is needed for the backlog phase (or --backlog-events 0)"))
+	}
+	if c.DisableCatchUp && c.DisableLatency && c.DisableMemory && c.RepairRuns == 0 && c.BacklogEvents == 0 {
+		errs = append(errs, errors.New("every phase is off (--catch-up=false --latency=false --memory=false --repair-runs 0 --backlog-events 0): nothing to measure"))
 	}
 	errs = append(errs, harness.Negative(harness.Flag("partitions", c.Partitions), harness.Flag("batch", c.Batch),
 		harness.Flag("events", c.Events), harness.Flag("runs", c.Runs), harness.Flag("rate", c.Rate),
 		harness.Flag("duration", c.Duration), harness.Flag("appenders", c.Appenders), harness.Flag("latency-runs", c.LatencyRuns),
-		harness.Flag("memory-runs", c.MemoryRuns), harness.Flag("memory-events", c.MemoryEvents), harness.Flag("repair-runs", c.RepairRuns))...)
+		harness.Flag("memory-runs", c.MemoryRuns), harness.Flag("memory-events", c.MemoryEvents), harness.Flag("repair-runs", c.RepairRuns),
+		harness.Flag("backlog-events", c.BacklogEvents), harness.Flag("backlog-events-per-run", c.BacklogEventsPerRun),
+		harness.Flag("backlog-rounds", c.BacklogRounds))...)
 	return errors.Join(errs...)
 }
 
@@ -173,6 +189,8 @@ func (c *Config) setDefaults() {
 	harness.Default(&c.MemoryRuns, defaultMemoryRuns)
 	harness.Default(&c.MemoryEvents, defaultMemoryEvents)
 	harness.Default(&c.Duration, defaultDuration)
+	harness.Default(&c.BacklogEventsPerRun, 8)
+	harness.Default(&c.BacklogRounds, 3)
 	c.Logger = harness.OrDiscard(c.Logger)
 }
 
@@ -234,6 +252,11 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	if cfg.RepairRuns > 0 {
 		if rep.Repair, err = b.repair(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.BacklogEvents > 0 {
+		if rep.Backlog, err = b.backlog(ctx); err != nil {
 			return nil, err
 		}
 	}

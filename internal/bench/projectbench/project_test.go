@@ -219,3 +219,41 @@ func TestBenchProject_Validate(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchProject_Backlog: the backlog phase alternates rounds of runs
+// present in Redis and absent from it, every snapshot is right after each,
+// the absent rounds resync through batched store queries only, and no
+// round counts a gap.
+func TestBenchProject_Backlog(t *testing.T) {
+	redisURL, pgURL := projectRedisURL(t), testenv.PostgresURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{RedisURL: redisURL, PostgresURL: pgURL, Batch: 1000, DisableCatchUp: true,
+		DisableLatency: true, DisableMemory: true, BacklogEvents: 4000, BacklogRounds: 2})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	bl := rep.Backlog
+	if bl == nil || len(bl.Rounds) != 4 {
+		t.Fatalf("backlog report %+v, want 4 rounds", bl)
+	}
+	if !bl.Consistent() {
+		t.Errorf("backlog not consistent: %+v (%s)", bl.Rounds, bl.FirstProblem)
+	}
+	for _, r := range bl.Rounds {
+		switch r.Mode {
+		case "present":
+			if r.BatchQueries != 0 || r.RunQueries != 0 {
+				t.Errorf("present round asked the store: %+v", r)
+			}
+		case "absent":
+			if r.RunQueries != 0 || r.BatchQueries == 0 || r.BatchRuns != int64(bl.Runs) || r.Missing != int64(bl.Runs) {
+				t.Errorf("absent round: %+v; want every run in batched queries, each counted missing, no one-run query", r)
+			}
+		}
+	}
+	var out strings.Builder
+	if err := rep.WriteText(&out); err != nil || !strings.Contains(out.String(), "runs absent from Redis at") {
+		t.Errorf("text report: %v\n%s", err, out.String())
+	}
+}

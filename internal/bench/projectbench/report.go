@@ -25,6 +25,7 @@ type Report struct {
 	EndToEnd *EndToEndReport `json:"endToEnd,omitempty"`
 	Memory   *MemoryReport   `json:"memory,omitempty"`
 	Repair   *RepairReport   `json:"repair,omitempty"`
+	Backlog  *BacklogReport  `json:"backlog,omitempty"`
 }
 
 // CatchUpReport is the catch-up phase's outcome.
@@ -428,6 +429,20 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r := r.Repair; r != nil {
 		fmt.Fprintf(&b, "repair: %d finished runs (%d events each) in the store, none in Redis: convergence rebuilt every snapshot in %s (%.0f runs/s), %d counted repaired\n",
 			r.Runs, r.EventsPerRun, r.Window.Round(time.Millisecond), r.RunsPerSecond, r.Repaired)
+	}
+	if bl := r.Backlog; bl != nil {
+		fmt.Fprintf(&b, "backlog: %d records of %d runs (%d events each before them) published a minute after they were persisted, caught up by a fresh group per round\n",
+			bl.Events, bl.Runs, bl.Before)
+		for _, x := range bl.Rounds {
+			fmt.Fprintf(&b, "  %-8s %9.0f events/s  (%s; store: %d queries of %d runs in all, %d one-run queries; %d gaps, %d missing counted; %d/%d snapshots right, %d wrong, %d absent)\n",
+				x.Mode, x.EventsPerSec, x.Window.Round(time.Millisecond), x.BatchQueries, x.BatchRuns, x.RunQueries, x.Gaps, x.Missing,
+				x.Verified, bl.Runs, x.Wrong, x.NoSnap)
+		}
+		fmt.Fprintf(&b, "  ratio    runs absent from Redis at %.1f%% of runs present (medians %.0f vs %.0f events/s; target %.0f%%): %s\n",
+			100*bl.Ratio, bl.AbsentRate, bl.PresentRate, 100*bl.Target, harness.Verdict(bl.Met()))
+		if bl.FirstProblem != "" {
+			fmt.Fprintf(&b, "  problem  %s\n", bl.FirstProblem)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
