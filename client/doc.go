@@ -35,8 +35,21 @@
 // died is delivered by the next Client on the same directory; events
 // delivered twice are answered as duplicates (idempotent), never stored
 // twice. The spool's format and its failure modes (a torn last record is
-// cut with a warning; anything else damaged is [ErrSpoolCorrupt] and left
-// untouched; [ErrSpoolFull] past MaxSpoolBytes) are described in spool.go.
+// cut with a warning; anything else damaged, the last complete record
+// included, is [ErrSpoolCorrupt] and left untouched; [ErrSpoolFull] past
+// MaxSpoolBytes, and from New for a spool that already holds more) are
+// described in spool.go.
+//
+// The spool is delivered with the Client's token, so it must be a
+// directory no other local user can write: New creates SpoolDir 0700 when
+// it is absent, and refuses with [ErrSpoolUnsafe] one that is a symbolic
+// link, is owned by another user or is writable by its group or by others,
+// before reading anything in it. Every file in it is opened without
+// following symbolic links (O_NOFOLLOW, within an os.Root of the
+// directory) and must be a regular file of this user's with one link, not
+// writable by others; a planted LOCK or segment link, a hard link or
+// another user's file is [ErrSpoolUnsafe] naming it, and nothing is read or
+// written through it.
 //
 // Errors: the API's refusals are [*Error] (store.Error), so errors.Is(err,
 // [ErrSchemaValidation]) and the like work as on the server; the client's
