@@ -113,7 +113,9 @@ func (r *Run) Cancelled(ctx context.Context) (Result, error) {
 }
 
 // Step returns the handle of step id, the same one for the same id, so
-// that it counts the step's logical attempts.
+// that it counts the step's logical attempts. The Run keeps every step
+// handle it made for as long as it lives (a few dozen bytes each): make a
+// Run per run, or per activity, not one for a process's every run.
 func (r *Run) Step(id string) *Step {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -152,6 +152,8 @@ export class RunHandle {
   /**
    * The handle of step `stepId`; the same one for the same id, so that it
    * counts the step's logical attempts. Options given apply from now on.
+   * The run handle keeps every step handle it made for as long as it
+   * lives: make one per run (or per activity), not one for all runs.
    */
   step(stepId: string, opts?: StepOptions): StepHandle {
     let s = this.steps.get(stepId);
