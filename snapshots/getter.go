@@ -36,7 +36,9 @@ const (
 )
 
 type getRequest struct {
-	key  string
+	key string
+	// upTo, when > 0, asks for the snapshot's first upTo bytes only.
+	upTo int
 	body []byte
 	err  error
 	done chan struct{}
@@ -52,6 +54,18 @@ func NewGetter(rdb redis.UniversalClient) *Getter {
 // Get reads the stored snapshot of runID as it is (JSON); redis.Nil when
 // there is none.
 func (g *Getter) Get(ctx context.Context, runID string) ([]byte, error) {
+	return g.get(ctx, runID, 0)
+}
+
+// GetPrefix reads the first n bytes of the stored snapshot of runID (all
+// of it when shorter: a read of fewer than n bytes is the whole
+// snapshot); redis.Nil when there is none. [PeekTenant] reads whose run
+// it is from PeekBytes of them.
+func (g *Getter) GetPrefix(ctx context.Context, runID string, n int) ([]byte, error) {
+	return g.get(ctx, runID, max(n, 1))
+}
+
+func (g *Getter) get(ctx context.Context, runID string, upTo int) ([]byte, error) {
 	g.once.Do(func() {
 		for range getLoops {
 			g.wg.Add(1)
@@ -61,7 +75,7 @@ func (g *Getter) Get(ctx context.Context, runID string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	r := &getRequest{key: Key(runID), done: make(chan struct{})}
+	r := &getRequest{key: Key(runID), upTo: upTo, done: make(chan struct{})}
 	select {
 	case g.reqs <- r:
 	case <-ctx.Done():
@@ -113,7 +127,7 @@ func (g *Getter) loop() {
 		ctx, cancel := context.WithTimeout(g.ctx, getBatchLimit)
 		if len(batch) == 1 {
 			r := batch[0]
-			r.body, r.err = g.rdb.Get(ctx, r.key).Bytes()
+			r.body, r.err = result(r, g.command(ctx, g.rdb, r))
 			cancel()
 			close(r.done)
 			continue
@@ -121,13 +135,31 @@ func (g *Getter) loop() {
 		pipe := g.rdb.Pipeline()
 		cmds = cmds[:0]
 		for _, r := range batch {
-			cmds = append(cmds, pipe.Get(ctx, r.key))
+			cmds = append(cmds, g.command(ctx, pipe, r))
 		}
 		_, _ = pipe.Exec(ctx) // each command carries its own error
 		cancel()
 		for i, r := range batch {
-			r.body, r.err = cmds[i].Bytes()
+			r.body, r.err = result(r, cmds[i])
 			close(r.done)
 		}
 	}
+}
+
+// command is r's read: GET, or GETRANGE for a prefix.
+func (g *Getter) command(ctx context.Context, c redis.StringCmdable, r *getRequest) *redis.StringCmd {
+	if r.upTo > 0 {
+		return c.GetRange(ctx, r.key, 0, int64(r.upTo-1))
+	}
+	return c.Get(ctx, r.key)
+}
+
+// result is cmd's answer to r: GETRANGE answers a missing key with an
+// empty string, which no snapshot is, so that is redis.Nil as for GET.
+func result(r *getRequest, cmd *redis.StringCmd) ([]byte, error) {
+	b, err := cmd.Bytes()
+	if err == nil && r.upTo > 0 && len(b) == 0 {
+		return nil, redis.Nil
+	}
+	return b, err
 }

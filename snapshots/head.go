@@ -46,6 +46,31 @@ func ParseHead(b []byte) (Head, error) {
 	return h, err
 }
 
+// PeekBytes is how much of a stored snapshot [PeekTenant] may need: the
+// compressed head line, or the JSON up to tenantId (runId and tenantId
+// are at most 255 bytes each, six times that escaped).
+const PeekBytes = 4 << 10
+
+// PeekTenant reads a stored snapshot's tenantId from its start, prefix
+// (the first PeekBytes bytes, or all of a shorter snapshot), without the
+// rest: a reader checks that the run is its tenant's before it reads a
+// snapshot that may be megabytes. It reads what the projector writes:
+// the compressed head line, or JSON beginning {"runId":...,"tenantId":...
+// as [Append] writes it; for anything else ok is false and the reader
+// reads the whole snapshot ([ParseHead]).
+func PeekTenant(prefix []byte) (tenant string, ok bool) {
+	if IsCompressed(prefix) {
+		h, _, err := splitCompressed(prefix)
+		return h.TenantID, err == nil
+	}
+	d := decoder{jsonx.Scanner{B: prefix}}
+	var run string
+	if !d.Literal(`{"runId":`) || !d.jstr(&run) || !d.Literal(`,"tenantId":`) || !d.jstr(&tenant) {
+		return "", false
+	}
+	return tenant, true
+}
+
 // parseHeadFast is the fast path of ParseHead; ok false means "ask
 // encoding/json".
 func parseHeadFast(b []byte) (h Head, ok bool) {

@@ -62,8 +62,12 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 		if s.redis == nil {
 			return &store.Error{Code: store.CodeUnavailable, Message: "no Redis configured (RUNSTREAM_REDIS_URL); use ?consistent=true"}
 		}
-		body, err = s.getter.Get(r.Context(), id)
-		if errors.Is(err, redis.Nil) {
+		body, err = s.redisSnapshotOf(r.Context(), id, tenant)
+		if errors.Is(err, redis.Nil) || errors.Is(err, errNotTheirs) {
+			// Not in Redis, or another tenant's: the store answers both
+			// alike (404 for the other tenant's, its ownership checked in
+			// the projection's one statement), so neither the answer nor
+			// its cost tells them apart.
 			source = sourceStore
 			if body, head, err = s.storeSnapshotBody(r, id, "with backoff"); err != nil {
 				return err
@@ -75,6 +79,12 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 		}
 		if head, err = snapshots.ParseHead(body); err != nil {
 			return fmt.Errorf("decoding the Redis snapshot of run %q: %w", id, err)
+		}
+		if tenant != "" && head.TenantID != tenant {
+			source = sourceStore
+			if body, head, err = s.storeSnapshotBody(r, id, "with backoff"); err != nil {
+				return err
+			}
 		}
 	default:
 		return badRequest("consistent", fmt.Sprintf("consistent must be true or false, got %q", c))
@@ -116,6 +126,34 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 	_, _ = w.Write(body)
 	return nil
 }
+
+// errNotTheirs is redisSnapshotOf's answer for another tenant's run.
+var errNotTheirs = errors.New("another tenant's run")
+
+// redisSnapshotOf reads run id's snapshot from Redis for tenant ("" for
+// an operator, or without tokens: any run's). For a tenant it reads the
+// snapshot's first bytes first and, when they are another tenant's,
+// answers errNotTheirs without reading the rest: a large snapshot of
+// another tenant's run costs what a small one does, and the caller then
+// answers as for a run Redis does not hold. A snapshot that fits in those
+// bytes (most do) is read in the one request.
+func (s *Server) redisSnapshotOf(ctx context.Context, id, tenant string) ([]byte, error) {
+	if tenant == "" {
+		return s.getter.Get(ctx, id)
+	}
+	b, err := s.getter.GetPrefix(ctx, id, snapshotPeek)
+	if err != nil || len(b) < snapshotPeek {
+		return b, err // all of it, or none
+	}
+	if owner, ok := snapshots.PeekTenant(b); ok && owner != tenant {
+		return nil, errNotTheirs
+	}
+	return s.getter.Get(ctx, id)
+}
+
+// snapshotPeek is the first read of a tenant's snapshot read: the head
+// PeekTenant needs, and the whole of most snapshots.
+const snapshotPeek = 16 << 10
 
 // storeSnapshot projects run id's snapshot from the store for the caller,
 // in one of the --max-consistent-reads slots (acquireStoreRead, hint ends

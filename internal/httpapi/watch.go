@@ -54,7 +54,12 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 			lastSeq = n
 		}
 	}
-	body, err := s.redis.Get(r.Context(), snapshots.Key(id)).Bytes()
+	// Another tenant's run is answered as one Redis does not hold (404
+	// from the store), without reading its snapshot.
+	body, err := s.redisSnapshotOf(r.Context(), id, tenantOf(r.Context()))
+	if errors.Is(err, errNotTheirs) {
+		err = redis.Nil
+	}
 	if err == nil {
 		body, err = snapshots.JSON(body) // a stream carries the JSON
 	}
