@@ -147,9 +147,11 @@ const (
 // long ended.
 func (s *Store) RetirementHold(ctx context.Context, p Partition, cutoff time.Time, grace time.Duration) (Hold, error) {
 	var routing, open, recent, outbox, dead bool
+	// Held unless a later partition began at least grace ago: with none
+	// begun that long ago (and not retired), every partition is held.
 	err := s.pool.QueryRow(ctx, `SELECT
 		$1 >= coalesce((SELECT max(epoch) FROM run_event_partitions
-			WHERE epoch <= clock_timestamp() - $3::interval AND retired_at IS NULL), 'infinity'),
+			WHERE epoch <= clock_timestamp() - $3::interval AND retired_at IS NULL), '-infinity'),
 		EXISTS (SELECT 1 FROM runs WHERE run_epoch = $1 AND terminal_at IS NULL),
 		EXISTS (SELECT 1 FROM runs WHERE run_epoch = $1 AND terminal_at >= $2),
 		EXISTS (SELECT 1 FROM outbox o JOIN runs r ON r.run_id = o.run_id WHERE r.run_epoch = $1),
