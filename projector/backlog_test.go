@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/snapshots"
@@ -99,6 +101,28 @@ func TestProjector_LateBacklogForAbsentRunsResyncsInGroups(t *testing.T) {
 	if got := counter(t, run.reg, "runstream_projector_non_contiguous_total", ""); got != 0 {
 		t.Errorf("PROJECTOR_NON_CONTIGUOUS_FETCH_DETECTED counted %v times for a late backlog, want 0", got)
 	}
+	// Freshness: a sample per run written, each at least the time from
+	// the run's first append until the projector started.
+	n, sum := histogram(t, run.reg, "runstream_projector_commit_to_visible_seconds")
+	if n < uint64(len(runs)) || sum <= 0 {
+		t.Errorf("commit-to-visible: %d samples summing %vs, want at least one per run (%d)", n, sum, len(runs))
+	}
+}
+
+// histogram returns the sample count and sum of a histogram in reg.
+func histogram(t *testing.T, reg *prometheus.Registry, name string) (uint64, float64) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			h := mf.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
+	}
+	return 0, 0
 }
 
 // TestProjector_MissingSnapshotIsNotABusGap: Redis loses a run's snapshot

@@ -86,6 +86,7 @@
 //	runstream_projector_events_total{result="applied|duplicate|gap|unknown_type"}
 //	runstream_projector_non_contiguous_total       PROJECTOR_NON_CONTIGUOUS_FETCH_DETECTED
 //	runstream_projector_missing_snapshots_total    runs Redis did not hold at a later event (REDIS_SNAPSHOTS_LOST)
+//	runstream_projector_commit_to_visible_seconds  persistedAt to snapshot write landed, per run written (SNAPSHOT_FRESHNESS_LOW)
 //	runstream_projector_causal_violations_total    PROJECTOR_CAUSAL_VIOLATION
 //	runstream_projector_undecodable_records_total  records that could not be decoded (their run is resynced)
 //	runstream_projector_resyncs_total{mode="from_snapshot|full",result="ok|no_advance|error"}

@@ -28,6 +28,8 @@ type metrics struct {
 	expiredSwept   prometheus.Counter
 	offsetResets   prometheus.Counter
 	missing        prometheus.Counter
+
+	commitToVisible prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -65,8 +67,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.missing = c("runstream_projector_missing_snapshots_total", "Runs whose snapshot Redis did not hold when a later event (runSeq > 1) came: "+
 		"Redis lost it (restarted empty, failed over, evicted), or the run's first events never reached the topic (dead letters); "+
 		"resynced FULL from the store. Not a gap of the bus (alert REDIS_SNAPSHOTS_LOST, not PROJECTOR_NON_CONTIGUOUS_FETCH_DETECTED).")
+	m.commitToVisible = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "runstream_projector_commit_to_visible_seconds",
+		Help: "Freshness: from an event's persistedAt (its commit) until the projector's snapshot write that made it visible succeeded; " +
+			"one sample per run written, for the oldest event the write made visible (alert SNAPSHOT_FRESHNESS_LOW).",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}})
 	if reg != nil {
-		for _, col := range []prometheus.Collector{m.missing, m.events, m.nonContiguous, m.causal, m.undecodable, m.resyncs,
+		for _, col := range []prometheus.Collector{m.commitToVisible, m.missing, m.events, m.nonContiguous, m.causal, m.undecodable, m.resyncs,
 			m.staleRuns, m.conflicts, m.batchTime, m.lagRecords, m.lagSeconds, m.redisFailures, m.lagHighAlerted,
 			m.cacheHits, m.cacheMisses, m.expiredWrites, m.expiredSwept, m.offsetResets} {
 			if err := reg.Register(col); err != nil {

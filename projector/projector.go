@@ -615,6 +615,7 @@ func (p *Projector) finishRuns(ctx context.Context, fl *runsInFlight) ([]*runEve
 		return nil, fmt.Errorf("writing %d snapshots: %w", len(writes), err)
 	}
 	var conflicted []*runEvents
+	now := time.Now()
 	for i, r := range results {
 		re := fl.written[i]
 		if r.Expired {
@@ -631,6 +632,7 @@ func (p *Projector) finishRuns(ctx context.Context, fl *runsInFlight) ([]*runEve
 			conflicted = append(conflicted, re)
 			continue
 		}
+		p.observeFreshness(now, re, writes[i].Expected)
 		if re.lastRecord == nil {
 			p.cache.drop(re.id) // a retry of a stale run moved it
 			continue
@@ -645,6 +647,23 @@ func (p *Projector) finishRuns(ctx context.Context, fl *runsInFlight) ([]*runEve
 		return nil, err
 	}
 	return conflicted, nil
+}
+
+// observeFreshness records, for a write of re that landed at now over the
+// watermark expected, the time from the persistedAt of the first event it
+// made visible (the oldest, so the write's worst) until now: the commit to
+// snapshot-visible latency users feel (DESIGN.md 1.22), one sample per
+// run written.
+func (p *Projector) observeFreshness(now time.Time, re *runEvents, expected int64) {
+	for i := range re.events {
+		if re.events[i].RunSeq <= expected {
+			continue
+		}
+		if t, err := time.Parse(time.RFC3339Nano, re.events[i].PersistedAt); err == nil {
+			p.m.commitToVisible.Observe(max(now.Sub(t).Seconds(), 0))
+		}
+		return
+	}
 }
 
 // reduceRun applies a run's batch to its snapshot. It returns the new

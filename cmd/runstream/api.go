@@ -73,6 +73,9 @@ func runAPI(ctx context.Context, env *environment, args []string) error {
 		if exporter, err = lag.NewExporter(kc, exported, 10*time.Second, reg, log); err != nil {
 			return err
 		}
+		if err := exporter.WatchOutbox(st.Outbox().HeadAge, reg); err != nil {
+			return err
+		}
 	}
 	srv, err := httpapi.New(cfg, st, rdb, checks...)
 	if err != nil {

@@ -102,6 +102,9 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := lagExp.WatchOutbox(st.Outbox().HeadAge, reg); err != nil {
+		return err
+	}
 	srv, err := httpapi.New(apiCfg, st, rdb, httpapi.Check{Name: "kafka", Fn: client.Ping})
 	if err != nil {
 		return err

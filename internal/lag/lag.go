@@ -9,6 +9,16 @@
 //
 //	runstream_consumer_lag_records{group,topic,partition}
 //	runstream_consumer_lag_seconds{group,topic,partition}
+//	runstream_freshness_oldest_unapplied_seconds{group}  oldest commit the group has not applied (outbox and topic)
+//	runstream_store_up                             1 when the last read of the store succeeded (with WatchOutbox)
+//
+// Freshness (DESIGN.md 1.22) is what users feel: how old the oldest
+// committed event is that a group has not applied, wherever it waits. The
+// topic part is the persistedAt of each lagging partition's oldest
+// unconsumed record; with WatchOutbox the exporter also reads the store's
+// oldest unpublished outbox row, so an event held before the broker (relay
+// stopped, broker down) counts as well, and a broker that cannot be
+// reached leaves the outbox part growing rather than a stale reading.
 package lag
 
 import (

@@ -10,7 +10,11 @@ import (
 // metrics the package registers.
 func TestMetricsDoc(t *testing.T) {
 	var names testmetrics.Names
-	if _, err := NewExporter(nil, nil, 0, &names, nil); err != nil {
+	e, err := NewExporter(nil, nil, 0, &names, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.WatchOutbox(nil, &names); err != nil {
 		t.Fatal(err)
 	}
 	testmetrics.CheckDoc(t, ".", names.Names())

@@ -284,3 +284,17 @@ func (l *OutboxListener) Close() {
 	_ = l.conn.Conn().Close(context.Background())
 	l.conn.Release()
 }
+
+// HeadAge returns how long the oldest row still in the outbox has waited
+// (by the database's clock), 0 when the outbox is empty: the oldest commit
+// not yet published, read through the index on id. The lag exporter
+// reports freshness from it even when no relay runs.
+func (o *Outbox) HeadAge(ctx context.Context) (time.Duration, error) {
+	var age float64
+	err := o.pool.QueryRow(ctx, `SELECT coalesce(extract(epoch FROM clock_timestamp() -
+			(SELECT created_at FROM outbox ORDER BY id LIMIT 1)), 0)::float8`).Scan(&age)
+	if err != nil {
+		return 0, classify(fmt.Errorf("reading the outbox's oldest row: %w", err))
+	}
+	return time.Duration(max(age, 0) * float64(time.Second)), nil
+}
