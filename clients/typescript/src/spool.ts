@@ -60,6 +60,12 @@ const SEGMENT_RE = /^seg-(\d{12})\.log$/;
 const DEFAULT_SEGMENT_BYTES = 4 << 20;
 /** A record longer than this is damage (an event is at most the API's body limit, 1 MiB by default). */
 export const MAX_RECORD_BYTES = 64 << 20;
+/**
+ * The room an event keeps in maxBytes for its share of an ack record: an ack
+ * of one event is at most 8 + 1 + 6 + 16 + 2 + 1 bytes ("<sum> {"a":[N]}\n");
+ * one of more events costs each less.
+ */
+const ACK_RESERVE = 40;
 /** Replay reads segments this much at a time. */
 const READ_CHUNK = 1 << 20;
 /** eventsOf returns at most about this many bytes of records (at least one record). */
@@ -236,19 +242,23 @@ export class Spool {
       lines.push(line);
       bytes += line.length;
     }
-    if (this.bytes + this.reserved + bytes > this.maxBytes) {
+    // Each event keeps room for the record of its delivery, so that acks,
+    // written past a full spool to free it, never take the files over the
+    // cap (which a reopen would refuse).
+    const need = bytes + events.length * ACK_RESERVE;
+    if (this.bytes + this.index.count * ACK_RESERVE + this.reserved + need > this.maxBytes) {
       throw new SpoolFullError(
         `spool ${this.dir} is full: it holds ${this.bytes} bytes and ${this.size} undelivered events, ` +
-          `${bytes} more bytes would pass maxSpoolBytes (${this.maxBytes}); nothing spooled before is lost: ` +
+          `${need} more bytes would pass maxSpoolBytes (${this.maxBytes}); nothing spooled before is lost: ` +
           `restore the API so the spool drains, or raise maxSpoolBytes`,
         { dir: this.dir, maxSpoolBytes: this.maxBytes },
       );
     }
-    this.reserved += bytes;
+    this.reserved += need;
     try {
       await this.enqueue({ lines, events: recs });
     } finally {
-      this.reserved -= bytes;
+      this.reserved -= need;
     }
     return recs;
   }

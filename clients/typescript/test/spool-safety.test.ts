@@ -264,6 +264,42 @@ test("a spool holding more than maxSpoolBytes is SpoolFullError on open, before 
   await s2.close();
 });
 
+test("a full spool freed one delivery at a time never holds more than maxSpoolBytes, so it reopens", async (t) => {
+  const dir = await tempDir(t);
+  const cap = 16384;
+  const s = await Spool.open(dir, { maxBytes: cap, segmentBytes: 4096, ...quiet });
+  // A run whose event stays: no segment can be removed behind it.
+  await s.append([event("stuck", 0)]);
+  let n = 0;
+  for (;;) {
+    try {
+      await s.append([event("r", n)]);
+      n++;
+    } catch (e) {
+      assert.ok(e instanceof SpoolFullError, String(e));
+      break;
+    }
+  }
+  assert.ok(n >= 10, `spooled ${n}`);
+  const onDisk = async () => {
+    let b = 0;
+    for (const f of await segments(dir)) b += (await stat(f)).size;
+    return b;
+  };
+  // Acks one event a record (the most they cost).
+  for (let i = 0; i < n; i++) {
+    const [rec] = await s.eventsOf("r", 1);
+    await s.ack([rec.n]);
+    const b = await onDisk();
+    assert.ok(b <= cap, `after ${i + 1} acks the segments hold ${b} bytes, over maxSpoolBytes ${cap}`);
+  }
+  await s.close();
+  const s2 = await Spool.open(dir, { maxBytes: cap, ...quiet });
+  assert.equal(s2.size, 1);
+  assert.equal(s2.pendingFor("stuck"), 1);
+  await s2.close();
+});
+
 test("events read back from disk are the ones appended, in order, across acks, segments and a reopen", async (t) => {
   const dir = await tempDir(t);
   const s = await Spool.open(dir, { maxBytes: 4 << 20, segmentBytes: 8192, ...quiet });
