@@ -39,6 +39,7 @@ func benchCommands() []command {
 		benchExport.command(),
 		benchList.command(),
 		benchSteady.command(),
+		benchArchive.command(),
 	}
 }
 
@@ -397,6 +398,8 @@ var benchProject = benchTarget[projectCLI, *projectbench.Report]{
 		fs.IntVar(&cli.Batch, "batch", 5000, "the projector's max poll records, and the baseline's pipeline length")
 		fs.BoolVar(&cli.catchUp, "catch-up", true, "run the catch-up phase and its baseline (--catch-up=false skips it)")
 		fs.IntVar(&cli.RepairRuns, "repair-runs", 100000, "finished runs of the repair phase, in the store and not in Redis, timed until convergence rebuilt them (0 skips it)")
+		fs.IntVar(&cli.BacklogEvents, "backlog-events", 100000, "records of the backlog phase: published a minute late, caught up in alternated rounds for runs Redis holds and for runs it lacks (0 skips it)")
+		fs.IntVar(&cli.BacklogRounds, "backlog-rounds", 3, "rounds of each kind of the backlog phase")
 		fs.BoolVar(&cli.converge, "converge", true, "run the projectors with convergence passes, as in production (--converge=false measures without them)")
 		fs.DurationVar(&cli.SnapshotTTL, "snapshot-ttl", snapshots.DefaultTTL, "the projectors' --snapshot-ttl, as in production (0 measures without the expiry of terminal runs)")
 		fs.IntVar(&cli.Events, "events", 1_000_000, "events pre-filled into the catch-up topic")
