@@ -62,9 +62,12 @@ func (f *serverFlags) register(fs *flag.FlagSet, logFormat, defaultTenant string
 	fs.DurationVar(&l.RequestTimeout, "request-timeout", 30*time.Second, "time to read a request body and write the answer, except live streams (408 for a slow body)")
 	fs.IntVar(&l.MaxConnections, "max-connections", 4096, "open client connections (past it: 503 and close)")
 	fs.IntVar(&l.MaxInflightAppends, "max-inflight-appends", 256, "appends being written at once (503 + Retry-After past it)")
+	fs.IntVar(&l.MaxInflightAppendsPerTenant, "max-inflight-appends-per-tenant", 0, "one tenant's share of --max-inflight-appends (429 + Retry-After past it); 0: an eighth of it")
+	fs.IntVar(&l.MaxInflightEventsPerTenant, "max-inflight-events-per-tenant", 1000, "events of one tenant's appends being written at once, a batch counting its events (429 + Retry-After past it); a larger batch goes alone")
 	fs.IntVar(&l.MaxWatchers, "max-watchers", 10000, "live streams (SSE) of this process (503 + Retry-After past it)")
 	fs.IntVar(&l.MaxWatchersPerTenant, "max-watchers-per-tenant", 1000, "live streams of one tenant on this process (429 + Retry-After past it)")
 	fs.IntVar(&l.MaxConsistentReads, "max-consistent-reads", 8, "snapshots projected from the store at once: ?consistent=true, and runs Redis does not hold (past --snapshot-ttl); a read past it waits up to 1 s, then 503 + Retry-After")
+	fs.IntVar(&l.MaxConsistentReadsPerTenant, "max-consistent-reads-per-tenant", 0, "one tenant's share of --max-consistent-reads (a read past it waits up to 1 s, then 429 + Retry-After); 0: half of it")
 	fs.IntVar(&l.TenantResyncsPerMinute, "tenant-resyncs-per-minute", 30, "resyncs of its own runs a tenant may ask for per minute (operators: unlimited)")
 	f.snapshots.register(fs)
 }

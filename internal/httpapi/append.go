@@ -59,10 +59,11 @@ func (s *Server) appendEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.acquireAppend(); err != nil {
+	release, err := s.acquireAppend(r.Context(), 1)
+	if err != nil {
 		return err
 	}
-	defer s.appends.release()
+	defer release()
 	res, err := s.store.AppendValidated(r.Context(), &ev)
 	if err != nil {
 		s.noteConflict(r, &ev, err)
@@ -105,6 +106,9 @@ type batchItem struct {
 
 // appendBatch: POST /v1/events:batch.
 func (s *Server) appendBatch(w http.ResponseWriter, r *http.Request) error {
+	if err := s.checkAppendShare(r.Context()); err != nil {
+		return err
+	}
 	raw, err := s.readBody(r)
 	if err != nil {
 		return err
@@ -119,6 +123,13 @@ func (s *Server) appendBatch(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Events) > s.cfg.MaxBatchEvents {
 		return badRequest("events", fmt.Sprintf("a batch holds at most %d events, got %d; split it", s.cfg.MaxBatchEvents, len(req.Events)))
 	}
+	// The slot is taken before the events are decoded: a tenant past its
+	// share costs one scan of its body, not a validation of each event.
+	release, err := s.acquireAppend(r.Context(), len(req.Events))
+	if err != nil {
+		return err
+	}
+	defer release()
 	writes := make([]store.RunEventWrite, len(req.Events))
 	errs := make([]error, len(req.Events))
 	for i, item := range req.Events {
@@ -133,10 +144,6 @@ func (s *Server) appendBatch(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	if err := s.acquireAppend(); err != nil {
-		return err
-	}
-	defer s.appends.release()
 	results := s.store.AppendValidatedBatch(r.Context(), writes, errs)
 	out := make([]batchItem, len(results))
 	for i, res := range results {
@@ -151,6 +158,11 @@ func (s *Server) appendBatch(w http.ResponseWriter, r *http.Request) error {
 				if errors.Is(res.Err, store.ErrUnavailable) {
 					return res.Err
 				}
+				if r.Context().Err() != nil {
+					// The client hung up: one 499 for the request, not
+					// an error line for each of its events.
+					return fmt.Errorf("%w: during a batch of %d events: %w", errClientGone, len(writes), res.Err)
+				}
 				s.log.Error("batch item failed", "requestId", requestID(r.Context()), "index", i, "err", res.Err)
 			}
 			out[i] = batchItem{Error: &d}
@@ -160,16 +172,4 @@ func (s *Server) appendBatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"results": out})
 	return nil
-}
-
-// acquireAppend takes an in-flight append slot, or answers 503 at once.
-// Taken after the body is read: a slow client holds a connection (bounded
-// by --max-connections and --request-timeout), never a store slot.
-func (s *Server) acquireAppend() error {
-	if s.appends.tryAcquire() {
-		return nil
-	}
-	s.metrics.rejected.WithLabelValues("appends").Inc()
-	return limitError(http.StatusServiceUnavailable, 1,
-		"%d appends are in flight on this API process, its limit (--max-inflight-appends); retry with backoff", cap(s.appends))
 }

@@ -11,6 +11,7 @@
 //	runstream_api_ignored_fields_total           unknown top-level fields ignored on append
 //	runstream_api_sse_streams                    open Server-Sent Events streams (run and tenant watches)
 //	runstream_api_connections                    open client connections (bounded by --max-connections)
+//	runstream_api_connections_reclaimed_total{kind="idle|silent|idle_authenticated"}  connections closed to give their slot to a new one
 //	runstream_api_limit_rejections_total{limit}  requests and connections refused at a limit (429/503)
 //	runstream_api_cross_tenant_conflicts_total   appends refused (403): their runId belongs to another tenant
 //	runstream_api_notifications_dropped_total{reason="malformed|invalid"}  update messages dropped before a watcher

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,12 +30,22 @@ type Limits struct {
 	// answer, for every route but the SSE streams (408 when the body is
 	// too slow); 0 means 30s.
 	RequestTimeout time.Duration
-	// MaxConnections bounds open client connections; past it a new one
-	// gets a bare 503 and is closed. 0 means 4096.
+	// MaxConnections bounds open client connections; at it, a new one
+	// takes the slot of an idle one (conns.go), else it answers health,
+	// readiness and metrics only, past those a bare 503. 0 means 4096.
 	MaxConnections int
 	// MaxInflightAppends bounds appends (single or batch) being written to
-	// the store at once; 0 means 256.
+	// the store at once (503 past it); 0 means 256.
 	MaxInflightAppends int
+	// MaxInflightAppendsPerTenant is one tenant's share of them (429 past
+	// it); 0 means an eighth of MaxInflightAppends (32), at least 1. A
+	// share as large as MaxInflightAppends is no share.
+	MaxInflightAppendsPerTenant int
+	// MaxInflightEventsPerTenant bounds the events of one tenant's appends
+	// in flight (429 past it): a batch counts its events, a single append
+	// one; a tenant with nothing in flight may send a larger batch. 0
+	// means 1000, one full batch.
+	MaxInflightEventsPerTenant int
 	// MaxWatchers bounds open SSE streams of the process (503 past it);
 	// MaxWatchersPerTenant those of one tenant (429). 0 means 10,000 and
 	// 1,000.
@@ -48,6 +56,10 @@ type Limits struct {
 	// runs Redis does not hold. A read past it waits up to a second for a
 	// slot, then answers 503. 0 means 8.
 	MaxConsistentReads int
+	// MaxConsistentReadsPerTenant is one tenant's share of them: past it
+	// a read waits the same second for one of its tenant's to end, then
+	// answers 429. 0 means half of MaxConsistentReads (4), at least 1.
+	MaxConsistentReadsPerTenant int
 	// TenantResyncsPerMinute is how many resyncs of its own runs a tenant
 	// may ask for per minute (a burst of as many, then a steady rate); 0
 	// means 30. Operators are not limited.
@@ -66,6 +78,9 @@ func (l *Limits) setDefaults() {
 	def(&l.MaxWatchers, 10000)
 	def(&l.MaxWatchersPerTenant, 1000)
 	def(&l.MaxConsistentReads, 8)
+	def(&l.MaxInflightAppendsPerTenant, max(1, l.MaxInflightAppends/8))
+	def(&l.MaxInflightEventsPerTenant, 1000)
+	def(&l.MaxConsistentReadsPerTenant, max(1, l.MaxConsistentReads/2))
 	def(&l.TenantResyncsPerMinute, 30)
 	if l.RequestTimeout == 0 {
 		l.RequestTimeout = 30 * time.Second
@@ -82,9 +97,12 @@ func (l Limits) Validate() error {
 		{"--max-header-bytes", l.MaxHeaderBytes, 1024},
 		{"--max-connections", l.MaxConnections, 1},
 		{"--max-inflight-appends", l.MaxInflightAppends, 1},
+		{"--max-inflight-appends-per-tenant", l.MaxInflightAppendsPerTenant, 1},
+		{"--max-inflight-events-per-tenant", l.MaxInflightEventsPerTenant, 1},
 		{"--max-watchers", l.MaxWatchers, 1},
 		{"--max-watchers-per-tenant", l.MaxWatchersPerTenant, 1},
 		{"--max-consistent-reads", l.MaxConsistentReads, 1},
+		{"--max-consistent-reads-per-tenant", l.MaxConsistentReadsPerTenant, 1},
 		{"--tenant-resyncs-per-minute", l.TenantResyncsPerMinute, 1},
 	} {
 		if c.v != 0 && c.v < c.min {
@@ -147,21 +165,6 @@ func (s semaphore) tryAcquire() bool {
 		return true
 	default:
 		return false
-	}
-}
-
-// acquireWithin takes a slot, waiting at most d for one: false when none
-// came free in time, ctx's error when it ended first.
-func (s semaphore) acquireWithin(ctx context.Context, d time.Duration) (bool, error) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case s <- struct{}{}:
-		return true, nil
-	case <-ctx.Done():
-		return false, ctx.Err()
-	case <-t.C:
-		return false, nil
 	}
 }
 
@@ -236,56 +239,6 @@ func (rl *rateLimiter) allow(key string) (ok bool, retryAfter int) {
 		return true, 0
 	}
 	return false, int((1-b.tokens)/rate) + 1
-}
-
-// connLimitListener accepts at most max open connections; a connection
-// past that gets a bare 503 with Retry-After and is closed at once, so a
-// flood neither queues in the kernel's backlog nor holds goroutines.
-type connLimitListener struct {
-	net.Listener
-	max      int64
-	open     atomic.Int64
-	rejected func()
-	gauge    func(delta float64)
-}
-
-// connRefusal is the whole answer to a connection past the limit.
-var connRefusal = func() string {
-	body := `{"error":{"code":"UNAVAILABLE","message":"too many open connections to this API process (--max-connections); retry"}}` + "\n"
-	return "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: application/json\r\nConnection: close\r\n" +
-		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
-}()
-
-func (l *connLimitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if l.open.Add(1) > l.max {
-			l.open.Add(-1)
-			l.rejected()
-			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-			_, _ = io.WriteString(c, connRefusal)
-			_ = c.Close()
-			continue
-		}
-		l.gauge(1)
-		return &limitedConn{Conn: c, release: func() { l.open.Add(-1); l.gauge(-1) }}, nil
-	}
-}
-
-// limitedConn gives its slot back once, however often it is closed (and
-// also when an SSE handler that hijacked it closes it).
-type limitedConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitedConn) Close() error {
-	c.once.Do(c.release)
-	return c.Conn.Close()
 }
 
 // retryAfterHeader formats seconds for Retry-After.

@@ -251,22 +251,26 @@ func TestLimits_LyingContentLengthRefusedAtOnce(t *testing.T) {
 	}
 }
 
-// TestLimits_ConnectionCap: past --max-connections a connection gets 503
-// with Retry-After and is closed; a slot freed is usable again.
+// TestLimits_ConnectionCap: with every connection of --max-connections at
+// work and the 16 connections kept for probes open, a new connection gets
+// a bare 503 with Retry-After and is closed; a slot freed is usable again.
 func TestLimits_ConnectionCap(t *testing.T) {
 	e := serve(t, httpapi.Config{Limits: httpapi.Limits{MaxConnections: 5}})
-	var held []net.Conn
-	for range 5 {
+	release := holdBusyConns(t, e, 5)
+	defer release()
+	var probes []net.Conn
+	defer func() {
+		for _, c := range probes {
+			c.Close()
+		}
+	}()
+	for range 16 { // the probes' connections, held silent
 		c, err := net.Dial("tcp", e.addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		held = append(held, c)
+		probes = append(probes, c)
 	}
-	// The held connections are accepted (in order) before the next one.
-	testenv.WaitFor(t, 5*time.Second, "5 connections counted", func() bool {
-		return gaugeValue(t, e.reg, "runstream_api_connections") == 5
-	})
 	c, err := net.Dial("tcp", e.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -276,23 +280,20 @@ func TestLimits_ConnectionCap(t *testing.T) {
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	c.Close()
 	if err != nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("6th connection: %v %v, want 503 with Retry-After", resp, err)
+		t.Fatalf("a connection past the budget and the probes': %v %v, want 503 with Retry-After", resp, err)
 	}
-	held[0].Close()
+	release()
 	testenv.WaitUntil(t, 5*time.Second, func() error {
-		r, err := http.Get(e.url + "/healthz")
+		r, err := http.Get(e.url + "/v1/runs?tenantId=tenant_a")
 		if err != nil {
 			return err
 		}
 		r.Body.Close()
 		if r.StatusCode != 200 {
-			return fmt.Errorf("healthz %d after a slot was freed", r.StatusCode)
+			return fmt.Errorf("GET /v1/runs %d after the slots were freed", r.StatusCode)
 		}
 		return nil
 	})
-	for _, c := range held[1:] {
-		c.Close()
-	}
 }
 
 // gaugeValue reads a gathered gauge (its first series).
@@ -471,5 +472,65 @@ func TestLimits_WrongMethodIs405(t *testing.T) {
 	}
 	if r := do(t, "POST", e.url+"/v1/nothing", "", []byte("{}")); r.status != 404 {
 		t.Errorf("POST to an unknown path: %d, want 404", r.status)
+	}
+}
+
+// TestLimits_BatchHangupIs499: a client that hangs up while its batch is
+// being written gets one 499 and one DEBUG line, as a single append does;
+// before, the request counted as 200 and logged an ERROR line for each of
+// its events.
+func TestLimits_BatchHangupIs499(t *testing.T) {
+	e := serve(t, httpapi.Config{})
+	held := workload.NewIdentity("tenant_a")
+	if r := do(t, "POST", e.url+"/v1/events", "", mustJSON(t, workload.Event(held, store.EventRunStarted, "", 1, 1, time.Now(), nil))); r.status != 201 {
+		t.Fatalf("first append %d %s", r.status, r.body)
+	}
+	ctx := context.Background()
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE", held.RunID); err != nil {
+		t.Fatal(err)
+	}
+	var xid string
+	if err := tx.QueryRow(ctx, "SELECT pg_current_xact_id()::text").Scan(&xid); err != nil {
+		t.Fatal(err)
+	}
+	// 999 events of new runs and one of the held run: the batch waits on
+	// the held run's row.
+	evs := []store.RunEventWrite{workload.Event(held, store.EventStepStarted, "s1", 1, 1, time.Now(), nil)}
+	for range 999 {
+		evs = append(evs, workload.Event(workload.NewIdentity("tenant_a"), store.EventRunStarted, "", 1, 1, time.Now(), nil))
+	}
+	body := mustJSON(t, map[string]any{"events": evs})
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "POST /v1/events:batch HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+	if _, err := c.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 30*time.Second, "the batch to wait on the held run's row", func() bool {
+		var waiting int
+		_ = e.pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid' AND transactionid::text = $1", xid).Scan(&waiting)
+		return waiting > 0
+	})
+	debugBefore := e.levels.count(slog.LevelDebug)
+	c.Close()
+	testenv.WaitFor(t, 10*time.Second, "the hang-up counted as 499", func() bool {
+		return requestsWithCode(t, e.reg, "499") == 1
+	})
+	_ = tx.Rollback(ctx)
+	if n := e.levels.count(slog.LevelError); n != 0 {
+		t.Fatalf("%d ERROR lines from one batch hang-up: %v", n, e.levels.msgs[:min(3, len(e.levels.msgs))])
+	}
+	if n := e.levels.count(slog.LevelDebug) - debugBefore; n != 1 {
+		t.Fatalf("%d DEBUG lines for one batch hang-up, want 1", n)
+	}
+	if n := requestsWithCode(t, e.reg, "200"); n != 0 {
+		t.Fatalf("the hung-up batch counted as 200 (%d)", n)
 	}
 }

@@ -8,6 +8,7 @@ type metrics struct {
 	ignoredFields prometheus.Counter
 	watchers      prometheus.Gauge
 	connections   prometheus.Gauge
+	reclaimed     *prometheus.CounterVec
 	rejected      *prometheus.CounterVec
 
 	crossTenantConflicts prometheus.Counter
@@ -39,9 +40,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "runstream_api_connections",
 			Help: "Open client connections (bounded by --max-connections).",
 		}),
+		reclaimed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runstream_api_connections_reclaimed_total",
+			Help: "Connections closed at --max-connections to give their slot to a new one, by kind: idle (keep-alive, no authenticated request), silent (no whole request header within 1s), idle_authenticated.",
+		}, []string{"kind"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "runstream_api_limit_rejections_total",
-			Help: "Requests and connections refused at a limit (429/503 with Retry-After), by limit: connections, appends, watchers, tenant_watchers, consistent_reads, resyncs, stream_tickets.",
+			Help: "Requests and connections refused at a limit (429/503 with Retry-After), by limit: connections, appends, tenant_appends, tenant_append_events, watchers, tenant_watchers, consistent_reads, tenant_consistent_reads, resyncs, stream_tickets.",
 		}, []string{"limit"}),
 		crossTenantConflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "runstream_api_cross_tenant_conflicts_total",
@@ -55,7 +60,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"reason"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.latency, m.ignoredFields, m.watchers, m.connections, m.rejected,
+		for _, c := range []prometheus.Collector{m.requests, m.latency, m.ignoredFields, m.watchers, m.connections, m.reclaimed, m.rejected,
 			m.crossTenantConflicts, m.notificationsDropped} {
 			if err := reg.Register(c); err != nil {
 				return nil, err

@@ -95,6 +95,7 @@ func (s *Server) adapt(h handlerFunc, how route) http.Handler {
 					Message: "this endpoint is for operators: use a token mapped to \"*\" in RUNSTREAM_AUTH_TOKENS"})
 				return
 			}
+			markAuthenticated(r.Context())
 			r = r.WithContext(context.WithValue(r.Context(), principalKey, p))
 		}
 		if how&stream == 0 {

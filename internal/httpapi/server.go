@@ -196,8 +196,8 @@ type Server struct {
 	closing chan struct{} // closed when shutdown starts: SSE streams end
 	close   sync.Once
 
-	appends     semaphore // in-flight appends
-	storeReads  semaphore // in-flight snapshot projections from the store
+	appends     *shareLimiter // in-flight appends, weighed by events
+	storeReads  *shareLimiter // in-flight snapshot projections from the store
 	watchers    watcherLimits
 	resyncs     *rateLimiter // tenants' resyncs of their own runs
 	ops         opsStore     // the operator routes' store access; nil: 503
@@ -226,8 +226,9 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 	}
 	s := &Server{cfg: cfg, store: st, redis: rdb, log: log.With("component", "api"), metrics: m,
 		tokens: map[[32]byte]string{}, closing: make(chan struct{}),
-		appends:     make(semaphore, cfg.Limits.MaxInflightAppends),
-		storeReads:  make(semaphore, cfg.Limits.MaxConsistentReads),
+		appends: newShareLimiter(cfg.Limits.MaxInflightAppends, cfg.Limits.MaxInflightAppendsPerTenant,
+			cfg.Limits.MaxInflightEventsPerTenant),
+		storeReads:  newShareLimiter(cfg.Limits.MaxConsistentReads, cfg.Limits.MaxConsistentReadsPerTenant, 0),
 		resyncs:     &rateLimiter{perMin: cfg.Limits.TenantResyncsPerMinute, buckets: map[string]*bucket{}, now: time.Now},
 		tickets:     newTicketIssuer(cfg.AuthTokens),
 		rebuilds:    newRebuilds(rdb, log.With("component", "api"), cfg.rebuildLease),
@@ -334,15 +335,16 @@ func (s *Server) Run(ctx context.Context, started chan<- string) error {
 
 // Serve is Run on an open listener.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, started chan<- string) error {
-	ln = &connLimitListener{Listener: ln, max: int64(s.cfg.Limits.MaxConnections),
-		rejected: func() { s.metrics.rejected.WithLabelValues("connections").Inc() },
-		gauge:    s.metrics.connections.Add}
+	budget := newConnBudget(ln, s.cfg.Limits.MaxConnections, s.metrics)
+	ln = budget
 	srv := &http.Server{
-		Handler:           s.handler,
+		Handler:           s.probeOnly(s.handler),
 		MaxHeaderBytes:    s.cfg.Limits.MaxHeaderBytes,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ConnContext:       withConn,
+		ConnState:         budget.track,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)

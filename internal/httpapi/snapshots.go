@@ -164,7 +164,7 @@ func (s *Server) storeSnapshot(r *http.Request, id, hint string) (store.RunSnaps
 	if err := s.acquireStoreRead(r.Context(), hint); err != nil {
 		return store.RunSnapshot{}, err
 	}
-	defer s.storeReads.release()
+	defer s.releaseStoreRead(r.Context())
 	snap, err := s.store.ProjectSnapshotOf(r.Context(), id, tenantOf(r.Context()))
 	if errors.Is(err, store.ErrNotFound) {
 		return store.RunSnapshot{}, notFound(id)
@@ -187,32 +187,6 @@ func (s *Server) storeSnapshotBody(r *http.Request, id, hint string) ([]byte, sn
 		return nil, snapshots.Head{}, fmt.Errorf("encoding the store's snapshot of run %q: %w", id, err)
 	}
 	return body, snapshots.Head{TenantID: snap.TenantID, LastEventSeq: snap.LastEventSeq, Stale: snap.Stale}, nil
-}
-
-// acquireStoreRead takes one of the --max-consistent-reads slots of
-// snapshot reads from the store, waiting up to cfg.storeReadWait for one:
-// a burst of readers of runs Redis no longer holds (a hundred links to old
-// runs opened at once) queues for a few projections' time instead of
-// failing at once, and still never waits unbounded. Past the wait, 503
-// with Retry-After.
-func (s *Server) acquireStoreRead(ctx context.Context, hint string) error {
-	if s.storeReads.tryAcquire() {
-		return nil
-	}
-	if s.cfg.storeReadWaiting != nil {
-		s.cfg.storeReadWaiting()
-	}
-	ok, err := s.storeReads.acquireWithin(ctx, s.cfg.storeReadWait)
-	if err != nil {
-		return fmt.Errorf("waiting for a store read slot: %w", err)
-	}
-	if ok {
-		return nil
-	}
-	s.metrics.rejected.WithLabelValues("consistent_reads").Inc()
-	return limitError(http.StatusServiceUnavailable, 1,
-		"%d snapshot reads from the store are running on this API process, its limit (--max-consistent-reads), and none ended within %v; retry %s",
-		cap(s.storeReads), s.cfg.storeReadWait, hint)
 }
 
 // acceptsGzip reports whether the request's Accept-Encoding takes gzip

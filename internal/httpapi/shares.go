@@ -1,0 +1,246 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Tenants' shares of the process's append and store-read slots: one
+// tenant's storm cannot take what the others need. A tenant past its share
+// gets 429 (its own doing), the process past its limit 503, both with
+// Retry-After. Shares apply to authenticated tenants; an operator and the
+// development mode (no tokens, so no tenant to tell apart) are bound by the
+// process's limits only.
+
+// shareLimiter counts requests in flight, in all and per tenant, and the
+// weight (events, for appends) each tenant holds.
+type shareLimiter struct {
+	max       int // requests in flight in all (503 past it)
+	perTenant int // requests of one tenant (429 past it); >= max: no share
+	maxWeight int // weight of one tenant (429 past it); 0: not weighed
+
+	mu      sync.Mutex
+	total   int
+	held    map[string]*held // bounded by the configured tokens' tenants
+	waiting int              // acquireWithin calls waiting on freed
+	freed   chan struct{}    // closed and replaced at a release while some wait
+}
+
+type held struct{ requests, weight int }
+
+// refusal says which limit turned a request away.
+type refusal int
+
+const (
+	admitted       refusal = iota
+	tenantRequests         // the tenant's share of requests
+	tenantWeight           // the tenant's share of weight (events)
+	processFull            // the process's limit
+)
+
+func newShareLimiter(max, perTenant, maxWeight int) *shareLimiter {
+	return &shareLimiter{max: max, perTenant: perTenant, maxWeight: maxWeight,
+		held: map[string]*held{}, freed: make(chan struct{})}
+}
+
+// tryAcquire takes a slot of weight w for tenant ("" has no share), or says
+// which limit is full. A tenant holding nothing may take more than its
+// weight share (a batch larger than the share goes alone).
+func (l *shareLimiter) tryAcquire(tenant string, w int) refusal {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.acquireLocked(tenant, w)
+}
+
+func (l *shareLimiter) acquireLocked(tenant string, w int) refusal {
+	var h *held
+	if tenant != "" {
+		h = l.held[tenant]
+		if h != nil {
+			if l.perTenant < l.max && h.requests >= l.perTenant {
+				return tenantRequests
+			}
+			if l.maxWeight > 0 && h.weight+w > l.maxWeight {
+				return tenantWeight
+			}
+		}
+	}
+	if l.total >= l.max {
+		return processFull
+	}
+	l.total++
+	if tenant != "" {
+		if h == nil {
+			h = &held{}
+			l.held[tenant] = h
+		}
+		h.requests++
+		h.weight += w
+	}
+	return admitted
+}
+
+// tenantFull says whether tenant holds its whole share already: no
+// request of any weight would be admitted.
+func (l *shareLimiter) tenantFull(tenant string) refusal {
+	if tenant == "" {
+		return admitted
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.held[tenant]
+	switch {
+	case h == nil:
+		return admitted
+	case l.perTenant < l.max && h.requests >= l.perTenant:
+		return tenantRequests
+	case l.maxWeight > 0 && h.weight >= l.maxWeight:
+		return tenantWeight
+	}
+	return admitted
+}
+
+// acquireWithin is tryAcquire waiting up to d for a slot to come free:
+// the last refusal when none did, ctx's error when it ended first.
+func (l *shareLimiter) acquireWithin(ctx context.Context, tenant string, w int, d time.Duration) (refusal, error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		l.mu.Lock()
+		why := l.acquireLocked(tenant, w)
+		if why == admitted {
+			l.mu.Unlock()
+			return admitted, nil
+		}
+		freed := l.freed
+		l.waiting++
+		l.mu.Unlock()
+		var err error
+		timedOut := false
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-t.C:
+			timedOut = true
+		}
+		l.mu.Lock()
+		l.waiting--
+		if timedOut {
+			why = l.acquireLocked(tenant, w)
+		}
+		l.mu.Unlock()
+		if err != nil || timedOut {
+			return why, err
+		}
+	}
+}
+
+// release gives back what tryAcquire took.
+func (l *shareLimiter) release(tenant string, w int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.total--
+	if h := l.held[tenant]; tenant != "" && h != nil {
+		h.requests--
+		h.weight -= w
+		if h.requests <= 0 {
+			delete(l.held, tenant)
+		}
+	}
+	if l.waiting > 0 {
+		close(l.freed)
+		l.freed = make(chan struct{})
+	}
+}
+
+// shareTenant is whose share a request counts against: the authenticated
+// tenant; "" (no share) for an operator and without tokens.
+func shareTenant(ctx context.Context) string { return tenantOf(ctx) }
+
+// acquireAppend takes an in-flight append slot of weight events for the
+// caller's tenant, or answers at once: 429 past the tenant's share, 503
+// past the process's limit. Taken after the body is read: a slow client
+// holds a connection (bounded by --max-connections and --request-timeout),
+// never a store slot.
+func (s *Server) acquireAppend(ctx context.Context, events int) (release func(), err error) {
+	tenant := shareTenant(ctx)
+	if why := s.appends.tryAcquire(tenant, events); why != admitted {
+		return nil, s.appendRefusal(why, events)
+	}
+	return func() { s.appends.release(tenant, events) }, nil
+}
+
+// checkAppendShare answers 429 when the caller's tenant holds its whole
+// share already, whatever the request's events, before its body is read:
+// a tenant storming past its share costs neither a read nor a decoding of
+// each batch. (Go's server reads up to 256 KiB of an unread body to keep
+// the connection, and otherwise closes it after the answer.)
+func (s *Server) checkAppendShare(ctx context.Context) error {
+	if why := s.appends.tenantFull(shareTenant(ctx)); why != admitted {
+		return s.appendRefusal(why, 0)
+	}
+	return nil
+}
+
+func (s *Server) appendRefusal(why refusal, events int) error {
+	switch why {
+	case tenantRequests:
+		s.metrics.rejected.WithLabelValues("tenant_appends").Inc()
+		return limitError(http.StatusTooManyRequests, 1,
+			"your tenant has %d appends in flight on this API process, its share (--max-inflight-appends-per-tenant); wait for one to finish, or retry after Retry-After",
+			s.appends.perTenant)
+	case tenantWeight:
+		s.metrics.rejected.WithLabelValues("tenant_append_events").Inc()
+		more := ""
+		if events > 0 {
+			more = fmt.Sprintf(" with these %d", events)
+		}
+		return limitError(http.StatusTooManyRequests, 1,
+			"your tenant's events in flight on this API process%s pass its share of %d (--max-inflight-events-per-tenant); send batches one after another, or retry after Retry-After",
+			more, s.appends.maxWeight)
+	}
+	s.metrics.rejected.WithLabelValues("appends").Inc()
+	return limitError(http.StatusServiceUnavailable, 1,
+		"%d appends are in flight on this API process, its limit (--max-inflight-appends); retry with backoff", s.appends.max)
+}
+
+// acquireStoreRead takes one of the --max-consistent-reads slots of
+// snapshot reads from the store, waiting up to cfg.storeReadWait for one:
+// a burst of readers of runs Redis no longer holds (a hundred links to old
+// runs opened at once) queues for a few projections' time instead of
+// failing at once, and still never waits unbounded. Past the wait, 429
+// when the caller's tenant holds its share (--max-consistent-reads-per-
+// tenant), else 503, with Retry-After. Release with releaseStoreRead.
+func (s *Server) acquireStoreRead(ctx context.Context, hint string) error {
+	tenant := shareTenant(ctx)
+	if s.storeReads.tryAcquire(tenant, 0) == admitted {
+		return nil
+	}
+	if s.cfg.storeReadWaiting != nil {
+		s.cfg.storeReadWaiting()
+	}
+	why, err := s.storeReads.acquireWithin(ctx, tenant, 0, s.cfg.storeReadWait)
+	if err != nil {
+		return fmt.Errorf("waiting for a store read slot: %w", err)
+	}
+	switch why {
+	case admitted:
+		return nil
+	case tenantRequests:
+		s.metrics.rejected.WithLabelValues("tenant_consistent_reads").Inc()
+		return limitError(http.StatusTooManyRequests, 1,
+			"your tenant has %d snapshot reads from the store running on this API process, its share (--max-consistent-reads-per-tenant), and none ended within %v; retry %s",
+			s.storeReads.perTenant, s.cfg.storeReadWait, hint)
+	}
+	s.metrics.rejected.WithLabelValues("consistent_reads").Inc()
+	return limitError(http.StatusServiceUnavailable, 1,
+		"%d snapshot reads from the store are running on this API process, its limit (--max-consistent-reads), and none ended within %v; retry %s",
+		s.storeReads.max, s.cfg.storeReadWait, hint)
+}
+
+// releaseStoreRead gives back acquireStoreRead's slot.
+func (s *Server) releaseStoreRead(ctx context.Context) { s.storeReads.release(shareTenant(ctx), 0) }
