@@ -136,6 +136,10 @@ func TestAlertRulesContract(t *testing.T) {
 		"READ_SIDE_CONVERGENCE_STALLED":           "P2",
 		"RUN_EVENT_CLOCK_SKEW_HIGH":               "P3", // RunEvents v1: large emittedAt/persistedAt deltas
 		"ETL_LAG_HIGH":                            "P3", // the analytics ETL behind by minutes
+		"REDIS_SNAPSHOTS_LOST":                    "P2", // a cache loss convergence repairs
+		"SNAPSHOT_FRESHNESS_LOW":                  "P2", // DESIGN 1.22: what users feel
+		"API_APPENDS_FAILING":                     "P1", // engines fail steps or spool
+		"STORE_UNREACHABLE":                       "P1", // nothing can be appended
 	}
 	got := map[string]string{}
 	for _, r := range loadRules(t, filepath.Join(root, "deploy", "prometheus", "alerts.yml")) {
