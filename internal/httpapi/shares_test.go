@@ -111,10 +111,10 @@ func pct(sorted []time.Duration, p float64) time.Duration {
 
 // stormOutcome is what tenant B saw during tenant A's batch storm.
 type stormOutcome struct {
-	quiet, loud     []time.Duration // B's latencies, sorted
-	refused         int             // B's appends not created
-	storm           *batchStorm
-	quietP99, ratio float64 // B's p99 alone (ms), and during the storm over alone
+	quiet, loud []time.Duration // B's latencies, sorted
+	refused     int             // B's appends not created
+	storm       *batchStorm
+	ratio       float64 // B's p99 during the storm over its p99 alone
 }
 
 // batchStormOutcome measures n single appends of tenant_b one after

@@ -636,7 +636,7 @@ func (k *Keeper) readBack(ctx context.Context, key string) (archive.Summary, err
 	return archive.Read(obj, obj.Size(), func(store.RunEventRecord) error { return nil })
 }
 
-// ErrNoArchive: the events asked for were removed with no archive
+// ErrNoArchive is the error for events that were removed with no archive
 // (--archive-url none); nothing can read them any more.
 var ErrNoArchive = errors.New("these events were removed from the store with no archive (retention ran with --archive-url none): they cannot be read")
 

@@ -31,6 +31,7 @@ import (
 	"github.com/runstream/runstream/internal/archive"
 	"github.com/runstream/runstream/internal/bench/harness"
 	"github.com/runstream/runstream/internal/retention"
+	"github.com/runstream/runstream/internal/retry"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
@@ -207,7 +208,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 
 	ap := startAppends(ctx, st, cfg.Appenders)
 	defer ap.stop()
-	time.Sleep(5 * time.Second)
+	if !retry.Sleep(ctx, 5*time.Second) {
+		return nil, ctx.Err()
+	}
 	progress("appends before the removal: %+v", ap.between(time.Time{}, time.Now()))
 
 	// Retire and detach, under the appends.
@@ -280,7 +283,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return nil, fmt.Errorf("the pass that archives and drops %s: %w", partitionName, err)
 	}
 	end := time.Now()
-	time.Sleep(time.Second) // appends that began during the drop end
+	retry.Sleep(ctx, time.Second) // appends that began during the drop end
 	ap.stop()
 	dropped, ok := stepAt["dropped"]
 	if !ok {

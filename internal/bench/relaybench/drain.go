@@ -302,6 +302,7 @@ func (b *bench) verifyDrain(ctx context.Context, runs []benchRun, rep *DrainRepo
 	var read atomic.Int64
 	stop := b.progress("verify", sum, read.Load)
 	defer stop()
+	began := time.Now()
 	vctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	next := map[int32]int64{}
@@ -316,7 +317,7 @@ func (b *bench) verifyDrain(ctx context.Context, runs []benchRun, rep *DrainRepo
 	for pending() {
 		fs := cl.PollFetches(vctx)
 		if vctx.Err() != nil {
-			return fmt.Errorf("reading back the topic: %d of %d records after %v: %w", read.Load(), sum, 5*time.Minute, vctx.Err())
+			return fmt.Errorf("reading back the topic: %d of %d records after %v: %w", read.Load(), sum, time.Since(began).Round(time.Millisecond), vctx.Err())
 		}
 		fs.EachError(func(_ string, p int32, err error) {
 			b.cfg.Logger.Warn("fetch error while reading back the topic", "partition", p, "err", err)

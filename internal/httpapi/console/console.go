@@ -1,8 +1,8 @@
 // Package console is the web console served by the binary at `/`: a small
 // front end of plain ES modules (no build step, no CDN, works offline)
 // over the API (runs list and search, snapshot, events, watch, resync;
-// for operators lag, dead letters, rebuilds and retention), embedded with
-// go:embed.
+// for operators lag, dead letters, rebuilds and retention), embedded in
+// the binary.
 //
 // The console is a single page with hash routes (`#/runs/<runId>`,
 // `#/lag`, `#/dead-letters`, `#/rebuilds`, `#/retention`; see app.js), so
