@@ -35,6 +35,20 @@
 // prints byte for byte what it printed before, and no local file of a
 // killed pass is left.
 //
+// TestChaos_BrokerStop (broker_stop_test.go) appends at a steady rate
+// (1,000 events/s under make chaos, 150 under make test) while the broker
+// is stopped (3 minutes; 15 s in the short version), then starts it
+// again: the outbox's backlog N must drain, every Redis snapshot equal to
+// the store's projection, within N/R + 10 s of the broker's return, R
+// being the projectors' rate over the half-seconds they spent working on
+// it (so no more than 10 s may go to reconnecting, rejoining or idling).
+// While the broker is away the API's
+// runstream_freshness_oldest_unapplied_seconds for the projector group
+// must grow to the stop's length, less one refresh of the lag exporter,
+// and read under 10 s again once the read side caught up. Its verdict
+// line gives the backlog, the drain time, the bound and the freshness
+// peak.
+//
 // After the last fault it waits for the read side to converge and checks
 // what every consumer holds against the Append Authority: every
 // acknowledged event is in Postgres once, runSeq contiguous per run; every
