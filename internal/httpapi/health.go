@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/runstream/runstream/internal/lag"
 	"github.com/runstream/runstream/store"
 )
 
@@ -68,10 +69,69 @@ func (s *Server) lag(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
+	head := s.readOutboxHead(ctx)
 	rep, err := s.cfg.Lag(ctx, group)
 	if err != nil {
 		return &store.Error{Code: store.CodeUnavailable, Message: "measuring lag failed: the brokers did not answer; retry", Err: err}
 	}
-	writeJSON(w, http.StatusOK, rep)
+	writeJSON(w, http.StatusOK, withFreshness(rep, <-head))
 	return nil
+}
+
+// lagReport is a group's lag report as GET /v1/lag and GET /v1/lag/groups
+// answer it: the lag package's report and the group's freshness, the value
+// of runstream_freshness_oldest_unapplied_seconds computed the same way.
+type lagReport struct {
+	lag.Report
+	// FreshnessSeconds is the age of the oldest committed event the group
+	// has not applied, whether it waits in the store's outbox (not yet
+	// published) or unread on the topic; 0 when none waits.
+	FreshnessSeconds float64 `json:"freshnessSeconds"`
+	// FreshnessCountsOutbox is false when the outbox could not be read
+	// (a store other than Postgres, or the read failed): FreshnessSeconds
+	// then counts the topic's unread records only.
+	FreshnessCountsOutbox bool `json:"freshnessCountsOutbox"`
+}
+
+// outboxHead is the age of the store's oldest unpublished commit; known
+// is false when it could not be read.
+type outboxHead struct {
+	age   time.Duration
+	known bool
+}
+
+// outboxHeadTimeout bounds the lag answers' read of the outbox: a store
+// that does not answer leaves the freshness topic-only rather than holding
+// the lag report, which matters most while something is down.
+const outboxHeadTimeout = 2 * time.Second
+
+// readOutboxHead reads the age of the store's oldest unpublished commit
+// (the read the lag exporter makes) while the caller measures the lag,
+// and delivers it on the returned channel.
+func (s *Server) readOutboxHead(ctx context.Context) <-chan outboxHead {
+	out := make(chan outboxHead, 1)
+	if s.ops == nil {
+		out <- outboxHead{}
+		return out
+	}
+	go func() {
+		rctx, cancel := context.WithTimeout(ctx, outboxHeadTimeout)
+		defer cancel()
+		age, err := s.ops.Outbox().HeadAge(rctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Debug("reading the outbox's oldest row for the lag report failed", "err", err, "requestId", requestID(ctx))
+			}
+			out <- outboxHead{}
+			return
+		}
+		out <- outboxHead{age: age, known: true}
+	}()
+	return out
+}
+
+// withFreshness is rep with its group's freshness (lag.Unapplied) from
+// the outbox's head.
+func withFreshness(rep lag.Report, head outboxHead) lagReport {
+	return lagReport{Report: rep, FreshnessSeconds: lag.Unapplied(rep, head.age).Seconds(), FreshnessCountsOutbox: head.known}
 }

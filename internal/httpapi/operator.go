@@ -60,8 +60,8 @@ const (
 
 // lagGroupsAnswer is GET /v1/lag/groups's answer.
 type lagGroupsAnswer struct {
-	Topic  string       `json:"topic"`
-	Groups []lag.Report `json:"groups"`
+	Topic  string      `json:"topic"`
+	Groups []lagReport `json:"groups"`
 	// Truncated is true when more groups than maxLagGroupsReported were
 	// found: the configured ones come first, then the others by name.
 	Truncated bool `json:"truncated"`
@@ -86,7 +86,8 @@ func (s *Server) lagGroups(w http.ResponseWriter, r *http.Request) error {
 	defer s.lagMeasures.release()
 	ctx, cancel := context.WithTimeout(r.Context(), operatorTimeout)
 	defer cancel()
-	out := lagGroupsAnswer{Topic: s.cfg.LagTopic, Groups: []lag.Report{}}
+	head := s.readOutboxHead(ctx)
+	out := lagGroupsAnswer{Topic: s.cfg.LagTopic, Groups: []lagReport{}}
 	var found []string
 	if s.cfg.TopicGroups != nil {
 		var err error
@@ -100,7 +101,7 @@ func (s *Server) lagGroups(w http.ResponseWriter, r *http.Request) error {
 	}
 	var names []string
 	names, out.Truncated = lag.GroupList(s.cfg.LagGroups, found, maxLagGroupsReported)
-	out.Groups = make([]lag.Report, len(names))
+	reps := make([]lag.Report, len(names))
 	var (
 		wg     sync.WaitGroup
 		sem    = make(chan struct{}, lagGroupsParallel)
@@ -117,14 +118,14 @@ func (s *Server) lagGroups(w http.ResponseWriter, r *http.Request) error {
 			}
 			var err error
 			if ctx.Err() == nil {
-				out.Groups[i], err = s.cfg.Lag(ctx, g)
+				reps[i], err = s.cfg.Lag(ctx, g)
 			} else {
 				err = ctx.Err()
 			}
 			if err != nil {
 				failed[i] = true
 				s.log.Warn("measuring a group's lag failed", "group", g, "err", err, "requestId", requestID(r.Context()))
-				out.Groups[i] = lag.Report{Group: g, State: "Unknown", At: time.Now(), Partitions: []lag.Partition{},
+				reps[i] = lag.Report{Group: g, State: "Unknown", At: time.Now(), Partitions: []lag.Partition{},
 					Note: "measuring this group's lag failed: the brokers did not answer in time; retry"}
 			}
 		}()
@@ -135,6 +136,13 @@ func (s *Server) lagGroups(w http.ResponseWriter, r *http.Request) error {
 	}
 	if len(names) > 0 && !slices.Contains(failed, false) {
 		return &store.Error{Code: store.CodeUnavailable, Message: "measuring lag failed for every group: the brokers did not answer; retry"}
+	}
+	// A group whose lag could not be measured still has the outbox's part
+	// of its freshness.
+	h := <-head
+	out.Groups = make([]lagReport, len(reps))
+	for i, rep := range reps {
+		out.Groups[i] = withFreshness(rep, h)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -780,6 +780,10 @@ export interface components {
             partitions: components["schemas"]["LagPartition"][];
             totalLag: number;
             maxLagSeconds: number;
+            /** @description The group's freshness: the age in seconds of the oldest committed event the group has not applied, whether it still waits in the store's outbox (committed, not yet published to the topic) or unread on the topic; 0 when none waits. The same value as the metric runstream_freshness_oldest_unapplied_seconds; the alert SNAPSHOT_FRESHNESS_LOW fires past 10 s. When the group's lag could not be measured (state Unknown), the outbox's part only. */
+            freshnessSeconds: number;
+            /** @description True when freshnessSeconds counts the store's outbox; false when this API could not read it (a store other than Postgres, or the read failed within 2 s): freshnessSeconds then counts the topic's unread records only. */
+            freshnessCountsOutbox: boolean;
             /** Format: date-time */
             at: string;
         };
