@@ -6,6 +6,9 @@
 import { h, api, num, when, clock, dur, errorText, forbidden, confirmDialog, hashParams } from './lib.js';
 
 export const LAG_REFRESH_MS = 3000;
+// FRESHNESS_ALERT_S is the threshold of the alert SNAPSHOT_FRESHNESS_LOW:
+// a group's freshness past it is coloured.
+export const FRESHNESS_ALERT_S = 10;
 const REBUILD_POLL_MS = 1000;
 
 const secs = s => (s == null ? '—' : s < 1 ? `${Math.round(s * 1000)} ms` : dur(s * 1000));
@@ -28,7 +31,9 @@ export function lagPage(view, group) {
   view.append(h('p', {}, group ? h('a', { href: '#/lag' }, '← All consumer groups') : ''),
     h('h1', {}, group ? ['Consumer lag: ', h('span', { class: 'mono' }, group)] : 'Consumer lag'),
     h('p', { class: 'muted small' }, 'Every consumer group of the topic: per partition the committed offset, the end offset, '
-      + 'lag in records and in seconds (how old the oldest unread record is), and which member owns it.'),
+      + 'lag in records and in seconds (how old the oldest unread record is), and which member owns it. '
+      + 'Freshness is how long the oldest committed event the group has not applied has waited, counting events still in '
+      + `the store's outbox (not yet on the topic); past ${FRESHNESS_ALERT_S} s it is coloured (alert SNAPSHOT_FRESHNESS_LOW).`),
     status, body);
   document.title = `${group ? `${group} · ` : ''}Lag · runstream`;
   let okAt = null, timer = null, gone = false, denied = false;
@@ -78,6 +83,7 @@ export function lagPage(view, group) {
         h('h2', {}, group ? g.group : h('a', { href: `#/lag/${encodeURIComponent(g.group)}`, testid: 'lag-group-link' }, g.group)),
         h('span', { class: 'muted' }, g.exists === false ? 'no committed offsets' : `state ${g.state || '—'} · ${num(g.members ?? members.length)} member${(g.members ?? members.length) === 1 ? '' : 's'}`),
         g.exists === false ? '' : h('span', { class: `badge ${g.totalLag > 0 ? 's-paused' : 's-completed'}`, testid: 'lag-total' }, `lag ${num(g.totalLag)} records · ${secs(g.maxLagSeconds)}`)),
+      freshness(g),
       g.note ? h('p', { class: 'muted small' }, g.note) : '',
       members.length ? h('ul', { class: 'members', testid: 'lag-members' }, members.map(m => h('li', { testid: 'lag-member' },
         h('span', { class: 'mono' }, m.clientId || '—'), m.instanceId ? [' · instance ', h('span', { class: 'mono' }, m.instanceId)] : '',
@@ -96,6 +102,22 @@ export function lagPage(view, group) {
 
   refresh();
   return () => { gone = true; clearTimeout(timer); };
+}
+
+// freshness shows a group's freshness (freshnessSeconds): how soon its
+// readers see an event committed now, outbox included; coloured past the
+// alert's threshold. A group that never committed has none to show.
+function freshness(g) {
+  if (g.exists === false || g.freshnessSeconds == null) return '';
+  const f = g.freshnessSeconds, late = f > FRESHNESS_ALERT_S;
+  const unknown = g.state === 'Unknown'; // lag not measured: the outbox's part only
+  const text = f === 0 && !unknown ? 'fresh: nothing waiting' : `events visible within ${unknown ? 'at least ' : ''}${secs(f)}`;
+  return h('p', { class: 'freshness', testid: 'lag-freshness', 'data-seconds': f, 'data-late': late ? 'true' : 'false' },
+    h('span', { class: `badge ${late ? 's-failed' : 's-completed'}`, testid: 'lag-freshness-value' }, text),
+    h('span', { class: 'muted small', testid: 'lag-freshness-note' },
+      f === 0 ? ' No committed event waits for this group' : ' The oldest committed event this group has not applied waited this long',
+      g.freshnessCountsOutbox ? ", counting events still in the store's outbox." : ' on the topic; the store\'s outbox could not be read, so events still in it are not counted.',
+      late ? ` Past ${FRESHNESS_ALERT_S} s: alert SNAPSHOT_FRESHNESS_LOW.` : ''));
 }
 
 // ---- dead letters ----

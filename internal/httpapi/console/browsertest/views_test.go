@@ -120,10 +120,10 @@ func waitProjected(t *testing.T, rdb *redis.Client, ids []string) {
 // runs in a tenant: exact counts over more than 1,000 runs, search by run
 // id prefix, engine run ref, plan and time range, sorting, deep links that
 // survive a reload, the store/catalog gap banner, the not-found page, the
-// durations' clocks, the lag page with two groups and their owners, dead
-// letters (list, inspect, retry with confirmation) and a rebuild with its
-// progress, and the lag page's failed refresh when the API goes away; each
-// view at 1,400 and 390 px without sideways scrolling.
+// durations' clocks, the lag page with two groups, their owners and their
+// freshness, dead letters (list, inspect, retry with confirmation) and a
+// rebuild with its progress, and the lag page's failed refresh when the API
+// goes away; each view at 1,400 and 390 px without sideways scrolling.
 func TestConsole_Views(t *testing.T) {
 	t.Parallel() // each test has its own dev process and tab; they mostly wait
 	chrome := chromium(t)
@@ -267,12 +267,32 @@ func TestConsole_Views(t *testing.T) {
 	b.waitText(`[data-group="console-test-etl"] [data-testid=lag-members]`, "host")
 	b.waitTrue(`document.querySelectorAll('[data-group="console-test-etl"] [data-testid=lag-partition]').length > 0`, "the test group's partitions")
 	b.waitTrue(fmt.Sprintf(`[...document.querySelectorAll('[data-group=%q] [data-testid=lag-owner]')].some(e => e.textContent !== '—')`, store.DefaultProjectorGroup), "the projector's partitions to have owners")
+	// Freshness, each group's oldest unapplied commit: the projector has
+	// applied everything (fresh, not coloured); the test's ETL group read
+	// one poll and committed nothing since, so the runs seeded at the start
+	// wait for it: past the alert's 10 s, coloured. Both count the outbox.
+	b.waitTrue(fmt.Sprintf(`(() => { const e = document.querySelector('[data-group=%q] [data-testid=lag-freshness]');
+		return !!e && e.checkVisibility() && e.dataset.seconds === '0' && e.dataset.late === 'false' && !!e.querySelector('.badge.s-completed')
+			&& e.querySelector('[data-testid=lag-freshness-value]').textContent === 'fresh: nothing waiting'
+			&& e.textContent.includes("counting events still in the store's outbox"); })()`, store.DefaultProjectorGroup),
+		"the caught-up projector group to read fresh, counting the outbox")
+	etlFreshness := `document.querySelector('[data-group="console-test-etl"] [data-testid=lag-freshness]')`
+	b.waitTrue(`(() => { const e = `+etlFreshness+`;
+		return !!e && e.checkVisibility() && Number(e.dataset.seconds) > 10 && e.dataset.late === 'true' && !!e.querySelector('.badge.s-failed')
+			&& /^events visible within \d/.test(e.querySelector('[data-testid=lag-freshness-value]').textContent)
+			&& e.textContent.includes("counting events still in the store's outbox") && e.textContent.includes('SNAPSHOT_FRESHNESS_LOW'); })()`,
+		"the ETL group's freshness past 10 s, coloured, naming the alert")
+	if bg := b.eval(`getComputedStyle(` + etlFreshness + `.querySelector('.badge')).backgroundColor`); bg == b.eval(fmt.Sprintf(
+		`getComputedStyle(document.querySelector('[data-group=%q] [data-testid=lag-freshness] .badge')).backgroundColor`, store.DefaultProjectorGroup)) {
+		t.Fatalf("a late group's freshness has the fresh group's colour (%s)", bg)
+	}
 	first := b.eval(`document.querySelector('[data-testid=refreshed-at]').dataset.at`)
 	b.waitTrue(fmt.Sprintf(`document.querySelector('[data-testid=refreshed-at]')?.dataset.at > %s`, jsString(first)), "the lag page to refresh by itself")
 	b.shots("lag")
 	b.do(chromedp.Click(chromedp.CSS(`[data-group="console-test-etl"] [data-testid=lag-group-link]`)))
 	b.waitTrue(`location.hash === '#/lag/console-test-etl' && document.querySelectorAll('[data-testid=lag-group]').length === 1`, "the one group's deep link")
 	b.waitText(`[data-testid=lag-owner]`, "etl-instance-1")
+	b.waitText(`[data-testid=lag-freshness-value]`, "events visible within")
 	b.shots("lag-group")
 	b.navigate(base + "/#/lag/no-such-group")
 	b.waitText(`[data-testid=lag-group][data-group="no-such-group"]`, "no committed offsets")
