@@ -93,4 +93,20 @@ func TestLag_FreshnessCountsTheOutbox(t *testing.T) {
 		t.Fatalf("ageing the outbox row: %v (%v rows)", err, tag.RowsAffected())
 	}
 	check("an outbox row 90 s old", map[string][2]float64{"behind": {90, 130}, "caught-up": {90, 130}})
+
+	// The store does not answer: the lag is still reported, its freshness
+	// the topic's only, and the answer says the outbox is not counted.
+	pool.Close()
+	all := getJSON[struct {
+		Groups []freshnessJSON `json:"groups"`
+	}](t, e.url+"/v1/lag/groups", "tok-op")
+	if len(all.Groups) != 2 {
+		t.Fatalf("the store closed: /v1/lag/groups reported %+v, want both groups", all.Groups)
+	}
+	for _, r := range append(all.Groups, getJSON[freshnessJSON](t, e.url+"/v1/lag?group=behind", "tok-op")) {
+		if lo := map[string]float64{"behind": 20, "caught-up": 0}[r.Group]; r.FreshnessCountsOutbox || r.FreshnessSeconds < lo || r.FreshnessSeconds >= lo+40 {
+			t.Fatalf("the store closed: group %s freshness %.2fs (counts the outbox: %v), want the topic's only (%vs) and the outbox not counted",
+				r.Group, r.FreshnessSeconds, r.FreshnessCountsOutbox, lo)
+		}
+	}
 }
