@@ -361,9 +361,25 @@ func (c *Converger) full(ctx context.Context, horizon time.Time, res *Result) er
 	return nil
 }
 
+// summarizer is a Heads whose window query reads an index that needs
+// summarizing as appends arrive (the store's persisted_at BRIN); the
+// window summarizes first, so its cost does not depend on autovacuum
+// keeping up.
+type summarizer interface {
+	SummarizeNewEvents(ctx context.Context) (int, error)
+}
+
 // window checks the runs whose last event is in [cursor, horizon), a slice
 // of time at a time, moving the cursor after each.
 func (c *Converger) window(ctx context.Context, cursor, horizon time.Time, res *Result) error {
+	if s, ok := c.heads.(summarizer); ok {
+		// Best effort: unsummarized ranges cost time, never correctness.
+		if n, err := s.SummarizeNewEvents(ctx); err != nil {
+			c.log.Debug("summarizing the store's new events before the window query", "err", err)
+		} else if n > 0 {
+			c.log.Debug("summarized the store's new events before the window query", "ranges", n)
+		}
+	}
 	for cursor.Before(horizon) {
 		to := horizon
 		if cursor.Add(c.slice).Before(to) {

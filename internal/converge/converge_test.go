@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"testing"
@@ -126,7 +127,7 @@ func (t *fakeTarget) Repair(_ context.Context, heads []store.RunHead) (map[strin
 	return found, failed, nil
 }
 
-func newTestConverger(t *testing.T, st *fakeStore, tg *fakeTarget) *Converger {
+func newTestConverger(t *testing.T, st Heads, tg *fakeTarget) *Converger {
 	t.Helper()
 	c, err := New(Config{Consumer: "test", Interval: time.Second, Grace: 5 * time.Second, PageSize: 3}, st, tg)
 	if err != nil {
@@ -254,5 +255,53 @@ func TestConfig_Validate(t *testing.T) {
 	}
 	if err := (Config{Consumer: "x"}).Validate(); err != nil {
 		t.Errorf("zero config: %v", err)
+	}
+}
+
+// summarizingStore is a store whose window query reads an index that needs
+// summarizing: it records the order of its calls.
+type summarizingStore struct {
+	fakeStore
+	calls []string
+	fail  bool
+}
+
+func (s *summarizingStore) SummarizeNewEvents(context.Context) (int, error) {
+	s.calls = append(s.calls, "summarize")
+	if s.fail {
+		return 0, errors.New("permission denied for table run_events_x")
+	}
+	return 1, nil
+}
+
+func (s *summarizingStore) ChangedRuns(ctx context.Context, from, to time.Time) ([]store.RunHead, error) {
+	s.calls = append(s.calls, "changed")
+	return s.fakeStore.ChangedRuns(ctx, from, to)
+}
+
+// TestConverge_WindowSummarizesFirst: a window pass asks a store that can
+// to summarize its new events before the window query, once per pass; a
+// failing summary (a role that does not own the tables) leaves the pass
+// as it was.
+func TestConverge_WindowSummarizesFirst(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, fail := range []bool{false, true} {
+		st := &summarizingStore{fakeStore: fakeStore{now: t0, heads: map[string]store.RunHead{}}, fail: fail}
+		tg := newFakeTarget()
+		c := newTestConverger(t, st, tg)
+		ctx := context.Background()
+		if res, err := c.Pass(ctx); err != nil || !res.Full {
+			t.Fatalf("first pass: %+v, %v; want a full pass", res, err)
+		}
+		st.calls = nil
+		st.heads["a"] = store.RunHead{RunID: "a", LastSeq: 3, LastPersistedAt: t0.Add(time.Second)}
+		st.now = t0.Add(time.Minute)
+		res, err := c.Pass(ctx)
+		if err != nil || res.Found["missing"] != 1 {
+			t.Fatalf("failing summary %v: window pass %+v, %v; want run a repaired", fail, res, err)
+		}
+		if len(st.calls) < 2 || st.calls[0] != "summarize" || slices.Index(st.calls[1:], "summarize") >= 0 {
+			t.Fatalf("failing summary %v: calls %v; want one summary before the window queries", fail, st.calls)
+		}
 	}
 }

@@ -273,6 +273,17 @@ func (h *convergeHeads) ChangedRuns(ctx context.Context, from, to time.Time) ([]
 	return h.filter(ctx, heads)
 }
 
+// SummarizeNewEvents passes the converger's summary of the store's new
+// events through to the store, when it has one.
+func (h *convergeHeads) SummarizeNewEvents(ctx context.Context) (int, error) {
+	if s, ok := h.inner.(interface {
+		SummarizeNewEvents(context.Context) (int, error)
+	}); ok {
+		return s.SummarizeNewEvents(ctx)
+	}
+	return 0, nil
+}
+
 // RunsBefore returns the next page that keeps at least one run: the
 // converger takes an empty page for the end of a full pass.
 func (h *convergeHeads) RunsBefore(ctx context.Context, after string, before time.Time, limit int) ([]store.RunHead, error) {

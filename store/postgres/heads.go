@@ -2,10 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runstream/runstream/store"
 )
@@ -94,4 +97,50 @@ func scanHead(row pgx.CollectableRow) (store.RunHead, error) {
 		h.TerminalAt = *terminal
 	}
 	return h, err
+}
+
+// SummarizeNewEvents summarizes the persisted_at BRIN ranges appends
+// filled since their last summarization, in every partition still taking
+// appends, and returns how many ranges it summarized. ChangedRuns reads
+// every page of an unsummarized range, and the ranges are left to
+// autovacuum's work items (autosummarize), which Postgres drops when
+// appends outrun them: the window query then reads the whole unsummarized
+// tail of the table. Called before each convergence window, the tail is a
+// few seconds of appends. Each index's summary takes the partition's SHARE
+// UPDATE EXCLUSIVE lock for at most 50 ms of waiting: a partition being
+// vacuumed (which summarizes too) or detached is skipped, and autovacuum is
+// never cancelled for it (that takes deadlock_timeout's wait).
+func (s *Store) SummarizeNewEvents(ctx context.Context) (int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT i.indexrelid::regclass::text
+		FROM run_event_partitions p
+		JOIN pg_index i ON i.indrelid = to_regclass(quote_ident(p.name))
+		JOIN pg_class c ON c.oid = i.indexrelid
+		JOIN pg_am a ON a.oid = c.relam AND a.amname = 'brin'
+		WHERE p.retired_at IS NULL AND p.dropped_at IS NULL`)
+	if err != nil {
+		return 0, classify(fmt.Errorf("listing the partitions' BRIN indexes: %w", err))
+	}
+	indexes, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, classify(fmt.Errorf("listing the partitions' BRIN indexes: %w", err))
+	}
+	total := 0
+	for _, idx := range indexes {
+		var n int
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '50ms'"); err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, "SELECT brin_summarize_new_values($1::regclass)", idx).Scan(&n)
+		})
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == pgerrcode.LockNotAvailable:
+			continue // vacuumed or detached right now
+		case err != nil:
+			return total, classify(fmt.Errorf("summarizing %s: %w", idx, err))
+		}
+		total += n
+	}
+	return total, nil
 }
