@@ -52,9 +52,9 @@ const (
 	drainSlack = 10 * time.Second
 	// lagRefresh is how often the API's lag exporter refreshes its
 	// gauges (cmd/runstream/api.go). A refresh reads the outbox's age,
-	// then fails to reach the broker (lagFailure at most, measured: about
-	// one second against a closed port) and only then sets the gauge, so
-	// a scrape may show an outbox age up to lagRefresh+lagFailure old.
+	// then tries the broker (refused at once while it is away; lagFailure
+	// allows for a slower failure) and only then sets the gauge, so a
+	// scrape may show an outbox age up to lagRefresh+lagFailure old.
 	lagRefresh = 10 * time.Second
 	lagFailure = 3 * time.Second
 	// freshAgain: after the read side caught up, the freshness gauge
@@ -70,19 +70,19 @@ const freshnessMetric = "runstream_freshness_oldest_unapplied_seconds"
 // TestChaos_BrokerStop: appends at a steady rate while the broker is
 // stopped (SIGTERM, as the broker-stop fault; the appends keep going into
 // the outbox), then the broker is started again on its port and data
-// directory. The load stops when the broker returns, so the backlog N
-// (the outbox's rows then: the events appended while it was away) is
-// what must drain. Every Redis snapshot must equal the store's projection
-// (and the ETL's rows agree) within N/R + 10 s of the broker's return,
-// where R is the projectors' catch-up rate: N over the time they spent
-// working (the half-seconds in which their records reduced or runs
+// directory. The load ends with the stop (the store's projections are read
+// before the broker returns), so the backlog N, the outbox's rows when it
+// returns, is the events appended while it was away. Every Redis snapshot
+// must equal the store's projection within N/R + 10 s of the broker's
+// return, where R is the projectors' catch-up rate: N over the time they
+// spent working (the half-seconds in which their records reduced or runs
 // resynced rose, scraped from their /metrics), so the bound refuses more
 // than 10 s lost to reconnecting, rejoining, backing off or repairing.
-// While the broker is away the API's freshness gauge for the projector
-// group must grow to the stop's length (less one refresh of the lag
-// exporter and its failed measurement), and once the read side caught up
-// it must read under 10 s again within two refreshes. One verdict line
-// gives the numbers.
+// The ETL's rows must agree too, within the wait's cap. While the broker
+// is away the API's freshness gauge for the projector group must grow to
+// the stop's length (less one refresh of the lag exporter and its failed
+// measurement), and once the read side caught up it must read under 10 s
+// again within two refreshes. One verdict line gives the numbers.
 func TestChaos_BrokerStop(t *testing.T) {
 	mode := os.Getenv("RUNSTREAM_CHAOS")
 	if mode == "" && !testenv.Require() && os.Getenv("RUNSTREAM_TEST_POSTGRES_URL") == "" {
