@@ -146,12 +146,12 @@ func (c *Client) Spooled() int64 {
 	return c.sp.pending.Load()
 }
 
-// Append appends one event. An empty EventID is filled in (a random UUID
-// v4), an empty EmittedAt (now, RFC 3339 UTC) and an empty IdempotencyKey
-// (the v2 key, DESIGN.md 1.2). An event type neither the contract's nor in
+// Append appends one event. An empty EventID is filled in (a random UUID v4),
+// an empty EmittedAt (now, RFC 3339 UTC) and an empty IdempotencyKey (the v2
+// key, [store.IdempotencyKey]). An event type neither the contract's nor in
 // Config.AllowEventTypes is refused with an [*UnknownEventTypeError]. The
-// event is then validated as the API would: a bad event returns the API's
-// own *store.Error (code, field, message) and is neither sent nor spooled.
+// event is then validated as the API would: a bad event returns the API's own
+// *store.Error (code, field, message) and is neither sent nor spooled.
 // [Client.Run] fills in the rest of the envelope as well.
 //
 // Append takes at most Config.WriteLatencyBudget (or less, if ctx ends

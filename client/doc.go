@@ -1,6 +1,6 @@
 // Package client is the Go producer client of runstream: what a workflow
-// engine calls to append run events to the API (DESIGN.md 1.15,
-// ExecutionSemantics v1 section 5).
+// engine calls to append run events to the API (ExecutionSemantics v1
+// section 5; docs/ARCHITECTURE.md, "Producers: the Go client").
 //
 // [New] takes a [Config]: the API's URL and token, and the write-latency
 // budget. [Client.Run] returns a [Run], the handle engines use: its methods

@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// Audit reads (DESIGN.md 1.16, ExecutionSemantics v2 rule 3) walk one
+// Audit reads (ExecutionSemantics v2 rule 3; docs/ARCHITECTURE.md,
+// "Audit reads: events by persistedAt") walk one
 // tenant's events by persistedAt, in the order (persistedAt, runId, runSeq),
 // runIds compared byte by byte. GET /v1/events and `runstream export` share
 // the position and the cursor below, so a cursor one returns resumes the

@@ -2,7 +2,7 @@
 // (RunEventWrite, RunEventRecord, AppendResult, RunSnapshot), the
 // idempotency key, the coded error type every layer uses, the Kafka record
 // decoder and the [Store] interface that store/postgres implements.
-// Validation of writes (JSON Schemas and the rules of DESIGN.md section 1)
+// Validation of writes (JSON Schemas and the rules of docs/CONTRACT.md)
 // is in store/validate.
 //
 // It is a leaf package: it imports neither a database driver, a schema

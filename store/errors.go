@@ -3,12 +3,12 @@ package store
 import "fmt"
 
 // Code is a machine-readable error code from the API catalogue
-// (DESIGN.md section 2).
+// (README.md, "HTTP API"; internal/httpapi/openapi.json).
 type Code string
 
 // The error codes. CodeIdempotencyKeyExists is in the contract catalogue but
 // never returned: a duplicate is answered with the existing metadata
-// (DESIGN.md section 1.3).
+// (docs/CONTRACT.md, "Appending").
 const (
 	CodeSchemaValidationFailed Code = "SCHEMA_VALIDATION_FAILED"
 	CodeUnauthenticated        Code = "UNAUTHENTICATED"
@@ -64,7 +64,7 @@ func (e *Error) Is(target error) bool {
 
 // Sentinels for errors.Is; they compare by Code only.
 var (
-	// ErrSchemaValidation: the input broke a schema or DESIGN.md rule.
+	// ErrSchemaValidation: the input broke a schema or a contract rule.
 	ErrSchemaValidation = &Error{Code: CodeSchemaValidationFailed}
 	// ErrNotFound: the run (or snapshot) does not exist for this caller.
 	ErrNotFound = &Error{Code: CodeNotFound}

@@ -2,7 +2,8 @@ package store
 
 import "unicode/utf8"
 
-// MaxIdentifierBytes bounds an identifier (DESIGN.md section 1.5).
+// MaxIdentifierBytes bounds an identifier (docs/SECURITY.md, "Input: what
+// reaches Postgres and Redis").
 const MaxIdentifierBytes = 255
 
 // PrintableNoPipe reports whether s is non-empty and holds neither '|' nor
@@ -21,9 +22,9 @@ func PrintableNoPipe(s string) bool {
 	return true
 }
 
-// ValidIdentifier reports whether s is an identifier of DESIGN.md section
-// 1.5 (runId, stepId, planId, planVersion, tenantId, projectId,
-// environmentId): 1-255 bytes of valid UTF-8, printable, no '|'. It is the
+// ValidIdentifier reports whether s is an identifier (runId, stepId,
+// planId, planVersion, tenantId, projectId, environmentId): 1-255 bytes of
+// valid UTF-8, printable, no '|' (the key's separator). It is the
 // rule store/validate applies to the identifiers of a write; readers use it
 // on identifiers from anywhere else (a URL path, a query, a Redis
 // notification).

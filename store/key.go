@@ -10,7 +10,8 @@ import (
 // producer can fix its key.
 const IdempotencyKeyFormula = `lowercase hex SHA256(runId + "|" + stepIdNormalized + "|" + logicalAttemptId + "|" + eventType + "|" + planId + "|" + planVersion), stepIdNormalized = stepId for step events and "RUN" for run events, logicalAttemptId in decimal`
 
-// IdempotencyKey computes the v2 key (DESIGN.md section 1.2). stepID is
+// IdempotencyKey computes the v2 key (docs/CONTRACT.md, "The idempotency
+// key"). stepID is
 // empty for run-level events, which hash the literal "RUN".
 func IdempotencyKey(runID, stepID string, logicalAttemptID int64, eventType, planID, planVersion string) string {
 	if stepID == "" {

@@ -32,7 +32,7 @@ type Store interface {
 }
 
 // RunHead is where a run stands in the store: its last runSeq and when that
-// event was persisted. Convergence (DESIGN.md 1.12) compares consumers'
+// event was persisted. Convergence (package converge) compares consumers'
 // watermarks with it.
 type RunHead struct {
 	RunID    string

@@ -156,7 +156,8 @@ type SkipInfo struct {
 }
 
 // StepAttempt is one logical attempt of a step. A step's earlier attempts
-// are kept in [StepSnapshot.Attempts] (DESIGN.md section 1.10).
+// are kept in [StepSnapshot.Attempts]: a snapshot keeps the history of a
+// step's earlier attempts, not only the current one.
 type StepAttempt struct {
 	LogicalAttemptID int64         `json:"logicalAttemptId"`
 	EngineAttemptID  int64         `json:"engineAttemptId,omitempty"`
@@ -180,8 +181,8 @@ type StepSnapshot struct {
 }
 
 // RunSnapshot is a run's projected state (ExecutionSemantics v1 section
-// 1.4 plus the fields DESIGN.md section 2 adds). Readers ignore unknown
-// fields.
+// 1.4 plus the fields runstream adds, docs/INTERFACES.md, "Redis").
+// Readers ignore unknown fields.
 type RunSnapshot struct {
 	RunID         string `json:"runId"`
 	TenantID      string `json:"tenantId"`
@@ -207,7 +208,7 @@ type RunSnapshot struct {
 	// --snapshot-ttl after it.
 	TerminalAt string `json:"terminalAt,omitempty"`
 	// FailedSteps is the contract's counter (ExecutionSemantics v1 section
-	// 1.5 rule 3, DESIGN.md 1.9): the number of StepFailed events applied
+	// 1.5 rule 3): the number of StepFailed events applied
 	// to the run. A later retry or success never decrements it; a duplicate
 	// never counts twice.
 	FailedSteps int `json:"failedSteps"`
@@ -220,7 +221,7 @@ type RunSnapshot struct {
 }
 
 // persistedAtLayout is RFC 3339 UTC with exactly six fractional digits, as
-// DESIGN.md section 1.4 pins.
+// docs/CONTRACT.md ("Events") states.
 const persistedAtLayout = "2006-01-02T15:04:05.000000Z"
 
 // FormatPersistedAt renders an Append Authority timestamp.

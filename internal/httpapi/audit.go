@@ -89,7 +89,7 @@ func timeParam(q url.Values, name string) (t time.Time, ok bool, err error) {
 }
 
 // readEvents: GET /v1/events?from=&to=&cursor=&limit=&tenantId= , the
-// audit read (DESIGN.md 1.16): one tenant's events persisted in [from,
+// audit read: one tenant's events persisted in [from,
 // to), in (persistedAt, runId, runSeq) order, never past the store's
 // audit horizon (docs/ARCHITECTURE.md, "Audit reads").
 func (s *Server) readEvents(w http.ResponseWriter, r *http.Request) error {

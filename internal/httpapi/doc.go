@@ -2,7 +2,7 @@
 // event reads, snapshots (from Redis, or consistent from the store),
 // health, readiness and metrics. Handlers return errors; one adapter maps a
 // store.Code to one status and writes {"error":{"code","message","field"}}
-// (DESIGN.md section 2), so every endpoint answers errors the same way.
+// (README.md, "HTTP API"), so every endpoint answers errors the same way.
 //
 // Metrics:
 //

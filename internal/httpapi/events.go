@@ -16,7 +16,7 @@ import (
 // run, integer query parameters.
 
 // runID reads the {runId} path segment, an identifier like a body's
-// runId (DESIGN.md 1.5): 400 naming runId, never a lookup of bytes
+// runId: 400 naming runId, never a lookup of bytes
 // Postgres refuses.
 func runID(r *http.Request) (string, error) {
 	id := r.PathValue("runId")
@@ -27,7 +27,7 @@ func runID(r *http.Request) (string, error) {
 }
 
 // notFound is the answer for an unknown run and for another tenant's run
-// alike (DESIGN.md 1.11), so existence does not leak.
+// alike (docs/ARCHITECTURE.md, "Tenancy"), so existence does not leak.
 func notFound(id string) error {
 	return &store.Error{Code: store.CodeNotFound, Field: "runId", Message: fmt.Sprintf("run %q not found", id)}
 }

@@ -51,7 +51,7 @@ func quick(t *testing.T, method, url string) response {
 }
 
 // TestPathRunID_ValidatedLikeBodies: a {runId} in a path is an identifier
-// of DESIGN.md 1.5 like the body's, and a bad one is 400 naming runId on
+// like the body's, and a bad one is 400 naming runId on
 // every route, never a 500 from Postgres nor a lookup.
 func TestPathRunID_ValidatedLikeBodies(t *testing.T) {
 	t.Parallel()

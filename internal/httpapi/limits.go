@@ -15,7 +15,8 @@ import (
 	"github.com/runstream/runstream/store"
 )
 
-// Limits bound every resource a caller can hold (DESIGN.md 1.18). Beyond a
+// Limits bound every resource a caller can hold (docs/SECURITY.md,
+// "Limits"). Beyond a
 // limit the answer is 429 (this tenant holds too much) or 503 (the process
 // does), with Retry-After, at once; only a snapshot read from the store
 // waits, a second at most, for a slot (acquireStoreRead): nothing waits in

@@ -25,7 +25,7 @@ import (
 	"github.com/runstream/runstream/store/postgres"
 )
 
-// The tests of this file exercise the limits of DESIGN.md 1.18 through a
+// The tests of this file exercise the limits of docs/SECURITY.md through a
 // served API (Server.Serve on a loopback listener, as `runstream api`
 // runs it), since several live in the http.Server and the listener.
 

@@ -23,8 +23,9 @@ import (
 
 // The operator routes behind the console's operator pages: the lag of
 // every consumer group of the topic, the relay's dead letters, and
-// rebuilds of many runs' snapshots. All are operatorOnly (DESIGN.md
-// 1.18), and each bounds what one request may cost.
+// rebuilds of many runs' snapshots. All are operatorOnly (a token mapped
+// to "*": operators are not tenants), and each bounds what one request may
+// cost.
 
 // opsStore is what the operator routes need of the store beyond
 // eventStore; *postgres.Store satisfies it.

@@ -45,7 +45,7 @@ func malformedParam(raw string) string {
 }
 
 // queryIdentifier reads parameter name of q, when present, as an
-// identifier of DESIGN.md 1.5 (a tenantId): 400 naming it otherwise.
+// identifier ([store.ValidIdentifier], a tenantId): 400 naming it otherwise.
 func queryIdentifier(q url.Values, name string) (string, error) {
 	v := q.Get(name)
 	if v == "" {

@@ -51,7 +51,7 @@ func parseListQuery(q url.Values, tenant string) (*listQuery, error) {
 		c.Status = v
 	}
 	var err error
-	// A runId prefix is checked as runIds are (DESIGN.md 1.5): any prefix
+	// A runId prefix is checked as runIds are: any prefix
 	// of a valid runId is one.
 	if c.RunIDPrefix, err = queryIdentifier(q, "runIdPrefix"); err != nil {
 		return nil, err

@@ -87,7 +87,8 @@ func (s *Store) scanAppend(row pgx.Row, w *store.RunEventWrite) (store.AppendRes
 // counter row is locked and bumped, the event row and its outbox row are
 // inserted, and the commit makes all three visible at once. A duplicate
 // (runId, idempotencyKey) returns the existing row's metadata with
-// Idempotent set (DESIGN.md 1.3), also under concurrent duplicates.
+// Idempotent set (docs/CONTRACT.md, "Appending"), also under concurrent
+// duplicates.
 func (s *Store) AppendEvent(ctx context.Context, w store.RunEventWrite) (store.AppendResult, error) {
 	if err := validate.Check(&w); err != nil {
 		s.metrics.appends.WithLabelValues("rejected").Inc()

@@ -14,7 +14,7 @@ import (
 	"github.com/runstream/runstream/store"
 )
 
-// Audit reads (DESIGN.md 1.16): one tenant's events by persistedAt, in the
+// Audit reads: one tenant's events by persistedAt, in the
 // order (persistedAt, runId, runSeq), never past the audit horizon. See
 // docs/ARCHITECTURE.md, "Audit reads".
 

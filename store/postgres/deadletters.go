@@ -103,7 +103,8 @@ func (o *Outbox) GetDeadLetter(ctx context.Context, id int64) (d DeadLetter, ok 
 // RetryDeadLetters moves dead letters back into the outbox (with fresh
 // attempts and a fresh retry window) so the relay publishes them again:
 // the ones with the given ids, or all of them when all is set. Consumers that already resynced past an
-// event drop the replay as a duplicate (DESIGN.md 1.12). It returns how many
+// event drop the replay as a duplicate (runSeq at or below their watermark).
+// It returns how many
 // rows moved. A letter whose event the store no longer holds (in its
 // run's partition, as the listing joins it) is not moved: its outbox row
 // would never drain, since the relay has nothing to publish.

@@ -13,7 +13,7 @@ import (
 	"github.com/runstream/runstream/store"
 )
 
-// What convergence (DESIGN.md 1.12) reads from the store: which runs
+// What convergence (package converge) reads from the store: which runs
 // changed, where each stands, and up to when the store's answer is final.
 // See docs/ARCHITECTURE.md, "Convergence".
 

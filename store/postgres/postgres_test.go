@@ -159,7 +159,8 @@ func TestAppend_DuplicateStormMakesOneRow(t *testing.T) {
 			ev := first
 			if i%2 == 1 {
 				// A re-emission with a new eventId and engine attempt: still
-				// the same key, so still a duplicate (DESIGN.md 1.3).
+				// the same key, so still a duplicate (docs/CONTRACT.md,
+				// "Appending").
 				ev.EventID = workload.Event(id, "X", "", 1, 1, time.Now(), nil).EventID
 				ev.EngineAttemptID = 2
 			}
@@ -530,9 +531,9 @@ func TestProjectSnapshot_RealisticRun(t *testing.T) {
 	if got.Steps[1].Status != store.StepSkipped {
 		t.Fatalf("notify step = %+v, want SKIPPED", got.Steps[1])
 	}
-	// failedSteps is the contract's counter (DESIGN.md 1.9): extract failed
-	// once, and its successful retry does not take that back, in the FULL
-	// projection (mid) and in the FROM_SNAPSHOT one (got).
+	// failedSteps is the contract's counter (StepFailed events applied):
+	// extract failed once, and its successful retry does not take that back,
+	// in the FULL projection (mid) and in the FROM_SNAPSHOT one (got).
 	if mid.FailedSteps != 1 || got.FailedSteps != 1 {
 		t.Fatalf("failedSteps %d (FULL) and %d (FROM_SNAPSHOT), want 1: one StepFailed applied", mid.FailedSteps, got.FailedSteps)
 	}

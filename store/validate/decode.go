@@ -23,7 +23,7 @@ type DecodeInfo struct {
 
 // DecodeWrite parses one RunEventWrite from a JSON body and validates it
 // exactly as [Check] does: JSON Schema of the event type, then the
-// rules of DESIGN.md section 1. Payload keeps the exact bytes of the
+// rules a schema cannot state. Payload keeps the exact bytes of the
 // payload member and emittedAt the exact string sent. Member names are
 // matched case-sensitively, and a member may appear only once (readers that
 // keep the first of two values and readers that keep the last would

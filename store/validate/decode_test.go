@@ -155,7 +155,7 @@ var requiredFields = []string{
 	"planId", "planVersion", "engineAttemptId", "logicalAttemptId", "idempotencyKey",
 }
 
-// rejectCases covers every rule of DESIGN.md section 1 and the brief; the
+// rejectCases covers every rule of the schemas and docs/CONTRACT.md; the
 // fast-path agreement test reuses them.
 func rejectCases() []rejectCase {
 	valid := string(encodeNoT(fields(store.EventRunStarted)))
@@ -276,7 +276,7 @@ func rejectCases() []rejectCase {
 		{name: "sourceOccurredAt on an unknown type", eventType: "WorkerHeartbeat", edit: set("payload", raw(`{"sourceOccurredAt":"now"}`)), field: "payload.sourceOccurredAt", msgs: []string{"RFC 3339"}},
 		{name: "sourceOccurredAt on a known type", eventType: store.EventStepStarted, edit: set("payload", raw(`{"sourceOccurredAt":12}`)), field: "payload.sourceOccurredAt", msgs: []string{"must be a string"}},
 
-		// Escaped NUL and unpaired surrogates, in any string (DESIGN.md 1.18).
+		// Escaped NUL and unpaired surrogates, in any string (docs/SECURITY.md).
 		{name: "escaped NUL in payload", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"result":{"note":"a\u0000b"}}`)), field: "payload.result.note", msgs: []string{"U+0000", "jsonb"}},
 		{name: "lone high surrogate", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"result":{"note":"\ud800"}}`)), field: "payload.result.note", msgs: []string{"unpaired UTF-16 surrogate", `\ud800`}},
 		{name: "lone low surrogate in an array", eventType: store.EventStepCompleted, edit: set("payload", raw(`{"result":["x","ok \uDC00"]}`)), field: "payload.result[1]", msgs: []string{`\udc00`}},

@@ -1,7 +1,8 @@
 // Package validate decides whether a RunEventWrite may be appended: the
 // embedded JSON Schemas of the event types (schemas/), a compiled accept
 // path that passes a typical write in a tenth of the schema library's time,
-// and the rules of DESIGN.md section 1 a schema cannot state. DecodeWrite
+// and the rules of docs/CONTRACT.md a schema cannot state (identifiers, the
+// idempotency key, text without NUL or lone surrogates). DecodeWrite
 // parses and validates a request body (the HTTP API); Check validates a
 // struct (the Postgres store, on every append).
 //

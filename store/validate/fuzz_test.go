@@ -70,7 +70,7 @@ func FuzzValidateWrite(f *testing.F) {
 	f.Add(testEventID, store.EventStepCompleted, "2026-02-16T10:30:00.123Z", testRunID, "tenant_acme", "plan_abc", "2", testStepID,
 		int64(1), int64(1), []byte(samplePayloads[store.EventStepCompleted]), true)
 	f.Add(testEventID, "onRunStarted", "2026-02-16", "a|b", "", "p", "1", "", int64(0), int64(-1), []byte("null"), false)
-	// Escaped NUL and unpaired surrogates (DESIGN.md 1.18), and their
+	// Escaped NUL and unpaired surrogates (refused in any string), and their
 	// look-alikes that are text.
 	f.Add(testEventID, store.EventStepCompleted, "2026-02-16T10:30:00Z", testRunID, "tenant_acme", "plan_abc", "2", testStepID,
 		int64(1), int64(1), []byte(`{"result":{"note":"a\u0000","\ud800":["\udc00"]}}`), true)

@@ -66,7 +66,7 @@ type schemaSet struct {
 
 // schemaFor returns the schema a write of eventType is validated against:
 // the type's own schema for the twelve known types, the envelope alone for
-// anything else (forward compatibility, DESIGN.md section 1.6).
+// anything else (forward compatibility: docs/CONTRACT.md, "Events").
 func schemaFor(eventType any) (*jsonschema.Schema, *node) {
 	set := compiledSchemas()
 	if s, ok := eventType.(string); ok {

@@ -11,7 +11,7 @@ import (
 )
 
 // Strings in events hold no NUL and no unpaired UTF-16 surrogate
-// (DESIGN.md section 1.18). JSON text can spell both ("\u0000", a lone
+// (docs/SECURITY.md, "Input"). JSON text can spell both ("\u0000", a lone
 // "\ud800"): Postgres keeps such a payload in its json column, after which
 // no jsonb cast of the table works; Go's decoder turns a lone surrogate
 // into U+FFFD without a word; strict parsers in other languages refuse the

@@ -39,7 +39,7 @@ import (
 // although the schema library walks properties in map order.
 
 // Check checks w against the JSON Schema of its event type and the
-// rules of DESIGN.md section 1, reaching the same verdict as [DecodeWrite]
+// rules a schema cannot state, reaching the same verdict as [DecodeWrite]
 // on w's JSON. The Postgres store calls it on every append. Every error is
 // an *Error with Code SCHEMA_VALIDATION_FAILED, the offending Field and a
 // Message that says what to change.
@@ -137,7 +137,7 @@ func fieldRank(name string) int {
 
 const maxIdentifierBytes = store.MaxIdentifierBytes
 
-// identifierFields are the members DESIGN.md section 1.5 constrains, in
+// identifierFields are the members [store.ValidIdentifier] constrains, in
 // fieldOrder.
 var identifierFields = []string{"runId", "tenantId", "projectId", "environmentId", "planId", "planVersion", "stepId"}
 
@@ -645,8 +645,8 @@ func identifierError(field string, got any, k jsonschema.ErrorKind) *store.Error
 	return describeGeneric(field, got, k)
 }
 
-// Identifier checks s as the identifier field of DESIGN.md section 1.5
-// ([store.ValidIdentifier]), for identifiers that come from elsewhere than
+// Identifier checks s as the identifier field ([store.ValidIdentifier]),
+// for identifiers that come from elsewhere than
 // a write's body: a URL path or query. The error is the one a write with
 // that field would get: SCHEMA_VALIDATION_FAILED naming field.
 func Identifier(field, s string) error {

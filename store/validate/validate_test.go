@@ -563,9 +563,10 @@ func TestFlattenSchema_Merges(t *testing.T) {
 	}
 }
 
-// TestPeerSchemas_AcceptOurWrites checks interoperability (DESIGN.md
-// section 1.14): what DecodeWrite accepts validates against the peer's v2
-// write schema, and the records we build from it against its record schema.
+// TestPeerSchemas_AcceptOurWrites checks interoperability (docs/CONTRACT.md,
+// "The peer implementation"): what DecodeWrite accepts validates against the
+// peer's v2 write schema, and the records we build from it against its record
+// schema.
 func TestPeerSchemas_AcceptOurWrites(t *testing.T) {
 	writeSchema, recordSchema := testenv.PeerSchemas(t)
 	validate := func(t *testing.T, sch *jsonschema.Schema, v any) error {
@@ -604,7 +605,7 @@ func TestPeerSchemas_AcceptOurWrites(t *testing.T) {
 		})
 	}
 
-	// Known divergence: DESIGN.md section 1.6 accepts any PascalCase type
+	// Known divergence: runstream accepts any PascalCase type
 	// and leaves stepId optional for unknown types, while the peer forbids
 	// stepId on every type that is not one of its four step types. If this
 	// starts failing, the two have been reconciled: update the samples.

@@ -465,7 +465,7 @@ export interface components {
     schemas: {
         Identifier: components["schemas"]["RunEventWrite"]["$defs"]["identifier"];
         /**
-         * @description The error catalogue (DESIGN.md section 2). Clients branch on the code, never on the message.
+         * @description The error catalogue (README.md, HTTP API). Clients branch on the code, never on the message.
          * @enum {string}
          */
         ErrorCode: "SCHEMA_VALIDATION_FAILED" | "UNAUTHENTICATED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "CONFLICT" | "RUN_ARCHIVED" | "UNAVAILABLE" | "INTERNAL";
@@ -481,7 +481,7 @@ export interface components {
         };
         /**
          * RunEventWrite
-         * @description The envelope every RunEventWrite carries (IRunStateStore v2, RunEvents v1 section 4.1, DESIGN.md section 1). Used alone for event types runstream does not know (forward compatibility) and through $ref by the per-type schemas. Extra top-level properties are allowed (a newer producer) and ignored by the store. Rules JSON Schema cannot state are enforced in Go: identifiers are at most 255 bytes of valid UTF-8 (maxLength counts characters), and idempotencyKey must equal the v2 key of the event.
+         * @description The envelope every RunEventWrite carries (IRunStateStore v2, RunEvents v1 section 4.1; docs/CONTRACT.md). Used alone for event types runstream does not know (forward compatibility) and through $ref by the per-type schemas. Extra top-level properties are allowed (a newer producer) and ignored by the store. Rules JSON Schema cannot state are enforced in Go: identifiers are at most 255 bytes of valid UTF-8 (maxLength counts characters), and idempotencyKey must equal the v2 key of the event.
          */
         RunEventWrite: {
             /** @description UUID v4 (version nibble 4, RFC 4122 variant), either case. */
@@ -502,7 +502,7 @@ export interface components {
             stepId?: components["schemas"]["RunEventWrite"]["$defs"]["identifier"];
             engineAttemptId: components["schemas"]["RunEventWrite"]["$defs"]["attempt"];
             logicalAttemptId: components["schemas"]["RunEventWrite"]["$defs"]["attempt"];
-            /** @description Lowercase hex SHA-256 of runId|stepIdNormalized|logicalAttemptId|eventType|planId|planVersion (DESIGN.md section 1.2). */
+            /** @description Lowercase hex SHA-256 of runId|stepIdNormalized|logicalAttemptId|eventType|planId|planVersion (docs/CONTRACT.md, The idempotency key). */
             idempotencyKey: string;
             payload?: components["schemas"]["RunEventWrite"]["$defs"]["payload"];
             $defs: {
@@ -649,7 +649,7 @@ export interface components {
             stepId: string;
             attempts: components["schemas"]["StepAttempt"][];
         };
-        /** @description A run's projected state (ExecutionSemantics v1 section 1.4 and DESIGN.md section 2). Readers ignore unknown fields. */
+        /** @description A run's projected state (ExecutionSemantics v1 section 1.4 plus runstream's fields, docs/INTERFACES.md). Readers ignore unknown fields. */
         RunSnapshot: {
             runId: string;
             tenantId: string;

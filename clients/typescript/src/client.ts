@@ -1,4 +1,6 @@
-// RunstreamClient: the producer side of DESIGN.md section 1.15 for Node.js.
+// RunstreamClient: the producer client for Node.js (key, retries, the
+// write-latency budget and the fail-open spool; docs/ARCHITECTURE.md,
+// "Producers: the TypeScript client").
 //
 // append computes what the producer left out (eventId, emittedAt, the
 // idempotency key), refuses locally what the API would refuse, then posts

@@ -1,6 +1,6 @@
 // Typed errors. Every refusal of the API, and every local refusal of an
 // event the API would refuse, is a RunstreamError carrying the API's code,
-// HTTP status, field and message (DESIGN.md section 2), so an engine
+// HTTP status, field and message (README.md, "HTTP API"), so an engine
 // branches on `code`, never on the message.
 
 /** The API's error codes (components.schemas.ErrorCode). */

@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
 
-/** The v2 formula (DESIGN.md section 1.2), as the API quotes it. */
+/** The v2 formula (docs/CONTRACT.md, "The idempotency key"), as the API quotes it. */
 export const IDEMPOTENCY_KEY_FORMULA =
   'lowercase hex SHA256(runId + "|" + stepIdNormalized + "|" + logicalAttemptId + "|" + eventType + "|" + planId + "|" + planVersion), stepIdNormalized = stepId for step events and "RUN" for run events, logicalAttemptId in decimal';
 
 /**
- * The v2 idempotency key (DESIGN.md section 1.2): lowercase hex
+ * The v2 idempotency key (docs/CONTRACT.md): lowercase hex
  * SHA-256 of runId|stepIdNormalized|logicalAttemptId|eventType|planId|planVersion,
  * UTF-8, where stepIdNormalized is "RUN" when stepId is absent or empty
  * (run-level events) and logicalAttemptId is written in decimal.

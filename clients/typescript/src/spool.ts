@@ -1,4 +1,5 @@
-// The durable local spool of fail-open events (DESIGN.md section 1.15).
+// The durable local spool of fail-open events: past the write-latency
+// budget, a FailOpen event type is kept here and sent later, in order.
 //
 // A directory holding:
 //

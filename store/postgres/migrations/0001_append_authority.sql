@@ -1,11 +1,11 @@
--- 0001: the Append Authority (DESIGN.md section 1).
+-- 0001: the Append Authority (docs/ARCHITECTURE.md, "The append path").
 --
 -- Objects are created in the current search_path schema, never a hard-coded
 -- one, so tests can give each test its own schema.
 
 -- runs: one counter row per run. Append locks it (the upsert below) and
 -- bumps last_seq inside the append transaction, so runSeq assignment order is
--- commit order per run and runSeq is contiguous (DESIGN.md 1.1). A global
+-- commit order per run and runSeq is contiguous. A global
 -- sequence would let a lower number commit after a higher one and a
 -- projector that saw the higher one would skip it. tenant_id pins the run to
 -- the tenant that created it. fillfactor leaves room for HOT updates of the
@@ -18,7 +18,7 @@ CREATE TABLE runs (
 ) WITH (fillfactor = 70);
 
 -- run_events: the append-only log. emitted_at is text so it is returned
--- byte-for-byte as the producer sent it (DESIGN.md 1.4); payload is json (not
+-- byte-for-byte as the producer sent it; payload is json (not
 -- jsonb) for the same reason: its bytes are kept as sent.
 CREATE TABLE run_events (
     run_id             text        NOT NULL,
@@ -42,7 +42,7 @@ CREATE TABLE run_events (
 );
 
 -- Persisted rows are never updated or deleted; the database enforces it,
--- not only the code (DESIGN.md 1.7).
+-- not only the code.
 CREATE FUNCTION runstream_immutable_event() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     RAISE EXCEPTION 'run_events rows are immutable: % is not allowed', TG_OP
@@ -53,9 +53,9 @@ CREATE TRIGGER run_events_immutable BEFORE UPDATE OR DELETE ON run_events
 CREATE TRIGGER run_events_no_truncate BEFORE TRUNCATE ON run_events
     FOR EACH STATEMENT EXECUTE FUNCTION runstream_immutable_event();
 
--- outbox: one row per committed event, written in the same transaction
--- (DESIGN.md 1.8). shard is derived from runId so one relay at a time owns
--- all of a run's rows and per-run order holds with several relays.
+-- outbox: one row per committed event, written in the same transaction (a
+-- transactional outbox). shard is derived from runId so one relay at a time
+-- owns all of a run's rows and per-run order holds with several relays.
 CREATE TABLE outbox (
     id         bigserial   PRIMARY KEY,
     shard      integer     NOT NULL,

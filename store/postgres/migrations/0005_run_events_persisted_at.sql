@@ -1,4 +1,4 @@
--- 0005: what convergence (DESIGN.md 1.12) reads: the runs whose latest
+-- 0005: what convergence (package converge) reads: the runs whose latest
 -- event was persisted in a time window.
 --
 -- run_events is append-only and persisted_at grows with the heap's order,

@@ -1,4 +1,4 @@
--- 0006: audit reads (DESIGN.md 1.16): one tenant's events by persistedAt,
+-- 0006: audit reads: one tenant's events by persistedAt,
 -- paged by the keyset (persisted_at, run_id, run_seq).
 --
 -- The BRIN index of 0005 cannot serve them: it has no tenant and no order,
