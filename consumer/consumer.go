@@ -159,7 +159,8 @@ type Config struct {
 	// a group must never share one. Run leaves the group when it returns,
 	// as a static member too, so a clean stop moves the partitions at once.
 	InstanceID string
-	// Heads turns on convergence (DESIGN.md 1.12): every ConvergeInterval
+	// Heads turns on convergence, the read side's anti-entropy against the
+	// store (docs/ARCHITECTURE.md, "Convergence"): every ConvergeInterval
 	// one consumer of the group compares the checkpoints of the runs that
 	// changed in the store (every run, on the first pass) with the store's
 	// last runSeq, and hands the handler what a run missed, through the gap

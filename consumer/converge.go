@@ -15,9 +15,9 @@ import (
 	"github.com/runstream/runstream/store"
 )
 
-// RunHeads is what convergence reads from the store (DESIGN.md 1.12):
-// which runs changed, where each stands, and up to when the store's answer
-// is final. *postgres.Store satisfies it.
+// RunHeads is what convergence (docs/ARCHITECTURE.md, "Convergence")
+// reads from the store: which runs changed, where each stands, and up to
+// when the store's answer is final. *postgres.Store satisfies it.
 type RunHeads interface {
 	// ConvergenceHorizon returns the time before which every committed
 	// event is final and has left the outbox.

@@ -43,7 +43,7 @@ type Config struct {
 	// ConvergeInterval is how often the projector that holds the
 	// convergence lease compares the snapshots of recently changed runs
 	// (every run, when Redis lost the cursor) with the store and repairs
-	// those behind (DESIGN.md 1.12, package converge); 0 means
+	// those behind (package converge); 0 means
 	// converge.DefaultInterval.
 	ConvergeInterval time.Duration
 	// DisableConvergence turns convergence off (it is off anyway when the

@@ -1,5 +1,6 @@
 // Package projector reduces the run-event topic into Redis snapshots
-// (DESIGN.md sections 1.9 and 2): stateless processes in one Kafka consumer
+// (docs/ARCHITECTURE.md, "The projector: Kafka to Redis"; the Redis layout
+// is docs/INTERFACES.md's): stateless processes in one Kafka consumer
 // group apply each run's events in runSeq order with the one reducer
 // (reduce), write the snapshot and its watermark lastEventSeq
 // atomically with a Lua script guarded on the previous watermark, and commit
@@ -52,7 +53,8 @@
 // listed in the set runstream:resync; every projector retries them with
 // backoff, so a crash does not forget them.
 //
-// Convergence (converge.go, DESIGN.md 1.12): when the event source can
+// Convergence (converge.go; docs/ARCHITECTURE.md, "Convergence: the read
+// side repairs itself"): when the event source can
 // report run heads (*postgres.Store can), the projector holding the
 // group's lease in Redis (snapshots.ConvergeLeaseKey) compares, every
 // Config.ConvergeInterval, the snapshots of the runs that changed in the

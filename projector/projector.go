@@ -652,8 +652,8 @@ func (p *Projector) finishRuns(ctx context.Context, fl *runsInFlight) ([]*runEve
 // observeFreshness records, for a write of re that landed at now over the
 // watermark expected, the time from the persistedAt of the first event it
 // made visible (the oldest, so the write's worst) until now: the commit to
-// snapshot-visible latency users feel (DESIGN.md 1.22), one sample per
-// run written.
+// snapshot-visible latency users feel, which alert SNAPSHOT_FRESHNESS_LOW
+// watches (docs/OPERATIONS.md), one sample per run written.
 func (p *Projector) observeFreshness(now time.Time, re *runEvents, expected int64) {
 	for i := range re.events {
 		if re.events[i].RunSeq <= expected {

@@ -16,9 +16,9 @@ const SchemaVersion = "2.0.0"
 // ContentType is the value of every record's [HeaderContentType].
 const ContentType = "application/json"
 
-// The headers of a record, by name (DESIGN.md section 2). A consumer can
-// tell a run and its runSeq from the key and [HeaderRunSeq] without decoding
-// the value ([IDs]).
+// The headers of a record, by name (docs/CONSUMERS.md, "The record"). A
+// consumer can tell a run and its runSeq from the key and [HeaderRunSeq]
+// without decoding the value ([IDs]).
 const (
 	HeaderEventType     = "eventType"
 	HeaderEventID       = "eventId"

@@ -1,8 +1,8 @@
 // Package reduce is runstream's one reducer: the pure function that folds
 // run events into a [store.RunSnapshot]. The Kafka projector and the
 // Postgres store's projectSnapshot both call it, so a snapshot rebuilt from
-// the store equals the one projected from the bus (DESIGN.md section 1.9,
-// ExecutionSemantics v1 section 1.5 rule 3).
+// the store equals the one projected from the bus (ExecutionSemantics v1
+// section 1.5 rule 3; docs/ARCHITECTURE.md, "The reducer").
 //
 // [Apply] reduces one event and never modifies its input; [Project] folds a
 // slice of events the same way, copying its input once. The package does
@@ -36,11 +36,11 @@
 //
 // # Causal violations
 //
-// The store records events without judging transitions (DESIGN.md section
-// 1.13), and with distributed writers an inversion is expected. So an
-// impossible transition is still applied, and reported as
-// [Result].CausalViolation with a Reason. The exceptions are RunQueued and
-// RunApproved, which never move a run backwards.
+// The store records events without judging transitions (it validates an
+// event's shape, never the run's state), and with distributed writers an
+// inversion is expected. So an impossible transition is still applied, and
+// reported as [Result].CausalViolation with a Reason. The exceptions are
+// RunQueued and RunApproved, which never move a run backwards.
 //
 // # Run events
 //
@@ -72,15 +72,15 @@
 //
 // # Step events
 //
-// A step event for stepId s and logicalAttemptId L finds step s or
-// appends it (steps keep the order of first appearance; a new step starts
-// as attempt L in PENDING). If L is above the step's current attempt, the
-// current attempt moves to the step's attempts history (oldest first) and
-// a fresh attempt L starts in PENDING (DESIGN.md section 1.10). If L is
-// below it, the event is late: it is applied to history entry L (created
-// in logicalAttemptId order if missing), the current attempt is left
-// alone, and it counts as a violation. The target attempt then takes the
-// event's engineAttemptId and:
+// A step event for stepId s and logicalAttemptId L finds step s or appends it
+// (steps keep the order of first appearance; a new step starts as attempt L
+// in PENDING). If L is above the step's current attempt, the current attempt
+// moves to the step's attempts history (oldest first) and a fresh attempt L
+// starts in PENDING: a snapshot keeps the history of a step's earlier
+// attempts, not only the current one. If L is below it, the event is late: it
+// is applied to history entry L (created in logicalAttemptId order if
+// missing), the current attempt is left alone, and it counts as a violation.
+// The target attempt then takes the event's engineAttemptId and:
 //
 //   - StepStarted -> RUNNING (from PENDING or RUNNING); startedAt, only if
 //     empty, = payload.sourceOccurredAt ?? emittedAt.
@@ -97,8 +97,8 @@
 //
 // Payload artifacts entries without a string uri are skipped. A step event
 // without a stepId is a violation and changes nothing but the watermark.
-// failedSteps is the contract's counter (section 1.5 rule 3, DESIGN.md
-// section 1.9): the number of StepFailed events applied to the run,
+// failedSteps is the contract's counter (ExecutionSemantics v1 section
+// 1.5 rule 3): the number of StepFailed events applied to the run,
 // including a late one applied to history. A later retry or success never
 // decrements it, and a duplicate never counts twice (it is not applied). A
 // StepFailed without a stepId, or one reaching a terminal run, changes

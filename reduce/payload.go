@@ -15,7 +15,7 @@ import (
 // not valid JSON reads as empty, and a field of the wrong type reads as
 // absent. The store validates known types strictly, but the reducer also
 // replays history and records from the bus, so it trusts nothing
-// (DESIGN.md section 1.13: the store records, it does not judge).
+// (the store records, it does not judge).
 //
 // The fields are kept in a slice, in the object's order, rather than a
 // map: a payload has a handful of fields and is read a few times, so a

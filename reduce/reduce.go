@@ -27,8 +27,9 @@ const (
 type Result struct {
 	Outcome Outcome
 	// CausalViolation is true when the event asked for a transition the
-	// state machines forbid (DESIGN.md section 1.13). The event was still
-	// applied; the caller counts PROJECTOR_CAUSAL_VIOLATION.
+	// state machines forbid. The event was still applied (the store
+	// records, it does not judge); the caller counts
+	// PROJECTOR_CAUSAL_VIOLATION.
 	CausalViolation bool
 	// Reason is a short text for logs when CausalViolation is true, for
 	// example `StepCompleted for step "a" attempt 1 in status PENDING`.

@@ -1105,7 +1105,8 @@ func TestProject_SharesNothingWithPrev(t *testing.T) {
 }
 
 // TestFailedSteps_CountsStepFailedEvents checks that failedSteps is the
-// contract's counter (DESIGN.md section 1.9): a step that failed and then
+// contract's counter (ExecutionSemantics v1 section 1.5 rule 3): a step
+// that failed and then
 // succeeded on retry still counts one failure, whether the events come in
 // one Project, one Projection Add at a time, or one Apply each, and a
 // duplicate of the StepFailed never counts twice.

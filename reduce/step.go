@@ -79,7 +79,7 @@ func (r *reducer) applyStep(ev *store.RunEventRecord, res *Result) {
 	applyAttempt(a, ev, parsePayload(buf[:0], ev.Payload), r.opts.ArtifactCounts, res)
 
 	// failedSteps is the contract's counter (ExecutionSemantics v1 section
-	// 1.5 rule 3, DESIGN.md section 1.9): one per StepFailed applied, never
+	// 1.5 rule 3): one per StepFailed applied, never
 	// decremented by a later retry or success. Duplicates never get here.
 	if ev.EventType == store.EventStepFailed {
 		s.FailedSteps++

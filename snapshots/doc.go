@@ -1,5 +1,5 @@
-// Package snapshots owns the Redis layout of DESIGN.md section 2, the one
-// format the projector writes and the API reads:
+// Package snapshots owns the Redis layout (docs/INTERFACES.md, "Redis"),
+// the one format the projector writes and the API reads:
 //
 //   - keys: a run's snapshot [Key], a tenant's run index [IndexKey], the
 //     deployment's updates channel ([UpdatesChannelOf]), the projectors'

@@ -6,7 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redis names (DESIGN.md section 2). The braces around the runId are a
+// Redis names (docs/INTERFACES.md, "Redis"). The braces around the runId are a
 // Redis Cluster hash tag: every key of one run hashes to one slot, so the
 // guarded snapshot script can run on a cluster.
 const (
@@ -18,8 +18,8 @@ const (
 )
 
 // UpdatesChannelFor is the updates channel of a deployment whose keys are
-// in Redis database db: [UpdatesChannel] for database 0, the name DESIGN.md
-// section 2 gives, and "runstream:updates:db<N>" for database N. Redis
+// in Redis database db: [UpdatesChannel] for database 0, the public name
+// docs/INTERFACES.md gives, and "runstream:updates:db<N>" for database N. Redis
 // pub/sub ignores the database number: without it, deployments sharing a
 // server on different databases would feed each other's watchers.
 func UpdatesChannelFor(db int) string {

@@ -10,7 +10,7 @@ import (
 
 // Notification is the change notice the write script publishes on the
 // deployment's updates channel ([UpdatesChannelOf]) with every snapshot it
-// writes (DESIGN.md section 2).
+// writes (docs/INTERFACES.md, "Redis").
 type Notification struct {
 	RunID        string `json:"runId"`
 	TenantID     string `json:"tenantId"`
@@ -60,8 +60,8 @@ func (e *NotificationError) Error() string {
 // publish on the Redis server can send one (pub/sub ignores the database
 // number), and what it returns goes to tenants' event streams, so it
 // returns a *NotificationError unless b is one JSON object holding each of
-// runId and tenantId once as an identifier of DESIGN.md 1.5
-// ([store.ValidIdentifier]: no control character, so no newline),
+// runId and tenantId once as an identifier ([store.ValidIdentifier]: no
+// control character, so no newline),
 // lastEventSeq as an integer >= 0, and status as empty or capitals and
 // underscores (at most 32: a newer run status passes). Other members are
 // ignored; forward [Notification.Append] of the result, never b.

@@ -12,8 +12,8 @@ import (
 	"github.com/runstream/runstream/store"
 )
 
-// TestWriteAll_Modes: each guard mode writes exactly when DESIGN.md's rule
-// says, a write publishes its notification and indexes the run, and the
+// TestWriteAll_Modes: each guard mode writes exactly when its rule
+// ([Mode]) says, a write publishes its notification and indexes the run, and the
 // watermarks read back inside Redis are the ones written.
 func TestWriteAll_Modes(t *testing.T) {
 	tenant, id := "tenant-"+testenv.RandomID(6), "write-"+testenv.RandomID(6)
@@ -124,7 +124,7 @@ func TestWriteAll_PublishesOnItsDatabasesChannel(t *testing.T) {
 	}
 	db0, db5 := on(0), on(5)
 	if got := UpdatesChannelOf(db0); got != "runstream:updates" {
-		t.Fatalf("database 0's channel %q, want DESIGN.md's runstream:updates", got)
+		t.Fatalf("database 0's channel %q, want runstream:updates (docs/INTERFACES.md)", got)
 	}
 	if got := UpdatesChannelOf(db5); got != "runstream:updates:db5" {
 		t.Fatalf("database 5's channel %q, want runstream:updates:db5", got)

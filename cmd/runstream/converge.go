@@ -9,7 +9,7 @@ import (
 )
 
 // convergeFlags are the convergence settings of projector, dev and etl
-// (DESIGN.md 1.12, package converge).
+// (package converge; docs/ARCHITECTURE.md, "Convergence").
 type convergeFlags struct {
 	interval, grace time.Duration
 }

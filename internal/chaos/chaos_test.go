@@ -21,7 +21,7 @@ import (
 )
 
 // convergeFlags go to the projector and the ETL when their --help lists
-// --converge-interval (the read side's anti-entropy, DESIGN.md 1.12):
+// --converge-interval (the read side's anti-entropy, package converge):
 // short, so that the suite waits seconds, not minutes, for a repair.
 // RUNSTREAM_CHAOS_CONVERGE replaces them (space-separated flags; for
 // example "--converge-interval=0" turns convergence off, to see what the
@@ -94,7 +94,7 @@ type scenario struct {
 	converge time.Duration
 	// standby is "sync" or "async": Postgres runs with a streaming
 	// standby, synchronous (synchronous_standby_names, the supported
-	// production setup, DESIGN.md 1.17) or not, and the components get a
+	// production setup, docs/OPERATIONS.md) or not, and the components get a
 	// multi-host URL naming both. Empty: one server.
 	standby string
 	// sentinel runs Redis as a primary with a replica under a Sentinel,
@@ -168,7 +168,8 @@ func fullScenario() scenario {
 }
 
 // asyncFailoverScenario is the failover with an asynchronous standby,
-// and no other fault: what DESIGN.md 1.17's trade-off costs, measured.
+// and no other fault: what running without the supported synchronous
+// standby (docs/OPERATIONS.md, "Postgres fails over") costs, measured.
 // Acknowledged events may be lost; the verdict reports how many, and
 // fails only on what is not explained by them.
 func asyncFailoverScenario() scenario {

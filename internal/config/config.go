@@ -1,6 +1,6 @@
 // Package config loads command settings from flags and the environment:
 // every flag --some-name can also be set as RUNSTREAM_SOME_NAME, with
-// precedence flag > environment > default (DESIGN.md section 2), and
+// precedence flag > environment > default (README.md, "Configuration"), and
 // opens the clients a URL names (RedisClient). Only cmd/runstream and the
 // benchmarks use it; components receive typed Config values and clients.
 package config

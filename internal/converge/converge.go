@@ -1,11 +1,11 @@
-// Package converge is the read side's anti-entropy (DESIGN.md 1.12): a
-// loop that compares what a consumer holds (the projector's Redis
-// snapshots, the ETL's rows) with where each run stands in the store, and
-// repairs what is behind, so that every consumer reaches the store's
-// projection of every run without an operator, whatever was lost on the
-// way: a dead-lettered tail that no later event reveals, Redis restarted
-// empty or failed over to a replica that missed writes, records lost by
-// the bus.
+// Package converge is the read side's anti-entropy (docs/ARCHITECTURE.md,
+// "Convergence: the read side repairs itself"): a loop that compares what a
+// consumer holds (the projector's Redis snapshots, the ETL's rows) with where
+// each run stands in the store, and repairs what is behind, so that every
+// consumer reaches the store's projection of every run without an operator,
+// whatever was lost on the way: a dead-lettered tail that no later event
+// reveals, Redis restarted empty or failed over to a replica that missed
+// writes, records lost by the bus.
 //
 // A pass checks the runs whose last event was persisted in a window
 // [cursor, horizon) and then moves the cursor to the horizon:

@@ -62,7 +62,7 @@ type Config struct {
 	// empty means dynamic membership.
 	SessionTimeout time.Duration
 	InstanceID     string
-	// Heads turns on convergence (consumer.Config's, DESIGN.md 1.12):
+	// Heads turns on convergence (consumer.Config's):
 	// runs the store has moved past the tables' last_event_seq, a
 	// dead-lettered tail no later record reveals, are brought up to date
 	// through the gap filler. nil: off.

@@ -925,8 +925,8 @@ func TestETL_CheckpointsInRowsAndFromEarlierVersions(t *testing.T) {
 }
 
 // TestETL_FailedStepsCountsARetriedFailure: failed_steps is the snapshot's
-// failedSteps, the contract's counter (DESIGN.md 1.9), so a step that
-// failed and then succeeded on retry leaves 1, also when the run's later
+// failedSteps, the contract's counter (StepFailed events applied), so a step
+// that failed and then succeeded on retry leaves 1, also when the run's later
 // events are folded onto its row read back from the table (a second ETL,
 // whose cache is empty) and when the StepFailed is delivered again; and the
 // store's projectSnapshot (what ?consistent=true answers) agrees.

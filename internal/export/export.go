@@ -1,9 +1,9 @@
 // Package export streams one tenant's events by persistedAt as NDJSON
-// (`runstream export`, DESIGN.md 1.16): the store's audit read, page after
-// page, each record byte for byte the JSON the API answers (one a line),
-// never past the store's audit horizon, so a follower skips no event that
-// commits late. [File] writes it to a file that exists under its name
-// only once complete.
+// (`runstream export`; docs/ARCHITECTURE.md, "Audit reads"): the store's
+// audit read, page after page, each record byte for byte the JSON the API
+// answers (one a line), never past the store's audit horizon, so a follower
+// skips no event that commits late. [File] writes it to a file that exists
+// under its name only once complete.
 package export
 
 import (

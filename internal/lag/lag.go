@@ -12,7 +12,7 @@
 //	runstream_freshness_oldest_unapplied_seconds{group}  oldest commit the group has not applied (outbox and topic)
 //	runstream_store_up                             1 when the last read of the store succeeded (with WatchOutbox)
 //
-// Freshness (DESIGN.md 1.22) is what users feel: how old the oldest
+// Freshness is what users feel: how old the oldest
 // committed event is that a group has not applied, wherever it waits. The
 // topic part is the persistedAt of each lagging partition's oldest
 // unconsumed record; with WatchOutbox the exporter also reads the store's

@@ -33,7 +33,7 @@
 // restart does not start the window again). Only then does it move to
 // outbox_dead_letters, alert EVENT_BUS_DELIVERY_FAILED is logged and
 // counted, and the run's later events flow again (consumers see a gap and
-// resync from the store, DESIGN.md 1.12).
+// resync from the store; docs/ARCHITECTURE.md, "Convergence").
 //
 // The topic: when absent, the relay creates it with the configured
 // partitions and retention (retention.ms, a week by default) and a

@@ -64,8 +64,8 @@ func kcatConsume(t *testing.T, kcat, broker, topic string) []kcatMessage {
 }
 
 // TestInterop_KcatReadsTheTopic: librdkafka (kcat) consumes what the relay
-// published and sees the keys, headers and JSON values of DESIGN.md
-// section 2.
+// published and sees the keys, headers and JSON values docs/CONSUMERS.md
+// describes ("The record").
 func TestInterop_KcatReadsTheTopic(t *testing.T) {
 	t.Parallel()
 	kcat := kcatPath(t)

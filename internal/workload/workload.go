@@ -142,7 +142,8 @@ func RunFor(rng *rand.Rand, id Identity, opts Options) []store.RunEventWrite {
 			add(Event(id, store.EventStepStarted, step, attempt, engine, tick(), nil))
 			if rng.Float64() < 0.05 {
 				// An engine retry of the same logical attempt: same key, so
-				// the store answers it as a duplicate (DESIGN.md 1.3).
+				// the store answers it as a duplicate (docs/CONTRACT.md,
+				// "Appending").
 				engine++
 				add(Event(id, store.EventStepStarted, step, attempt, engine, tick(), nil))
 			}
