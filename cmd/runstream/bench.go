@@ -517,7 +517,7 @@ var benchRead = benchTarget[readCLI, *readbench.Report]{
 		"least 50%). SSE: the time from a snapshot change in Redis (SET + PUBLISH, as the projector\n" +
 		"writes) to a watcher having read its event, the API's against a baseline in the same run: a\n" +
 		"plain net/http server subscribed to the same channel that writes the same SSE frame bytes to\n" +
-		"the same number of connections (DESIGN.md 5). The watchers run in a process of their own\n" +
+		"the same number of connections. The watchers run in a process of their own\n" +
 		"(this executable's hidden `bench read-watchers`). Two shapes: fanout (--fanout-watchers\n" +
 		"watchers of one run) and spread (--spread-watchers over --spread-runs runs); each shape runs\n" +
 		"--rounds rounds, the two arms alternating which goes first. Reported per shape and arm: p50\n" +

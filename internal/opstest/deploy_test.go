@@ -20,8 +20,8 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// documentedEnv are the variables DESIGN.md section 2 and README.md
-// document; the manifests together must set every one.
+// documentedEnv are the variables README.md ("Configuration") documents;
+// the manifests together must set every one.
 var documentedEnv = []string{
 	"RUNSTREAM_POSTGRES_URL", "RUNSTREAM_REDIS_URL", "RUNSTREAM_KAFKA_BROKERS",
 	"RUNSTREAM_TOPIC", "RUNSTREAM_GROUP", "RUNSTREAM_HTTP_ADDR",
@@ -137,7 +137,7 @@ func TestAlertRulesContract(t *testing.T) {
 		"RUN_EVENT_CLOCK_SKEW_HIGH":               "P3", // RunEvents v1: large emittedAt/persistedAt deltas
 		"ETL_LAG_HIGH":                            "P3", // the analytics ETL behind by minutes
 		"REDIS_SNAPSHOTS_LOST":                    "P2", // a cache loss convergence repairs
-		"SNAPSHOT_FRESHNESS_LOW":                  "P2", // DESIGN 1.22: what users feel
+		"SNAPSHOT_FRESHNESS_LOW":                  "P2", // freshness: what users feel
 		"API_APPENDS_FAILING":                     "P1", // engines fail steps or spool
 		"STORE_UNREACHABLE":                       "P1", // nothing can be appended
 	}

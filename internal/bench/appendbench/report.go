@@ -62,7 +62,8 @@ type Report struct {
 }
 
 // Comparison is producer clients measured against the same API with the
-// same workload, in alternated rounds (DESIGN.md section 5).
+// same workload, in alternated rounds, the median of three judged
+// (bench/README.md, "What each one measures, and its target").
 type Comparison struct {
 	// Rounds is the rounds of each arm.
 	Rounds int `json:"rounds"`

@@ -3,7 +3,7 @@
 // `COPY (SELECT <the same columns> ... ORDER BY ...) TO STDOUT` of the same
 // rows in the same run (issue 21: at least half of COPY's rate). The two
 // alternate tenant by tenant which goes first; the figure is the median
-// round's ratio (DESIGN.md §5).
+// round's ratio (bench/README.md, "What each one measures, and its target").
 package exportbench
 
 import (

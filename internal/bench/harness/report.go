@@ -103,7 +103,8 @@ func Verdict(met bool) string {
 // returns the result of the round whose key (a ratio to the baseline) is
 // the median, the lower one for an even n, and every result in the order
 // the rounds ran. One round's figure moves with what else the machine
-// does; DESIGN.md §5 judges the median of at least three. It stops at the
+// does, so a figure is the median of at least three (bench/README.md,
+// "What each one measures, and its target"). It stops at the
 // first round that fails.
 func Median[R any](n int, measure func(i int) (R, error), key func(R) float64) (median R, all []R, err error) {
 	for i := range n {

@@ -17,7 +17,7 @@ import (
 
 // RepairReport is the repair phase's outcome: how long convergence took
 // to bring back the snapshots of RepairRuns idle runs that Redis lost
-// (DESIGN.md 1.12: Redis restarted empty).
+// (as after Redis restarted empty).
 type RepairReport struct {
 	// Runs in the store, each with EventsPerRun events, none in Redis.
 	Runs         int `json:"runs"`

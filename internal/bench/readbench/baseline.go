@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// baseline is the SSE phase's raw fan-out (DESIGN.md §5): a minimal Go
+// baseline is the SSE phase's raw fan-out: a minimal Go
 // server, net/http and go-redis and nothing of runstream on the hot path,
 // that writes the same bytes to the same number of loopback connections
 // on the same trigger. It subscribes to the same Redis channel as the

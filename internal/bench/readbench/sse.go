@@ -42,7 +42,7 @@ type Shape struct {
 	Every   time.Duration `json:"-"`
 }
 
-// Shapes of DESIGN.md §5's fan-out target (issue 23, item 5).
+// Shapes of the SSE fan-out target (issue 23, item 5; bench/README.md).
 const (
 	ShapeFanout = "fanout" // 1,000 watchers of one run: every change to all
 	ShapeSpread = "spread" // 10,000 watchers over 1,000 runs, 10 each
@@ -58,7 +58,7 @@ func DefaultShapes() []Shape {
 }
 
 // SSETargetRatio is the target: the API's change -> client p99 at most
-// 1.5x the raw fan-out's, in the same run (DESIGN.md §5).
+// 1.5x the raw fan-out's, in the same run (bench/README.md).
 const SSETargetRatio = 1.5
 
 // Arms of the SSE phase.
