@@ -17,8 +17,10 @@
 //   - the docs tests: every relative link of every Markdown file of the
 //     checkout (README.md, docs/, and the others) names a file inside the
 //     repository that exists, and a heading there when it has a #fragment;
-//     and no document sends the reader outside the repository (../shared,
-//     DESIGN.md): a clone is all a reader has. docs/ARCHITECTURE.md's
+//     and no document, and no source file, comment or script, sends the
+//     reader outside the repository (to the design notes or the folder
+//     beside the checkout; only the peer-schema check's run-time path is
+//     allowed): a clone is all a reader has. docs/ARCHITECTURE.md's
 //     package table is checked against `go list` here too.
 //
 // The alert rules' own unit tests are promtool's (deploy/prometheus/

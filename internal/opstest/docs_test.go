@@ -78,7 +78,7 @@ func TestDocs_LinksStayInside(t *testing.T) {
 // docs/CONTRACT.md states the contract in the repository's own words.
 func TestDocs_NoOutsideReading(t *testing.T) {
 	root := moduleRoot(t)
-	outside := []string{"../shared", "DESIGN.md"}
+	outside := outsideNames
 	for _, doc := range markdownFiles(t, root) {
 		data, err := os.ReadFile(doc)
 		if err != nil {
@@ -93,6 +93,121 @@ func TestDocs_NoOutsideReading(t *testing.T) {
 			}
 		}
 	}
+}
+
+// outsideNames are what sends a reader outside the repository: the folder
+// beside the checkout that holds the project's design notes and the peer's
+// data, and the design notes themselves. Each is spelled in two parts so
+// that this file, which looks for them, does not hold them.
+var outsideNames = []string{".." + "/shared", "DESIGN" + ".md"}
+
+// peerPath is the one legitimate mention of the folder beside the
+// checkout: the default of RUNSTREAM_PEER_DIR, where the peer schema check
+// reads the peer implementation's JSON Schemas at run time. It is an
+// input of the tests, not a reference for readers.
+const peerPath = ".." + "/shared/peer"
+
+// peerPathReaders are the files that read peerPath at run time (or state
+// its default beside the code that does), and so may name it: the test
+// script's peer-schema line, the CI entry point that sets
+// RUNSTREAM_PEER_DIR, and testenv.PeerDir.
+var peerPathReaders = map[string]bool{
+	"scripts/test.sh":          true,
+	".ci/run":                  true,
+	"internal/testenv/peer.go": true,
+}
+
+// TestSources_NoOutsideReading is TestDocs_NoOutsideReading for
+// everything else a reader of the repository reads: Go files (comments and
+// strings alike), shell scripts, JavaScript and TypeScript sources, YAML,
+// JSON, SQL and Makefiles. Installed dependencies, build output (dist) and
+// test output are not the repository's and are left out. The files of
+// peerPathReaders may name peerPath, and only it.
+func TestSources_NoOutsideReading(t *testing.T) {
+	root := moduleRoot(t)
+	files := sourceFiles(t, root)
+	if len(files) < 100 {
+		t.Fatalf("only %d source files under %s: is the walk broken?", len(files), root)
+	}
+	seen := map[string]bool{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, f)
+		rel = filepath.ToSlash(rel)
+		for i, line := range strings.Split(string(data), "\n") {
+			if peerPathReaders[rel] && strings.Contains(line, peerPath) {
+				seen[rel] = true
+				line = strings.ReplaceAll(line, peerPath, "")
+			}
+			for _, o := range outsideNames {
+				if strings.Contains(line, o) {
+					t.Errorf("%s:%d mentions %s, which is not in the repository: say the decision here in a few words, or point at a document of the repository (docs/ARCHITECTURE.md, docs/CONTRACT.md, docs/INTERFACES.md, ...)", rel, i+1, o)
+				}
+			}
+		}
+	}
+	for rel := range peerPathReaders {
+		if !seen[rel] {
+			t.Errorf("%s no longer reads %s: remove it from peerPathReaders", rel, peerPath)
+		}
+	}
+}
+
+// sourceFiles lists the checkout's files other than Markdown that a reader
+// reads, by name (see TestSources_NoOutsideReading) or, for scripts
+// without an extension, by their #! line.
+func sourceFiles(t *testing.T, root string) []string {
+	t.Helper()
+	exts := []string{".go", ".sh", ".js", ".mjs", ".cjs", ".ts", ".yml", ".yaml", ".json", ".sql"}
+	var out []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "node_modules", "test-artifacts", "dist", "bin", ".runstream":
+				return filepath.SkipDir
+			}
+			if rel, _ := filepath.Rel(root, path); filepath.ToSlash(rel) == "bench/results" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		name := d.Name()
+		for _, e := range exts {
+			if strings.HasSuffix(name, e) {
+				out = append(out, path)
+				return nil
+			}
+		}
+		if name == "Makefile" || (!strings.Contains(name, ".") && hasShebang(path)) {
+			out = append(out, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// hasShebang reports whether the file at path starts with "#!".
+func hasShebang(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, 2)
+	n, _ := f.Read(b)
+	return n == 2 && string(b) == "#!"
 }
 
 // TestDocs_Parser checks the link and anchor parsing on a sample.
