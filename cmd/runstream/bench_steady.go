@@ -56,6 +56,7 @@ var benchSteady = benchTarget[steadyCLI, *steadybench.Report]{
 		fs.DurationVar(&cli.PartitionInterval, "partition-interval", 0, "span of each run_events partition with --retention (at least 1m); 0: "+steadybench.DefaultPartitionInterval.String())
 		fs.StringVar(&cli.ArchiveURL, "archive-url", "", "archive of the removed runs with --retention (an absolute directory, file:///dir or s3://bucket/prefix?endpoint=host:port); empty: the directory archive under --out")
 		fs.DurationVar(&cli.RetentionEvery, "retention-every", 0, "time between two retention passes with --retention; 0: "+steadybench.DefaultRetentionEvery.String())
+		fs.DurationVar(&cli.TombstoneRetention, "tombstone-retention", 0, "with --retention: delete the runs rows a dropped partition leaves this long after the drop (as runstream retention's); 0 keeps them, and the store grows by a row per run ended")
 	},
 	check: func(cli *steadyCLI) error {
 		errs := benchPositive(harness.Flag("rate", cli.Rate), harness.Flag("duration", cli.Duration),

@@ -25,6 +25,7 @@ type storeRetentionFlags struct {
 	archiveURL  string
 	tempDir     string
 	every       time.Duration
+	tombstones  time.Duration
 }
 
 func (f *storeRetentionFlags) register(fs *flag.FlagSet) {
@@ -34,6 +35,7 @@ func (f *storeRetentionFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.archiveURL, "archive-url", "", "where removed runs' events are archived as Parquet: file:///dir or s3://bucket/prefix?endpoint=host:port (required with --retention); none: removed runs need no archive, their events are dropped")
 	fs.StringVar(&f.tempDir, "temp-dir", "", "local directory each archive file is written in before its upload (default: the system's)")
 	fs.DurationVar(&f.every, "every", retention.DefaultEvery, "time between retention passes")
+	fs.DurationVar(&f.tombstones, "tombstone-retention", 0, "delete the runs rows a dropped partition leaves (they answer late appends 409 RUN_ARCHIVED and point reads at the archive) this long after the drop; after it, a removed run's id is unknown: a late duplicate would start it anew (0: keep them for ever, about 280 bytes a run)")
 }
 
 func runStoreRetention(ctx context.Context, env *environment, args []string) error {
@@ -71,7 +73,8 @@ func runStoreRetention(ctx context.Context, env *environment, args []string) err
 		return err
 	}
 	cfg := retention.Config{Retention: rf.retention, PartitionWidth: rf.width, Every: rf.every, TempDir: rf.tempDir, Log: log,
-		OnStep: retentionStepper(log, env.getenv(killAfterStepEnv))}
+		TombstoneRetention: rf.tombstones,
+		OnStep:             retentionStepper(log, env.getenv(killAfterStepEnv))}
 	switch rf.archiveURL {
 	case "":
 	case postgres.NoArchive:

@@ -93,6 +93,13 @@ type Config struct {
 	// manifest records each tenant's count under postgres.NoArchive, and
 	// audit reads over them say they were removed with no archive.
 	NoArchive bool
+	// TombstoneRetention: the runs rows a dropped partition leaves (its
+	// runs' tombstones, which answer a late append RUN_ARCHIVED and a read
+	// where the events went) are deleted this long after the drop, so the
+	// store stops growing by a row per run ended. After that a run id of a
+	// removed run is unknown: a duplicate of its events would start it
+	// anew at runSeq 1, and its reads answer 404. 0 keeps them for ever.
+	TombstoneRetention time.Duration
 	// TempDir holds each file while it is written, before its upload
 	// ("" is the system's).
 	TempDir string
@@ -132,6 +139,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("partitions are made ahead by 0 or more, got %v", c.Ahead)
 	case c.Every <= 0:
 		return fmt.Errorf("the time between retention passes must be positive, got %v", c.Every)
+	case c.TombstoneRetention < 0:
+		return fmt.Errorf("--tombstone-retention must be 0 (keep them for ever) or a positive duration, got %v", c.TombstoneRetention)
+	case c.TombstoneRetention > 0 && c.Retention == 0:
+		return errors.New("--tombstone-retention needs --retention: tombstones are what removed runs leave")
 	case c.RoutingGrace < 0:
 		return fmt.Errorf("the routing grace must be 0 (the default) or positive, got %v", c.RoutingGrace)
 	}
@@ -198,6 +209,9 @@ type Report struct {
 	// Files, Events and Bytes count the archive files written and
 	// verified in this pass.
 	Files, Events, Bytes int64
+	// Tombstones counts the runs rows of partitions dropped more than
+	// TombstoneRetention ago that this pass deleted.
+	Tombstones int64
 }
 
 // Run makes a pass now and then every cfg.Every until ctx ends. A pass
@@ -300,8 +314,20 @@ func (k *Keeper) pass(ctx context.Context, rep *Report) error {
 			rep.Dropped = append(rep.Dropped, p.Name)
 		}
 	}
+	if k.cfg.TombstoneRetention > 0 {
+		if rep.Tombstones, err = k.st.PruneTombstones(ctx, time.Now().Add(-k.cfg.TombstoneRetention), tombstoneBatch); err != nil {
+			return err
+		}
+		if rep.Tombstones > 0 {
+			k.cfg.Log.Info("retention: tombstones of runs removed long ago deleted", "runs", rep.Tombstones, "droppedBefore", time.Now().Add(-k.cfg.TombstoneRetention))
+		}
+	}
 	return nil
 }
+
+// tombstoneBatch is how many tombstones one DELETE removes: each is a
+// short transaction, so a backlog of millions never holds a long one.
+const tombstoneBatch = 10000
 
 // remove takes retired partition name from wherever an earlier pass left
 // it to dropped; false when it must wait (an event still to be relayed).

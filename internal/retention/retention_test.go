@@ -296,6 +296,8 @@ func TestKeeper_OptionsRefused(t *testing.T) {
 		{retention.Config{Retention: time.Hour}, "--archive-url none"},
 		{retention.Config{Retention: time.Hour, NoArchive: true, Archive: &archive.Dir{}}, "not both"},
 		{retention.Config{PartitionWidth: time.Second}, "--partition-interval"},
+		{retention.Config{Retention: time.Hour, NoArchive: true, TombstoneRetention: -time.Hour}, "--tombstone-retention"},
+		{retention.Config{TombstoneRetention: time.Hour}, "needs --retention"},
 	} {
 		if _, err := retention.New(nil, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want an error naming %s", tc.cfg, err, tc.want)
@@ -688,5 +690,90 @@ func TestKeeper_RefusedOrFullStopsTheRemoval(t *testing.T) {
 				t.Fatalf("the pass with room again: %+v, %v", rep, err)
 			}
 		})
+	}
+}
+
+// TestKeeper_TombstonesLeaveAfterTheirRetention: the runs rows a dropped
+// partition leaves answer a late append RUN_ARCHIVED until
+// --tombstone-retention after the drop; a pass after that deletes them,
+// and only them (a run of a live partition keeps its row and its events),
+// so the store stops growing by a row per run ended. The removed run's id
+// is then unknown: a late duplicate starts it anew at runSeq 1, as the
+// flag's help says.
+func TestKeeper_TombstonesLeaveAfterTheirRetention(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	gone := []workload.Identity{f.run(t, "tenant_a", 2, false), f.run(t, "tenant_b", 1, false)}
+	f.relayed(t)
+	k, err := retention.New(f.st, retention.Config{Retention: time.Minute, PartitionWidth: time.Minute, RoutingGrace: time.Nanosecond,
+		NoArchive: true, TombstoneRetention: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := k.Pass(f.ctx)
+	if err != nil || !slices.Contains(rep.Dropped, "run_events_backdated") || rep.Tombstones != 0 {
+		t.Fatalf("first pass: %+v, %v; want run_events_backdated dropped and its tombstones kept (dropped just now)", rep, err)
+	}
+	// A run that began after the drop, in a live partition.
+	live := f.run(t, "tenant_a", 1, false)
+	countRuns := func() (n int) {
+		t.Helper()
+		if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM runs WHERE run_id = ANY($1)`,
+			[]string{gone[0].RunID, gone[1].RunID}).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := countRuns(); n != 2 {
+		t.Fatalf("%d tombstones after the drop, want 2", n)
+	}
+	if _, err := f.st.AppendEvent(f.ctx, workload.Event(gone[0], store.EventRunStarted, "", 1, 1, time.Now(), nil)); !errors.Is(err, &store.Error{Code: store.CodeRunArchived}) {
+		t.Fatalf("a late duplicate within the tombstone retention: %v, want RUN_ARCHIVED", err)
+	}
+	// Two hours pass since the drop.
+	if _, err := f.pool.Exec(f.ctx, `UPDATE run_event_partitions SET dropped_at = dropped_at - interval '2 hours' WHERE dropped_at IS NOT NULL`); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = k.Pass(f.ctx)
+	if err != nil || rep.Tombstones != 2 {
+		t.Fatalf("pass past the tombstone retention: %+v, %v; want the 2 tombstones deleted", rep, err)
+	}
+	if n := countRuns(); n != 0 {
+		t.Fatalf("%d tombstones left, want 0", n)
+	}
+	if evs := f.events(t, live.RunID); len(evs) != 4 {
+		t.Fatalf("the live run has %d events, want 4", len(evs))
+	}
+	if rep, err := k.Pass(f.ctx); err != nil || rep.Tombstones != 0 {
+		t.Fatalf("a pass with nothing left to delete: %+v, %v", rep, err)
+	}
+	res, err := f.st.AppendEvent(f.ctx, workload.Event(gone[0], store.EventRunStarted, "", 1, 1, time.Now(), nil))
+	if err != nil || res.RunSeq != 1 || res.Idempotent || !res.Persisted {
+		t.Fatalf("a duplicate after the tombstone left: %+v, %v; want a new run at runSeq 1", res, err)
+	}
+}
+
+// TestPruneTombstones_InBatches: a backlog larger than a batch is deleted
+// in several short statements, all of it.
+func TestPruneTombstones_InBatches(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for range 7 {
+		f.run(t, "tenant_a", 0, false)
+	}
+	f.relayed(t)
+	k, err := retention.New(f.st, retention.Config{Retention: time.Minute, PartitionWidth: time.Minute, RoutingGrace: time.Nanosecond, NoArchive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := k.Pass(f.ctx); err != nil || !slices.Contains(rep.Dropped, "run_events_backdated") {
+		t.Fatalf("pass: %+v, %v", rep, err)
+	}
+	if _, err := f.st.PruneTombstones(f.ctx, time.Now().Add(time.Hour), 0); err == nil {
+		t.Fatal("a batch of 0 rows was accepted")
+	}
+	n, err := f.st.PruneTombstones(f.ctx, time.Now().Add(time.Hour), 3)
+	if err != nil || n != 7 {
+		t.Fatalf("PruneTombstones in batches of 3: %d, %v; want 7", n, err)
 	}
 }

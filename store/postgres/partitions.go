@@ -432,6 +432,33 @@ func (s *Store) DropPartition(ctx context.Context, p Partition) error {
 	})
 }
 
+// PruneTombstones deletes the runs rows of every partition dropped before
+// droppedBefore, batch rows per statement (each its own short
+// transaction, by the run_epoch index), and returns how many it deleted.
+// Those runs have no event left in the store: each row only answered a
+// late append RUN_ARCHIVED and told reads where the events went. An
+// append racing the DELETE waits for the row's lock and then sees either
+// the tombstone (409) or no run (a new one at runSeq 1).
+func (s *Store) PruneTombstones(ctx context.Context, droppedBefore time.Time, batch int) (int64, error) {
+	if batch < 1 {
+		return 0, fmt.Errorf("pruning tombstones: a batch of %d rows; want at least 1", batch)
+	}
+	var total int64
+	for {
+		tag, err := s.pool.Exec(ctx, `DELETE FROM runs WHERE run_id IN (
+			SELECT r.run_id FROM runs r
+			 WHERE r.run_epoch IN (SELECT epoch FROM run_event_partitions WHERE dropped_at < $1)
+			 LIMIT $2)`, droppedBefore, batch)
+		if err != nil {
+			return total, classify(fmt.Errorf("deleting the tombstones of partitions dropped before %s: %w", droppedBefore.Format(time.RFC3339), err))
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(batch) {
+			return total, nil
+		}
+	}
+}
+
 // OutboxHolds reports whether an event of one of p's runs still waits in
 // the outbox: after a retirement, an append that read the catalog before
 // may have added one, and the relay must publish it before the partition

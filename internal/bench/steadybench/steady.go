@@ -127,6 +127,10 @@ type Config struct {
 	// RetentionEvery is the time between two retention passes
 	// (DefaultRetentionEvery).
 	RetentionEvery time.Duration
+	// TombstoneRetention deletes the runs rows of dropped partitions this
+	// long after the drop (retention.Config.TombstoneRetention); 0 keeps
+	// them, and the store then grows by a row per run ended.
+	TombstoneRetention time.Duration
 
 	// hooks, set by tests, stand in for time.
 	hooks *testHooks
@@ -164,8 +168,11 @@ func (c Config) Validate() error {
 	if c.ArchiveURL == postgres.NoArchive {
 		errs = append(errs, errors.New("--archive-url none: the bench checks the archive and exports through it, so it needs one (a directory or an s3:// URL; empty: a directory under --out)"))
 	}
-	if c.Retention == 0 && (c.PartitionInterval != 0 || c.RetentionEvery != 0 || c.ArchiveURL != "") {
-		errs = append(errs, errors.New("--partition-interval, --retention-every and --archive-url apply with --retention only: give --retention too"))
+	if c.TombstoneRetention < 0 {
+		errs = append(errs, fmt.Errorf("--tombstone-retention must be 0 (keep them) or positive, got %v", c.TombstoneRetention))
+	}
+	if c.Retention == 0 && (c.PartitionInterval != 0 || c.RetentionEvery != 0 || c.ArchiveURL != "" || c.TombstoneRetention != 0) {
+		errs = append(errs, errors.New("--partition-interval, --retention-every, --archive-url and --tombstone-retention apply with --retention only: give --retention too"))
 	}
 	return errors.Join(errs...)
 }
@@ -304,8 +311,8 @@ func (s *StoreReport) writeText(p func(format string, args ...any)) {
 		return
 	}
 	p("  store retention: --retention %v, partitions of %v, a pass every %v, archive %s", s.Retention, s.PartitionInterval, s.Every, s.Archive)
-	p("  passes: %d (%d failed%s), longest %v, %v in all", s.Keeper.Passes, s.Keeper.Failed, lastError(s.Keeper.LastError),
-		s.Keeper.MaxPass.Round(time.Millisecond), s.Keeper.Busy.Round(time.Second))
+	p("  passes: %d (%d failed%s), longest %v, %v in all; %d tombstones deleted", s.Keeper.Passes, s.Keeper.Failed, lastError(s.Keeper.LastError),
+		s.Keeper.MaxPass.Round(time.Millisecond), s.Keeper.Busy.Round(time.Second), s.Keeper.Tombstones)
 	var events, runs int64
 	for _, d := range s.Dropped {
 		events += d.Events
@@ -483,7 +490,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 			return nil, fmt.Errorf("creating the archive's local directory under --out: %w", err)
 		}
 		if keeper, err = retention.New(retSt, retention.Config{Retention: cfg.Retention, PartitionWidth: cfg.PartitionInterval,
-			Every: cfg.RetentionEvery, Archive: storage, TempDir: tmp, Log: cfg.Logger}); err != nil {
+			Every: cfg.RetentionEvery, Archive: storage, TempDir: tmp, TombstoneRetention: cfg.TombstoneRetention, Log: cfg.Logger}); err != nil {
 			return nil, err
 		}
 		if cfg.hooks != nil && cfg.hooks.prepare != nil {
@@ -618,7 +625,13 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	rep.Verdict = judge(samples, rep.SteadyFrom)
 	storeSizes(&rep.Store, samples)
 	if passes != nil {
-		rep.Store.Verdict = judgePostgres(samples, rep.Store.FirstDrop)
+		var drops []time.Duration
+		for _, d := range rep.Store.Dropped {
+			if d.Runs > 0 {
+				drops = append(drops, d.Dropped)
+			}
+		}
+		rep.Store.Verdict = judgePostgres(samples, drops)
 		rep.Store.Pass = rep.Store.passed()
 	}
 	rep.BytesPerRun = harness.Round(bytesPerRun(rep.Final, rep.EmptyUsedMemory), 0)

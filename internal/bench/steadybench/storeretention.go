@@ -111,6 +111,9 @@ type KeeperStats struct {
 	// MaxPass is the longest pass; Busy all passes' time together.
 	MaxPass time.Duration `json:"maxPassNs"`
 	Busy    time.Duration `json:"busyNs"`
+	// Tombstones counts the runs rows of dropped partitions the passes
+	// deleted (--tombstone-retention).
+	Tombstones int64 `json:"tombstones"`
 }
 
 func startKeeper(ctx context.Context, k *retention.Keeper, every time.Duration, start time.Time, progress io.Writer, log *slog.Logger) *keeperLoop {
@@ -142,6 +145,7 @@ func (l *keeperLoop) pass(ctx context.Context) (retention.Report, error) {
 	l.st.Passes++
 	l.st.MaxPass = max(l.st.MaxPass, took)
 	l.st.Busy += took
+	l.st.Tombstones += rep.Tombstones
 	if err != nil {
 		l.st.Failed++
 		l.st.LastError = err.Error()

@@ -38,7 +38,17 @@ type Verdict struct {
 	// MaxDeviation is the largest |value - Mean| in the window, in
 	// percent of Mean.
 	MaxDeviation float64 `json:"maxDeviationPct"`
-	// Flat is MaxDeviation within FlatTolerance.
+	// TrendPerHour is the store's growth: the least-squares slope of its
+	// mean over each partition cycle since the first drop, projected over
+	// an hour, in percent of that mean (judgePostgres).
+	TrendPerHour float64 `json:"trendPerHourPct"`
+	// ByTrend: Flat judges TrendPerHour, not MaxDeviation (the store's
+	// size, which saws by a partition's size as each one fills and
+	// leaves: how high the teeth are says the partition's width, whether
+	// they climb says whether the store grows).
+	ByTrend bool `json:"byTrend,omitempty"`
+	// Flat is MaxDeviation (TrendPerHour when ByTrend) within
+	// FlatTolerance.
 	Flat bool `json:"flat"`
 	// CataloguedMin and CataloguedMax are the runs catalogued in the
 	// window.
@@ -61,11 +71,68 @@ func judge(samples []Sample, steadyFrom time.Duration) Verdict {
 }
 
 // judgePostgres gives the verdict on the store's size (Sample.PgBytes)
-// for a run whose first partition left the store at firstDrop (negative:
-// none did).
-func judgePostgres(samples []Sample, firstDrop time.Duration) Verdict {
-	return judgeOf(samples, firstDrop, ofPostgres, func(s Sample) int64 { return s.PgBytes },
+// given when each partition holding runs was dropped (elapsed, in order;
+// none: no verdict). The size saws by one partition as each fills and
+// leaves, so how high the teeth are says the partition's width, and
+// whether they climb says whether the store grows: it is judged by the
+// trend of its mean over each partition's cycle (from one drop to the
+// next) since the first drop, flat when that trend, projected over an
+// hour, is within FlatTolerance of the mean.
+func judgePostgres(samples []Sample, drops []time.Duration) Verdict {
+	first := time.Duration(-1)
+	if len(drops) > 0 {
+		first = drops[0]
+	}
+	value := func(s Sample) int64 { return s.PgBytes }
+	v := judgeOf(samples, first, ofPostgres, value,
 		"no partition left the store during the run: raise --duration, or lower --retention or --partition-interval")
+	v.ByTrend = true
+	if !v.Decided {
+		return v
+	}
+	var mids, means []float64
+	for i := 0; i+1 < len(drops); i++ {
+		var sum, n float64
+		for _, s := range samples {
+			if s.Elapsed >= drops[i] && s.Elapsed < drops[i+1] {
+				sum += float64(value(s))
+				n++
+			}
+		}
+		if n > 0 {
+			mids = append(mids, ((drops[i] + drops[i+1]) / 2).Hours())
+			means = append(means, sum/n)
+		}
+	}
+	if len(means) < minCycles {
+		v.Decided, v.Flat = false, false
+		v.Why = fmt.Sprintf("%d partition cycles after the first drop, fewer than %d: raise --duration or lower --partition-interval", len(means), minCycles)
+		return v
+	}
+	v.TrendPerHour = slopePct(mids, means)
+	v.Flat = math.Abs(v.TrendPerHour) <= FlatTolerance
+	return v
+}
+
+// minCycles is the fewest partition cycles the store's trend is judged on.
+const minCycles = 3
+
+// slopePct is the least-squares slope of ys over xs (hours), in percent
+// of ys' mean per hour.
+func slopePct(xs, ys []float64) float64 {
+	var n, sx, sy, sxx, sxy float64
+	for i := range xs {
+		n++
+		sx += xs[i]
+		sy += ys[i]
+		sxx += xs[i] * xs[i]
+		sxy += xs[i] * ys[i]
+	}
+	den := n*sxx - sx*sx
+	if n < 2 || den == 0 || sy == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / den / (sy / n) * 100
 }
 
 // judgeOf is value over the window of samples that starts at steadyFrom
@@ -118,6 +185,11 @@ func (v Verdict) Line() string {
 	word := "FLAT"
 	if !v.Flat {
 		word = "NOT FLAT"
+	}
+	if v.ByTrend {
+		return fmt.Sprintf("verdict: %s: %s from %v to %v (%d samples) mean %.2f MB, min %.2f, max %.2f (a partition's teeth), trend %+.1f%% of the mean an hour (flat: within +-%.0f%%)",
+			word, v.Of, v.From.Round(time.Second), v.To.Round(time.Second), v.Samples, v.Mean/1e6, mb(v.Min), mb(v.Max),
+			v.TrendPerHour, FlatTolerance)
 	}
 	return fmt.Sprintf("verdict: %s: %s from %v to %v (%d samples) mean %.2f MB, min %.2f, max %.2f, max deviation %.1f%% (flat: within +-%.0f%%)",
 		word, v.Of, v.From.Round(time.Second), v.To.Round(time.Second), v.Samples, v.Mean/1e6, mb(v.Min), mb(v.Max),

@@ -120,18 +120,49 @@ func TestJudgePostgres(t *testing.T) {
 		}
 		samples[i] = Sample{Elapsed: time.Duration(i) * 10 * time.Second, PgBytes: pg, UsedMemory: 1}
 	}
-	v := judgePostgres(samples, 13*time.Minute)
+	// A partition dropped at 13 minutes and every 2 minutes after.
+	var drops []time.Duration
+	for d := 13 * time.Minute; d < 30*time.Minute; d += 2 * time.Minute {
+		drops = append(drops, d)
+	}
+	v := judgePostgres(samples, drops)
 	if !v.Decided || v.Of != ofPostgres || v.From != 20*time.Minute || v.Samples != 61 || v.Min != 600_000_000 || v.Max != 700_000_000 {
 		t.Fatalf("verdict %+v; want the last 10 minutes, 61 samples, 600 to 700 MB", v)
 	}
-	if dev := math.Max(700e6-v.Mean, v.Mean-600e6) / v.Mean * 100; math.Abs(v.MaxDeviation-dev) > 1e-9 || !v.Flat {
-		t.Fatalf("max deviation %v%%, flat %v; want %v%%, flat", v.MaxDeviation, v.Flat, dev)
+	if dev := math.Max(700e6-v.Mean, v.Mean-600e6) / v.Mean * 100; math.Abs(v.MaxDeviation-dev) > 1e-9 || !v.Flat || math.Abs(v.TrendPerHour) > 5 {
+		t.Fatalf("max deviation %v%%, trend %v%%/h, flat %v; want %v%%, about 0, flat", v.MaxDeviation, v.TrendPerHour, v.Flat, dev)
+	}
+	// Teeth twice as high (a partition as large as what stays): still
+	// flat, judged by the trend.
+	tall := make([]Sample, len(samples))
+	for i, s := range samples {
+		tall[i] = s
+		if i >= 78 {
+			tall[i].PgBytes = 400_000_000 + int64((i-78)%12)*400_000_000/11
+		}
+	}
+	if v := judgePostgres(tall, drops); !v.Flat || v.MaxDeviation <= FlatTolerance {
+		t.Fatalf("tall teeth: %+v; want flat by its trend with a max deviation past %v%%", v, FlatTolerance)
+	}
+	// The same teeth on a floor that climbs 72 MB an hour (tombstones a
+	// store keeps for ever): not flat.
+	drift := make([]Sample, len(samples))
+	for i, s := range samples {
+		drift[i] = s
+		drift[i].PgBytes += int64(s.Elapsed.Hours() * 72e6)
+	}
+	if v := judgePostgres(drift, drops); v.Flat || v.TrendPerHour < 10 || !strings.Contains(v.Line(), "NOT FLAT") {
+		t.Fatalf("a climbing floor: %+v; want not flat, a trend over 10%%/h", v)
 	}
 	if line := v.Line(); !strings.Contains(line, "FLAT: Postgres size from 20m0s") {
 		t.Fatalf("line %q", line)
 	}
+	// Too few cycles to judge a trend: no verdict, saying why.
+	if v := judgePostgres(samples, drops[:2]); v.Decided || !strings.Contains(v.Line(), "partition cycles") {
+		t.Fatalf("two drops: %q", v.Line())
+	}
 	// The first drop late in the run: the window starts there.
-	if v := judgePostgres(samples, 25*time.Minute); v.From != 25*time.Minute || v.Samples != 31 {
+	if v := judgePostgres(samples, []time.Duration{25 * time.Minute, 27 * time.Minute, 29 * time.Minute, 31 * time.Minute}); v.From != 25*time.Minute || v.Samples != 31 {
 		t.Fatalf("late first drop: from %v, %d samples; want 25m0s, 31", v.From, v.Samples)
 	}
 	// Still growing in the window: not flat.
@@ -139,11 +170,11 @@ func TestJudgePostgres(t *testing.T) {
 	for i := range grow {
 		grow[i] = Sample{Elapsed: time.Duration(i) * 10 * time.Second, PgBytes: int64(i) * 1_000_000}
 	}
-	if v := judgePostgres(grow, 13*time.Minute); !v.Decided || v.Flat || !strings.Contains(v.Line(), "NOT FLAT: Postgres size") {
+	if v := judgePostgres(grow, drops); !v.Decided || v.Flat || !strings.Contains(v.Line(), "NOT FLAT: Postgres size") {
 		t.Fatalf("growing store: %+v", v)
 	}
 	// No partition left: no verdict, and it says what to change.
-	if v := judgePostgres(samples, -1); v.Decided || !strings.Contains(v.Line(), "no partition left the store") {
+	if v := judgePostgres(samples, nil); v.Decided || !strings.Contains(v.Line(), "no partition left the store") {
 		t.Fatalf("no drop: %q", v.Line())
 	}
 }
