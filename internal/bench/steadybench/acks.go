@@ -209,3 +209,12 @@ func (c ExportCheck) Line() string {
 	return fmt.Sprintf("export: %d of %d acknowledged events (%s); %d lines, %d missing, %d different, %d unacknowledged",
 		c.Matched, c.Acknowledged, word, c.Exported, c.Missing, c.Different, c.Unacknowledged)
 }
+
+// lastSeq is the number of run's events acknowledged (its last runSeq:
+// the ledger records a run's events contiguously); false when none was.
+func (l *ledger) lastSeq(run string) (int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	evs, ok := l.runs[run]
+	return int64(len(evs)), ok
+}

@@ -807,7 +807,7 @@ func finishRetention(ctx context.Context, cfg Config, rep *Report, passes *keepe
 	rs := &rep.Store
 	rs.Keeper = passes.stats()
 	var err error
-	if rs.ArchiveCheck, rs.Dropped, err = checkArchive(ctx, st, pool, storage, start, osGetenv); err != nil {
+	if rs.ArchiveCheck, rs.Dropped, err = checkArchive(ctx, st, pool, storage, start, acks, osGetenv); err != nil {
 		return err
 	}
 	for _, d := range rs.Dropped {

@@ -88,7 +88,7 @@ func TestChecks_FindWhatIsMissing(t *testing.T) {
 		t.Fatalf("pass: %+v, %v; want run_events_backdated dropped", rep, err)
 	}
 
-	ac, dropped, err := checkArchive(ctx, st, pool, dir, start, os.Getenv)
+	ac, dropped, err := checkArchive(ctx, st, pool, dir, start, nil, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +98,20 @@ func TestChecks_FindWhatIsMissing(t *testing.T) {
 	i := slices.IndexFunc(dropped, func(d DroppedPartition) bool { return d.Name == "run_events_backdated" })
 	if i < 0 || dropped[i].Runs != 5 || dropped[i].Files != 1 || dropped[i].Dropped <= 0 || dropped[i].Archived < dropped[i].Retired {
 		t.Fatalf("dropped %+v; want run_events_backdated with its 5 runs and one file, its steps in order", dropped)
+	}
+
+	// With the tombstones deleted (--tombstone-retention), each run is
+	// checked against what the bench saw acknowledged; with nothing to
+	// check it against, the check fails.
+	if _, err := st.PruneTombstones(ctx, time.Now().Add(time.Hour), 100); err != nil {
+		t.Fatal(err)
+	}
+	if ac, _, err := checkArchive(ctx, st, pool, dir, start, ledgerOf(appends), os.Getenv); err != nil || !ac.OK() || ac.Runs != 5 || ac.Whole != 5 {
+		t.Fatalf("archive check without tombstones, against the acknowledgements: %+v, %v; want 5 runs whole", ac, err)
+	}
+	if ac, _, err := checkArchive(ctx, st, pool, dir, start, nil, os.Getenv); err != nil || ac.OK() || ac.Whole != 0 ||
+		!strings.Contains(strings.Join(ac.Problems, "\n"), "neither in the runs table nor acknowledged") {
+		t.Fatalf("archive check without tombstones or acknowledgements: %+v, %v; want it failed", ac, err)
 	}
 
 	from, to := start.Add(-time.Minute), time.Now()
@@ -154,7 +168,7 @@ func TestChecks_FindWhatIsMissing(t *testing.T) {
 	if err := dir.Put(ctx, key, bytes.NewReader(buf.Bytes()), int64(buf.Len())); err != nil {
 		t.Fatal(err)
 	}
-	ac, _, err = checkArchive(ctx, st, pool, dir, start, os.Getenv)
+	ac, _, err = checkArchive(ctx, st, pool, dir, start, ledgerOf(appends), os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
