@@ -341,40 +341,20 @@ func TestLimits_HangupsAre499(t *testing.T) {
 // 503 with Retry-After at once, instead of queueing behind the store.
 func TestLimits_InflightAppends(t *testing.T) {
 	e := serve(t, httpapi.Config{Limits: httpapi.Limits{MaxInflightAppends: 1}})
-	held := workload.NewIdentity("tenant_a")
 	post := func(ev store.RunEventWrite) response { return do(t, "POST", e.url+"/v1/events", "", mustJSON(t, ev)) }
-	if r := post(workload.Event(held, store.EventRunStarted, "", 1, 1, time.Now(), nil)); r.status != 201 {
-		t.Fatalf("first append %d %s", r.status, r.body)
-	}
 	// Hold the run's row: the next append to it waits in the store,
 	// holding the only slot.
-	ctx := context.Background()
-	tx, err := e.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE", held.RunID); err != nil {
-		t.Fatal(err)
-	}
+	held, waiting, release := holdNewRun(t, e)
 	blocked := make(chan response, 1)
 	go func() { blocked <- post(workload.Event(held, store.EventStepStarted, "s1", 1, 1, time.Now(), nil)) }()
 	// Probe only once it waits on the lock: a probe earlier could take
 	// the slot first and turn the held append away.
-	var xid string
-	if err := tx.QueryRow(ctx, "SELECT pg_current_xact_id()::text").Scan(&xid); err != nil {
-		t.Fatal(err)
-	}
-	testenv.WaitFor(t, 10*time.Second, "the held append to wait on the run's row", func() bool {
-		var waiting int
-		_ = e.pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid' AND transactionid::text = $1", xid).Scan(&waiting)
-		return waiting > 0
-	})
+	testenv.WaitFor(t, 10*time.Second, "the held append to wait on the run's row", waiting)
 	r := post(workload.Event(workload.NewIdentity("tenant_a"), store.EventRunStarted, "", 1, 1, time.Now(), nil))
 	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
 		t.Fatalf("an append while the only slot is held: %d %s, want 503 with Retry-After", r.status, r.body)
 	}
-	_ = tx.Rollback(ctx)
+	release()
 	if r := <-blocked; r.status != 201 {
 		t.Fatalf("the held append: %d %s", r.status, r.body)
 	}
@@ -481,23 +461,7 @@ func TestLimits_WrongMethodIs405(t *testing.T) {
 // its events.
 func TestLimits_BatchHangupIs499(t *testing.T) {
 	e := serve(t, httpapi.Config{})
-	held := workload.NewIdentity("tenant_a")
-	if r := do(t, "POST", e.url+"/v1/events", "", mustJSON(t, workload.Event(held, store.EventRunStarted, "", 1, 1, time.Now(), nil))); r.status != 201 {
-		t.Fatalf("first append %d %s", r.status, r.body)
-	}
-	ctx := context.Background()
-	tx, err := e.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE", held.RunID); err != nil {
-		t.Fatal(err)
-	}
-	var xid string
-	if err := tx.QueryRow(ctx, "SELECT pg_current_xact_id()::text").Scan(&xid); err != nil {
-		t.Fatal(err)
-	}
+	held, waiting, release := holdNewRun(t, e)
 	// 999 events of new runs and one of the held run: the batch waits on
 	// the held run's row.
 	evs := []store.RunEventWrite{workload.Event(held, store.EventStepStarted, "s1", 1, 1, time.Now(), nil)}
@@ -513,17 +477,13 @@ func TestLimits_BatchHangupIs499(t *testing.T) {
 	if _, err := c.Write(body); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 30*time.Second, "the batch to wait on the held run's row", func() bool {
-		var waiting int
-		_ = e.pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid' AND transactionid::text = $1", xid).Scan(&waiting)
-		return waiting > 0
-	})
+	testenv.WaitFor(t, 30*time.Second, "the batch to wait on the held run's row", waiting)
 	debugBefore := e.levels.count(slog.LevelDebug)
 	c.Close()
 	testenv.WaitFor(t, 10*time.Second, "the hang-up counted as 499", func() bool {
 		return requestsWithCode(t, e.reg, "499") == 1
 	})
-	_ = tx.Rollback(ctx)
+	release()
 	if n := e.levels.count(slog.LevelError); n != 0 {
 		t.Fatalf("%d ERROR lines from one batch hang-up: %v", n, e.levels.msgs[:min(3, len(e.levels.msgs))])
 	}
@@ -533,4 +493,36 @@ func TestLimits_BatchHangupIs499(t *testing.T) {
 	if n := requestsWithCode(t, e.reg, "200"); n != 0 {
 		t.Fatalf("the hung-up batch counted as 200 (%d)", n)
 	}
+}
+
+// holdNewRun appends a RunStarted of a new run of tenant_a and holds the
+// run's row in a transaction, so the next append to the run waits in the
+// store. waiting reports whether something waits on that row; release
+// ends the transaction (also at the test's end).
+func holdNewRun(t *testing.T, e *servedEnv) (held workload.Identity, waiting func() bool, release func()) {
+	t.Helper()
+	held = workload.NewIdentity("tenant_a")
+	if r := do(t, "POST", e.url+"/v1/events", "", mustJSON(t, workload.Event(held, store.EventRunStarted, "", 1, 1, time.Now(), nil))); r.status != 201 {
+		t.Fatalf("first append %d %s", r.status, r.body)
+	}
+	ctx := context.Background()
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release = func() { _ = tx.Rollback(ctx) }
+	t.Cleanup(release)
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE", held.RunID); err != nil {
+		t.Fatal(err)
+	}
+	var xid string
+	if err := tx.QueryRow(ctx, "SELECT pg_current_xact_id()::text").Scan(&xid); err != nil {
+		t.Fatal(err)
+	}
+	waiting = func() bool {
+		var n int
+		_ = e.pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid' AND transactionid::text = $1", xid).Scan(&n)
+		return n > 0
+	}
+	return held, waiting, release
 }
