@@ -162,32 +162,41 @@ func TestSources_NoOutsideReading(t *testing.T) {
 func sourceFiles(t *testing.T, root string) []string {
 	t.Helper()
 	exts := []string{".go", ".sh", ".js", ".mjs", ".cjs", ".ts", ".yml", ".yaml", ".json", ".sql"}
+	return walkRepo(t, root, []string{".git", "node_modules", "test-artifacts", "dist", "bin", ".runstream", "bench/results"},
+		func(path string, d fs.DirEntry) bool {
+			if !d.Type().IsRegular() {
+				return false
+			}
+			name := d.Name()
+			for _, e := range exts {
+				if strings.HasSuffix(name, e) {
+					return true
+				}
+			}
+			return name == "Makefile" || (!strings.Contains(name, ".") && hasShebang(path))
+		})
+}
+
+// walkRepo lists the files under root that keep accepts, skipping every
+// directory named in skip (by its name, or, for an entry holding a slash,
+// by its slash-separated path from root).
+func walkRepo(t *testing.T, root string, skip []string, keep func(path string, d fs.DirEntry) bool) []string {
+	t.Helper()
 	var out []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
-			switch d.Name() {
-			case ".git", "node_modules", "test-artifacts", "dist", "bin", ".runstream":
-				return filepath.SkipDir
-			}
-			if rel, _ := filepath.Rel(root, path); filepath.ToSlash(rel) == "bench/results" {
-				return filepath.SkipDir
+			rel, _ := filepath.Rel(root, path)
+			for _, sk := range skip {
+				if d.Name() == sk || filepath.ToSlash(rel) == sk {
+					return filepath.SkipDir
+				}
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		name := d.Name()
-		for _, e := range exts {
-			if strings.HasSuffix(name, e) {
-				out = append(out, path)
-				return nil
-			}
-		}
-		if name == "Makefile" || (!strings.Contains(name, ".") && hasShebang(path)) {
+		if keep(path, d) {
 			out = append(out, path)
 		}
 		return nil
@@ -243,26 +252,8 @@ func relTo(root, path string) string {
 // not the repository's own (installed dependencies, test output, git).
 func markdownFiles(t *testing.T, root string) []string {
 	t.Helper()
-	var out []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			switch d.Name() {
-			case ".git", "node_modules", "test-artifacts", "dist":
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if strings.HasSuffix(d.Name(), ".md") {
-			out = append(out, path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := walkRepo(t, root, []string{".git", "node_modules", "test-artifacts", "dist"},
+		func(_ string, d fs.DirEntry) bool { return strings.HasSuffix(d.Name(), ".md") })
 	if len(out) == 0 {
 		t.Fatalf("no Markdown file under %s", root)
 	}
