@@ -23,9 +23,13 @@ type countingSource struct {
 	mine         map[string]bool
 	single, many atomic.Int64
 	manyRuns     atomic.Int64
+	fetches      atomic.Int64
 }
 
 func (s *countingSource) FetchEvents(ctx context.Context, id string, o store.FetchOptions) ([]store.RunEventRecord, error) {
+	if s.mine[id] {
+		s.fetches.Add(1)
+	}
 	return s.st.FetchEvents(ctx, id, o)
 }
 
@@ -70,12 +74,13 @@ func (f *fixture) publishLate(t *testing.T, recs []store.RunEventRecord) {
 	}
 }
 
-// TestProjector_LateBacklogForAbsentRunsResyncsInGroups: a backlog
-// published late for runs Redis does not hold is resynced from the store
-// a group of runs per query, never a run per query (issue 34: a relay
-// backlog used to turn the projector into a one-run-at-a-time resync
-// loop), and every snapshot reaches the store's state.
-func TestProjector_LateBacklogForAbsentRunsResyncsInGroups(t *testing.T) {
+// TestProjector_LateBacklogNeedsNoStore: a relay's backlog published a
+// minute after it was persisted (a broker outage), for runs Redis does not
+// hold yet, is in each run's order: the projector applies it like any
+// other records, with no read of the store at all (issue 34: a backlog
+// used to turn the projector into a one-run-at-a-time resync loop), and
+// every snapshot reaches the store's state.
+func TestProjector_LateBacklogNeedsNoStore(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	runs := f.appendRuns(t, seed(t), 200)
@@ -92,11 +97,8 @@ func TestProjector_LateBacklogForAbsentRunsResyncsInGroups(t *testing.T) {
 	cfg.DisableConvergence = true // the projector's own handling of the backlog is tested
 	run := runProjector(t, cfg, f.rdb, src)
 	f.waitConverged(t, keys(runs), 60*time.Second)
-	if n := src.single.Load(); n != 0 {
-		t.Errorf("%d runs resynced one query each; want none (the late runs of a group share one query)", n)
-	}
-	if q, r := src.many.Load(), src.manyRuns.Load(); q == 0 || q > int64(len(runs))/10 || r > int64(len(runs)) {
-		t.Errorf("%d batched queries for %d runs (%d runs asked); want at least one, at most one per 10 runs, each run asked once", q, len(runs), r)
+	if a, b, c := src.single.Load(), src.many.Load(), src.fetches.Load(); a+b+c != 0 {
+		t.Errorf("the store was read for the late backlog's runs (%d single projections, %d batched, %d event fetches); want none: late records are in their runs' order", a, b, c)
 	}
 	if got := counter(t, run.reg, "runstream_projector_non_contiguous_total", ""); got != 0 {
 		t.Errorf("PROJECTOR_NON_CONTIGUOUS_FETCH_DETECTED counted %v times for a late backlog, want 0", got)
@@ -106,6 +108,42 @@ func TestProjector_LateBacklogForAbsentRunsResyncsInGroups(t *testing.T) {
 	n, sum := histogram(t, run.reg, "runstream_projector_commit_to_visible_seconds")
 	if n < uint64(len(runs)) || sum <= 0 {
 		t.Errorf("commit-to-visible: %d samples summing %vs, want at least one per run (%d)", n, sum, len(runs))
+	}
+}
+
+// TestProjector_BacklogForLostRunsResyncsInGroups: a late backlog for runs
+// whose snapshots Redis lost (each run's first record on the topic is not
+// its first event) is resynced from the store a group of runs per query,
+// never a run per query, and counted as missing snapshots, not as gaps of
+// the bus.
+func TestProjector_BacklogForLostRunsResyncsInGroups(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	runs := f.appendRuns(t, seed(t), 200)
+	var backlog []store.RunEventRecord
+	for _, recs := range runs {
+		backlog = append(backlog, recs[1:]...) // the first went to a Redis that lost it
+	}
+	f.publishLate(t, backlog)
+	src := &countingSource{st: f.store, mine: map[string]bool{}}
+	for id := range runs {
+		src.mine[id] = true
+	}
+	cfg := testConfig(f.brokers, "g-"+testenv.RandomID(4))
+	cfg.DisableConvergence = true
+	run := runProjector(t, cfg, f.rdb, src)
+	f.waitConverged(t, keys(runs), 60*time.Second)
+	if n := src.single.Load(); n != 0 {
+		t.Errorf("%d runs resynced one query each; want none (the runs of a group share one query)", n)
+	}
+	if q, r := src.many.Load(), src.manyRuns.Load(); q == 0 || q > int64(len(runs))/10 || r > int64(len(runs)) {
+		t.Errorf("%d batched queries for %d runs (%d runs asked); want at least one, at most one per 10 runs, each run asked once", q, len(runs), r)
+	}
+	if got := counter(t, run.reg, "runstream_projector_non_contiguous_total", ""); got != 0 {
+		t.Errorf("PROJECTOR_NON_CONTIGUOUS_FETCH_DETECTED counted %v times for lost snapshots, want 0", got)
+	}
+	if got := counter(t, run.reg, "runstream_projector_missing_snapshots_total", ""); got != float64(len(runs)) {
+		t.Errorf("runstream_projector_missing_snapshots_total = %v, want %d (one per run)", got, len(runs))
 	}
 }
 

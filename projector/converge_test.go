@@ -92,7 +92,7 @@ func TestConverge_DeadLetteredTail(t *testing.T) {
 
 // TestConverge_ReplayOntoMissingSnapshot: Redis lost a finished run's
 // snapshot, then its first event is replayed (relay dlq retry publishes it
-// again, long after it was persisted). The projector must not write the
+// again, marked redelivered). The projector must not write the
 // replayed event onto nothing as if the run had just started: the
 // snapshot comes back as the store's state, and no notification ever
 // shows the run at runSeq 1. Convergence is off here, so the projector's
@@ -123,8 +123,7 @@ func TestConverge_ReplayOntoMissingSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	persisted, _ := time.Parse(time.RFC3339Nano, first.PersistedAt)
-	kr.Timestamp = persisted.Add(time.Minute) // published a minute after it was persisted: a replay
+	record.MarkRedelivered(kr) // as the relay publishes a retried dead letter
 	if err := f.producer.ProduceSync(context.Background(), kr).FirstErr(); err != nil {
 		t.Fatal(err)
 	}

@@ -40,10 +40,12 @@
 // A run Redis does not hold whose first event in a batch is not its first
 // (Redis lost the snapshot, or the run's first events were dead-lettered)
 // is resynced FULL and counted as missing, not as a gap of the bus. So is
-// a run Redis does not hold whose records were published long after they
-// were persisted (a relay's backlog after a broker outage, a dead letter
-// replayed): its events may be older than what Redis lost, so the store
-// says where it stands. These FULL resyncs cost no round trip each: the
+// a run Redis does not hold whose first record is a retried dead letter
+// (header redelivered, record.Redelivered): its later events came before
+// it, so it may be older than what Redis lost, and the store says where
+// the run stands. A record that is only late (a relay's backlog after a
+// broker outage) is in its run's order and is applied like any other,
+// however old. The FULL resyncs cost no round trip each: the
 // projections of a group of runs (up to 128) come in one store query
 // (postgres.Store.ProjectSnapshots), read while the previous group is
 // reduced, so a backlog for runs absent from Redis drains at about the

@@ -254,7 +254,7 @@ type runEvents struct {
 	// behind it (no events of its own): resync unless the snapshot has
 	// caught up meanwhile.
 	behind int64
-	// first is the record of the first of events; see isLate.
+	// first is the record of the first of events; see replayed.
 	first      *kgo.Record
 	lastRecord *kgo.Record
 
@@ -319,23 +319,16 @@ func (p *Projector) decode(recs []*kgo.Record) []*runEvents {
 	return order
 }
 
-// lateAfter is how long after its persistedAt a record may be published
-// and still be taken as new by a run that has no snapshot (see isLate).
-const lateAfter = 10 * time.Second
-
-// isLate reports whether r was published more than lateAfter after ev was
-// persisted: a dead letter replayed, or an event the relay held through an
-// outage. It is asked only of a run without a snapshot, for its first
-// record of the batch: such a run's events may be older than what Redis
-// lost, and applying them to nothing would present an old state as
-// current (ExecutionSemantics v1 1.5: a snapshot never regresses), so it
-// is resynced from the store instead.
-func isLate(r *kgo.Record, ev *store.RunEventRecord) bool {
-	if r.Timestamp.IsZero() {
-		return false
-	}
-	t, err := time.Parse(time.RFC3339Nano, ev.PersistedAt)
-	return err == nil && r.Timestamp.Sub(t) > lateAfter
+// replayed reports whether re's first record was published out of its
+// run's order: a dead letter an operator retried (record.Redelivered),
+// published after later events of its run were. It is asked only of a run
+// without a snapshot: applying such a record to nothing would present an
+// old state as current (ExecutionSemantics v1 1.5: a snapshot never
+// regresses), so the run is resynced from the store instead. A record that
+// is merely late (a relay's backlog after a broker outage) is in its run's
+// order and is applied like any other.
+func replayed(re *runEvents) bool {
+	return re.first != nil && record.Redelivered(re.first)
 }
 
 // pastRetention reports whether ev was persisted longer ago than the
@@ -562,7 +555,7 @@ func (p *Projector) wantsFull(re *runEvents, prev store.RunSnapshot, exists, bro
 	if len(re.events) == 0 {
 		return false
 	}
-	return re.events[0].RunSeq > 1 || isLate(re.first, &re.events[0]) || p.pastRetention(&re.events[0])
+	return re.events[0].RunSeq > 1 || replayed(re) || p.pastRetention(&re.events[0])
 }
 
 // reduceAndSend reduces one run against its snapshot (cached, or in read)
@@ -680,9 +673,10 @@ func (p *Projector) reduceRun(ctx context.Context, re *runEvents, prev store.Run
 	if broken {
 		cur = store.RunSnapshot{}
 	}
-	// A run with no snapshot whose events come late may be getting old
-	// events (a replayed dead letter after Redis lost the snapshot): the
-	// store says where it really stands. So does one whose event is older
+	// A run with no snapshot whose first record is a retried dead letter
+	// (replayed) may be getting old events, its later ones having come
+	// before (and Redis having lost them since): the store says where it
+	// really stands. So does one whose event is older
 	// than the snapshot retention (a consumer replaying the topic from its
 	// start): the run may have ended and expired, and applying its first
 	// events to nothing would bring it back half built until the replay
@@ -690,7 +684,8 @@ func (p *Projector) reduceRun(ctx context.Context, re *runEvents, prev store.Run
 	// all when it is past its retention.
 	//
 	// Either way the store's answer comes with the group's others
-	// (readSnapshots): being late costs no round trip of its own.
+	// (readSnapshots): it costs no round trip of its own. A record that is
+	// only late (a relay backlog) is in its run's order and needs none.
 	//
 	// A run with no snapshot whose first event here is not its first
 	// (runSeq > 1) had a snapshot that Redis lost (restarted empty, failed
@@ -699,7 +694,7 @@ func (p *Projector) reduceRun(ctx context.Context, re *runEvents, prev store.Run
 	// watermark, so it is counted apart (missing), not as
 	// PROJECTOR_NON_CONTIGUOUS_FETCH_DETECTED.
 	oldOnNothing := !exists && !broken && len(re.events) > 0 &&
-		(isLate(re.first, &re.events[0]) || p.pastRetention(&re.events[0]))
+		(replayed(re) || p.pastRetention(&re.events[0]))
 	missing := !exists && !broken && len(re.events) > 0 && re.events[0].RunSeq > 1
 	needResync := broken || re.undecoded || re.resync || re.behind > 0 || oldOnNothing || missing || (exists && prev.Stale)
 	gap := false

@@ -1,6 +1,7 @@
 // Package record is the Kafka record of a run event, in one place: its key
 // (the runId), its value (the [store.RunEventRecord] JSON), its headers
-// (eventType, eventId, runSeq, tenantId, content-type, schema-version), how
+// (eventType, eventId, runSeq, tenantId, content-type, schema-version, and
+// redelivered on a retried dead letter), how
 // the relay encodes them ([New], [AppendValue]) and how the projector, the
 // consumer library and `runstream export` read them back ([DecodeValue],
 // [IDs]). Tests and benchmarks build the records they produce with [New],

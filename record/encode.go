@@ -26,6 +26,10 @@ const (
 	HeaderTenantID      = "tenantId"
 	HeaderContentType   = "content-type"
 	HeaderSchemaVersion = "schema-version"
+	// HeaderRedelivered ("true") is on a record published again from the
+	// dead-letter table ([MarkRedelivered]), and on no other: later events
+	// of its run may be on the topic before it.
+	HeaderRedelivered = "redelivered"
 )
 
 // New builds the Kafka record of an event on topic: key runId, value the

@@ -27,3 +27,24 @@ func IDs(r *kgo.Record) (runID string, runSeq int64, ok bool) {
 	}
 	return "", 0, false
 }
+
+// MarkRedelivered adds the [HeaderRedelivered] header to a record built by
+// [New]: the relay marks so a dead letter an operator retried, which is
+// published after later events of its run were.
+func MarkRedelivered(r *kgo.Record) {
+	r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderRedelivered, Value: []byte("true")})
+}
+
+// Redelivered reports whether r carries [HeaderRedelivered] "true": a
+// consumer that holds nothing of the record's run must not take it for
+// the run's current state (its later events came before it), and reads
+// the run from the store instead. A record without the header is in its
+// run's order, however late it was published (a relay backlog).
+func Redelivered(r *kgo.Record) bool {
+	for i := range r.Headers {
+		if h := &r.Headers[i]; h.Key == HeaderRedelivered {
+			return string(h.Value) == "true"
+		}
+	}
+	return false
+}

@@ -61,3 +61,27 @@ func TestNew_HeadersEqualTheValue(t *testing.T) {
 		}
 	}
 }
+
+// TestRedelivered: only a record marked by MarkRedelivered reads as
+// redelivered, and marking keeps the other headers (IDs still reads it).
+func TestRedelivered(t *testing.T) {
+	rec := store.RunEventRecord{RunEventWrite: store.RunEventWrite{RunID: "run-1", EventType: "RunStarted"}, RunSeq: 3}
+	kr, err := record.New("run-events", &rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if record.Redelivered(kr) {
+		t.Fatal("a record from New reads as redelivered")
+	}
+	record.MarkRedelivered(kr)
+	if !record.Redelivered(kr) {
+		t.Fatal("a marked record does not read as redelivered")
+	}
+	if id, seq, ok := record.IDs(kr); !ok || id != "run-1" || seq != 3 {
+		t.Fatalf("IDs after marking = %q, %d, %v", id, seq, ok)
+	}
+	kr.Headers[len(kr.Headers)-1].Value = []byte("false")
+	if record.Redelivered(kr) {
+		t.Fatal(`"redelivered: false" reads as redelivered`)
+	}
+}

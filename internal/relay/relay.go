@@ -310,6 +310,9 @@ func (r *Relay) round(ctx context.Context, shards []int32, st *roundState) (res 
 				if err != nil {
 					return res, err
 				}
+				if rs[wave].Redelivered {
+					record.MarkRedelivered(rec)
+				}
 				batch = append(batch, rs[wave])
 				recs = append(recs, rec)
 			}

@@ -29,6 +29,7 @@ import (
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/testenv/testkafka"
 	"github.com/runstream/runstream/internal/workload"
+	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -672,6 +673,16 @@ func TestRelay_RefusedRecordIsDeadLetteredAndTheRunFlowsOn(t *testing.T) {
 	})
 	if dls, _ := f.store.Outbox().ListDeadLetters(ctx, "", 10); len(dls) != 0 {
 		t.Fatalf("dead letters after retry: %+v", dls)
+	}
+	// Only the retried letter says it is a redelivery: a consumer holding
+	// nothing of the run must not take it for the run's state.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.recs {
+		_, seq, _ := record.IDs(r)
+		if want := string(r.Key) == victim.RunID && seq == 1; record.Redelivered(r) != want {
+			t.Errorf("run %s runSeq %d: redelivered header %q, want it only on the retried dead letter", r.Key, seq, header(r, record.HeaderRedelivered))
+		}
 	}
 }
 

@@ -102,10 +102,12 @@ func (o *Outbox) GetDeadLetter(ctx context.Context, id int64) (d DeadLetter, ok 
 
 // RetryDeadLetters moves dead letters back into the outbox (with fresh
 // attempts and a fresh retry window) so the relay publishes them again:
-// the ones with the given ids, or all of them when all is set. Consumers that already resynced past an
-// event drop the replay as a duplicate (runSeq at or below their watermark).
-// It returns how many
-// rows moved. A letter whose event the store no longer holds (in its
+// the ones with the given ids, or all of them when all is set. The rows
+// are marked redelivered (migration 0018): the relay publishes them with
+// the record header that tells consumers later events of the run may have
+// come before. Consumers that already resynced past an event drop the
+// replay as a duplicate (runSeq at or below their watermark). It returns
+// how many rows moved. A letter whose event the store no longer holds (in its
 // run's partition, as the listing joins it) is not moved: its outbox row
 // would never drain, since the relay has nothing to publish.
 func (o *Outbox) RetryDeadLetters(ctx context.Context, ids []int64, all bool) (int64, error) {
@@ -120,7 +122,8 @@ func (o *Outbox) RetryDeadLetters(ctx context.Context, ids []int64, all bool) (i
 						ON e.run_id = r.run_id AND e.run_epoch = r.run_epoch
 						WHERE r.run_id = d.run_id AND e.run_seq = d.run_seq)
 				RETURNING d.shard, d.run_id, d.run_seq)
-			INSERT INTO outbox (shard, run_id, run_seq) SELECT shard, run_id, run_seq FROM gone ORDER BY run_id, run_seq`, ids, all)
+			INSERT INTO outbox (shard, run_id, run_seq, redelivered)
+			SELECT shard, run_id, run_seq, true FROM gone ORDER BY run_id, run_seq`, ids, all)
 		moved = tag.RowsAffected()
 		if err == nil && moved > 0 {
 			_, err = tx.Exec(ctx, `SELECT pg_notify('runstream_outbox', '')`)

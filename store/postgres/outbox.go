@@ -38,6 +38,9 @@ type OutboxRow struct {
 	Attempts int
 	// CommittedAt is when the row's transaction committed (see readHeadSQL).
 	CommittedAt time.Time
+	// Redelivered is set on a dead letter moved back by RetryDeadLetters:
+	// later events of its run may already be published.
+	Redelivered bool
 	Record      store.RunEventRecord
 }
 
@@ -68,14 +71,14 @@ const readHeadSQL = `WITH blocked AS (
 	SELECT DISTINCT run_id FROM outbox
 	WHERE next_attempt_at IS NOT NULL AND next_attempt_at > clock_timestamp() AND shard = ANY($1)),
 head AS (
-	SELECT o.id, o.attempts, o.run_id, o.run_seq,
+	SELECT o.id, o.attempts, o.run_id, o.run_seq, o.redelivered,
 		coalesce(CASE WHEN o.attempts = 0 AND current_setting('track_commit_timestamp')::bool
 			THEN pg_xact_commit_timestamp(o.xmin) END, o.created_at) AS committed_at
 	FROM outbox o
 	WHERE o.shard = ANY($1) AND o.run_id NOT IN (SELECT run_id FROM blocked)
 		AND o.id NOT IN (SELECT unnest($3::bigint[]))
 	ORDER BY o.id LIMIT $2)
-SELECT h.id, h.attempts, h.committed_at,
+SELECT h.id, h.attempts, h.committed_at, h.redelivered,
 	e.run_id, e.run_seq, e.event_id::text, e.event_type, e.idempotency_key, e.tenant_id,
 	e.project_id, e.environment_id, e.plan_id, e.plan_version, coalesce(e.step_id, ''),
 	e.engine_attempt_id, e.logical_attempt_id, e.emitted_at, e.persisted_at, e.payload::text
@@ -104,7 +107,7 @@ func (o *Outbox) ReadHead(ctx context.Context, shards []int32, limit int, skip [
 			persisted time.Time
 			payload   *string
 		)
-		err := row.Scan(&r.ID, &r.Attempts, &r.CommittedAt,
+		err := row.Scan(&r.ID, &r.Attempts, &r.CommittedAt, &r.Redelivered,
 			&r.Record.RunID, &r.Record.RunSeq, &r.Record.EventID, &r.Record.EventType, &r.Record.IdempotencyKey, &r.Record.TenantID,
 			&r.Record.ProjectID, &r.Record.EnvironmentID, &r.Record.PlanID, &r.Record.PlanVersion, &r.Record.StepID,
 			&eng, &log, &r.Record.EmittedAt, &persisted, &payload)

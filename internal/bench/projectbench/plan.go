@@ -141,9 +141,7 @@ func (b *bench) fill(ctx context.Context, kafka *harness.Broker, plans []*plan, 
 			return nil, err
 		}
 		// Stamped as the relay would have published it, just after it was
-		// persisted: the topic is a history being caught up on, not a
-		// backlog published late (which a projector treats with care, see
-		// projector.isLate).
+		// persisted: the topic is a history being caught up on.
 		if t, err := time.Parse(time.RFC3339Nano, rec.PersistedAt); err == nil {
 			kr.Timestamp = t.Add(5 * time.Millisecond)
 		}

@@ -1,0 +1,17 @@
+-- 0018: outbox rows say whether they are a redelivery (issue 34).
+--
+-- A dead letter that an operator retries goes back into the outbox and is
+-- published after later events of its run already were (those went on
+-- when the letter was dead-lettered). A consumer that lost a run's state
+-- and sees such a record first must not apply it to nothing: it would
+-- present an old state as the run's current one. Until now the projector
+-- guessed this from the record's age (published more than 10 s after it
+-- was persisted), which also took every record of a relay backlog for a
+-- replay and resynced its run from the store. The outbox now knows:
+-- RetryDeadLetters inserts its rows with redelivered = true, the relay
+-- publishes them with the record header redelivered: true, and a record
+-- that is merely late is applied like any other.
+--
+-- A column with a constant default is added without rewriting either
+-- part: the migration holds the outbox's lock for milliseconds.
+ALTER TABLE outbox ADD COLUMN redelivered boolean NOT NULL DEFAULT false;
