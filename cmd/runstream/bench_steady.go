@@ -39,6 +39,9 @@ var benchSteady = benchTarget[steadyCLI, *steadybench.Report]{
 		"used_memory (from the first partition's removal on), and at the end every dropped partition's\n" +
 		"archive files are read back against the manifest and the runs table, and an export of the\n" +
 		"tenant's whole window (store and archive) is compared with every event the store acknowledged.\n" +
+		"Each sample also times the projector's convergence window statements (the BRIN summary and the\n" +
+		"changed-runs query); --store-schema appends into a schema loaded with millions of events to\n" +
+		"see them at size.\n" +
 		"See bench/README.md.",
 	flags: func(fs *flag.FlagSet, cli *steadyCLI) {
 		fs.StringVar(&cli.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL; the bench works in a fresh schema bench_<random> (dropped at the end)")
@@ -56,6 +59,7 @@ var benchSteady = benchTarget[steadyCLI, *steadybench.Report]{
 		fs.DurationVar(&cli.PartitionInterval, "partition-interval", 0, "span of each run_events partition with --retention (at least 1m); 0: "+steadybench.DefaultPartitionInterval.String())
 		fs.StringVar(&cli.ArchiveURL, "archive-url", "", "archive of the removed runs with --retention (an absolute directory, file:///dir or s3://bucket/prefix?endpoint=host:port); empty: the directory archive under --out")
 		fs.DurationVar(&cli.RetentionEvery, "retention-every", 0, "time between two retention passes with --retention; 0: "+steadybench.DefaultRetentionEvery.String())
+		fs.StringVar(&cli.StoreSchema, "store-schema", "", "append into this existing schema (one bench read --source store --keep-schema loaded) instead of a fresh one, and keep it: the convergence window's statements at size; not with --retention")
 		fs.DurationVar(&cli.TombstoneRetention, "tombstone-retention", 0, "with --retention: delete the runs rows a dropped partition leaves this long after the drop (as runstream retention's); 0 keeps them, and the store grows by a row per run ended")
 	},
 	check: func(cli *steadyCLI) error {

@@ -64,6 +64,38 @@ func MigratedSchema(ctx context.Context, pgURL string, keep bool) (_ *Schema, _ 
 	return sc, pool, nil
 }
 
+// ExistingSchema opens a pool on schema name, which an earlier bench left
+// (--keep-schema), and applies the store's migrations to it (a no-op when
+// it is current). The schema is kept: Drop only closes.
+func ExistingSchema(ctx context.Context, pgURL, name string) (_ *Schema, _ *pgxpool.Pool, err error) {
+	admin, err := postgres.Connect(ctx, pgURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc := &Schema{Name: name, URL: WithSearchPath(pgURL, name), admin: admin, keep: true}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, sc.Drop(ctx))
+		}
+	}()
+	var exists bool
+	if err := admin.QueryRow(ctx, `SELECT to_regnamespace($1) IS NOT NULL`, name).Scan(&exists); err != nil {
+		return nil, nil, fmt.Errorf("looking up schema %s: %w", name, err)
+	}
+	if !exists {
+		return nil, nil, fmt.Errorf("schema %q does not exist: load one with runstream bench read --source store --keep-schema (it prints the schema's name)", name)
+	}
+	pool, err := postgres.Connect(ctx, sc.URL)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := postgres.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("migrating schema %s: %w", name, err)
+	}
+	return sc, pool, nil
+}
+
 // Drop drops the schema unless it is kept, also after ctx was cancelled
 // (an interrupted bench still cleans up). It is safe to call more than
 // once.

@@ -47,6 +47,9 @@ type Sample struct {
 	// one included), Dropped those retention dropped so far.
 	Partitions int64 `json:"partitions"`
 	Dropped    int64 `json:"partitionsDropped"`
+	// Converge is the convergence window statements' timings since the
+	// previous sample.
+	Converge QueryTimes `json:"converge"`
 }
 
 // Lag is the events appended and not yet projected: the relay's backlog
@@ -56,14 +59,17 @@ func (s Sample) Lag() int64 { return s.Appended - s.Projected }
 // csvHeader names the CSV's columns; csvRecord writes a sample in them.
 var csvHeader = []string{"elapsed_s", "time", "used_memory", "used_memory_rss", "dbsize", "runs_catalogued",
 	"open_runs", "runs_ended", "events_appended", "events_on_topic", "events_projected", "projector_lag", "load1",
-	"pg_bytes", "run_events_bytes", "runs_bytes", "partitions", "partitions_dropped"}
+	"pg_bytes", "run_events_bytes", "runs_bytes", "partitions", "partitions_dropped",
+	"converge_windows", "changed_runs_mean_ms", "changed_runs_max_ms", "summarize_max_ms"}
 
 func csvRecord(s Sample) []string {
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	f2 := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 	return []string{strconv.FormatFloat(s.Elapsed.Seconds(), 'f', 1, 64), s.At.UTC().Format(time.RFC3339),
 		i(s.UsedMemory), i(s.UsedMemoryRSS), i(s.Keys), i(s.Catalogued), i(s.OpenRuns), i(s.Ended),
 		i(s.Appended), i(s.OnTopic), i(s.Projected), i(s.Lag()), strconv.FormatFloat(s.Load1, 'f', 2, 64),
-		i(s.PgBytes), i(s.RunEventsBytes), i(s.RunsBytes), i(s.Partitions), i(s.Dropped)}
+		i(s.PgBytes), i(s.RunEventsBytes), i(s.RunsBytes), i(s.Partitions), i(s.Dropped),
+		i(s.Converge.Windows), f2(s.Converge.QueryMeanMs), f2(s.Converge.QueryMaxMs), f2(s.Converge.SummaryMaxMs)}
 }
 
 // csvLog writes the samples to a CSV file as they are taken, each line
@@ -116,9 +122,9 @@ func loadAverage1() float64 {
 
 // progressLine is a sample as a line of stderr.
 func progressLine(w io.Writer, s Sample) {
-	fmt.Fprintf(w, "bench: steady %5.0fs  used_memory %7.2f MB (rss %7.2f MB)  keys %7d  catalogued %7d  open %6d  ended %7d  appended %9d  lag %6d  postgres %8.1f MB (run_events %8.1f, %d partitions, %d dropped)  load %.2f\n",
+	fmt.Fprintf(w, "bench: steady %5.0fs  used_memory %7.2f MB (rss %7.2f MB)  keys %7d  catalogued %7d  open %6d  ended %7d  appended %9d  lag %6d  postgres %8.1f MB (run_events %8.1f, %d partitions, %d dropped)  converge query max %.1f ms  load %.2f\n",
 		s.Elapsed.Seconds(), mb(s.UsedMemory), mb(s.UsedMemoryRSS), s.Keys, s.Catalogued, s.OpenRuns, s.Ended,
-		s.Appended, s.Lag(), mb(s.PgBytes), mb(s.RunEventsBytes), s.Partitions, s.Dropped, s.Load1)
+		s.Appended, s.Lag(), mb(s.PgBytes), mb(s.RunEventsBytes), s.Partitions, s.Dropped, s.Converge.QueryMaxMs, s.Load1)
 }
 
 // mb is n bytes in MB (10^6 bytes).

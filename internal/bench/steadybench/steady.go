@@ -131,6 +131,12 @@ type Config struct {
 	// long after the drop (retention.Config.TombstoneRetention); 0 keeps
 	// them, and the store then grows by a row per run ended.
 	TombstoneRetention time.Duration
+	// StoreSchema, when set, is an existing schema to append into instead
+	// of a fresh one (migrated first, kept at the end): one that
+	// `runstream bench read --source store --keep-schema` loaded with
+	// millions of events, to see the convergence window's statements at
+	// size (Report.Converge). Not with Retention.
+	StoreSchema string
 
 	// hooks, set by tests, stand in for time.
 	hooks *testHooks
@@ -170,6 +176,9 @@ func (c Config) Validate() error {
 	}
 	if c.TombstoneRetention < 0 {
 		errs = append(errs, fmt.Errorf("--tombstone-retention must be 0 (keep them) or positive, got %v", c.TombstoneRetention))
+	}
+	if c.StoreSchema != "" && c.Retention > 0 {
+		errs = append(errs, errors.New("--store-schema and --retention: retention would archive and drop the given schema's runs; use one or the other"))
 	}
 	if c.Retention == 0 && (c.PartitionInterval != 0 || c.RetentionEvery != 0 || c.ArchiveURL != "" || c.TombstoneRetention != 0) {
 		errs = append(errs, errors.New("--partition-interval, --retention-every, --archive-url and --tombstone-retention apply with --retention only: give --retention too"))
@@ -255,6 +264,12 @@ type Report struct {
 	CPU  harness.CPU `json:"cpu"`
 	Load [3]float64  `json:"load1MinMeanMax"`
 
+	// Converge is the convergence window statements' timings over the
+	// whole run (each sample has its interval's).
+	Converge QueryTimes `json:"converge"`
+	// StoreSchema is the schema appended into: a fresh one, dropped at the
+	// end, or Config.StoreSchema.
+	StoreSchema string `json:"storeSchema"`
 	// Store is the store's size over the run and, with a retention, what
 	// retention did and the checks at the end.
 	Store StoreReport `json:"store"`
@@ -389,6 +404,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	p("  CPU: this process %.2f cores, machine %.2f cores; load average (1 min) min %.2f, mean %.2f, max %.2f",
 		r.CPU.Process, r.CPU.Machine, r.Load[0], r.Load[1], r.Load[2])
 	r.Store.writeText(p)
+	c := r.Converge
+	p("  convergence windows (schema %s): %d ChangedRuns queries, mean %.2f ms, slowest %.2f ms; %d summaries of the BRIN's new ranges, slowest %.2f ms",
+		r.StoreSchema, c.Windows, c.QueryMeanMs, c.QueryMaxMs, c.Summaries, c.SummaryMaxMs)
 	p("  CSV %s", r.CSV)
 	p("  PNG %s", r.PNG)
 	p("  %s", r.Verdict.Line())
@@ -439,12 +457,22 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	rep.EmptyUsedMemory = empty.used
 
-	// The store: a fresh schema, and three pools as three processes would
-	// have (the appenders', the relay's, the projector's).
-	sc, relayPool, err := harness.MigratedSchema(ctx, cfg.PostgresURL, false)
+	// The store: a fresh schema (or the given one), and three pools as
+	// three processes would have (the appenders', the relay's, the
+	// projector's).
+	var (
+		sc        *harness.Schema
+		relayPool *pgxpool.Pool
+	)
+	if cfg.StoreSchema != "" {
+		sc, relayPool, err = harness.ExistingSchema(ctx, cfg.PostgresURL, cfg.StoreSchema)
+	} else {
+		sc, relayPool, err = harness.MigratedSchema(ctx, cfg.PostgresURL, false)
+	}
 	if err != nil {
 		return nil, err
 	}
+	rep.StoreSchema = sc.Name
 	defer func() { err = errors.Join(err, sc.Drop(ctx)) }()
 	defer relayPool.Close()
 	appendPool, err := postgres.Connect(ctx, sc.URL)
@@ -465,6 +493,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
+	heads := &timedHeads{Store: projStore}
 	// A fourth pool, as `runstream retention run` would have: the Keeper's
 	// and the size readings'.
 	retPool, err := postgres.Connect(ctx, sc.URL)
@@ -548,7 +577,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	g.Go(func() error { return rl.Run(gctx) })
 	prj, err := projector.New(projector.Config{Brokers: kafka.Addrs, Topic: kafka.Topic, Group: group,
-		SnapshotTTL: cfg.SnapshotTTL, Registerer: prometheus.NewRegistry(), Logger: cfg.Logger}, rdb, projStore)
+		SnapshotTTL: cfg.SnapshotTTL, Registerer: prometheus.NewRegistry(), Logger: cfg.Logger}, rdb, heads)
 	if err != nil {
 		return nil, err
 	}
@@ -560,7 +589,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	defer func() { err = errors.Join(err, csvFile.close()) }()
 	s := &sampler{rdb: rdb, kafka: kafka, group: group, tenant: tenant, app: app, start: start,
-		csv: csvFile, progress: cfg.Progress, pg: retPool}
+		csv: csvFile, progress: cfg.Progress, pg: retPool, heads: heads}
 	if err := s.take(ctx); err != nil { // at 0 s: nothing appended yet
 		return nil, err
 	}
@@ -622,6 +651,9 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		rep.PeakCatalogued = max(rep.PeakCatalogued, x.Catalogued)
 	}
 	rep.Load = loadStats(samples)
+	for _, x := range samples {
+		rep.Converge.add(x.Converge)
+	}
 	rep.Verdict = judge(samples, rep.SteadyFrom)
 	storeSizes(&rep.Store, samples)
 	if passes != nil {
@@ -669,6 +701,7 @@ type sampler struct {
 	csv      *csvLog
 	progress io.Writer
 	pg       *pgxpool.Pool // the store's size
+	heads    *timedHeads   // the convergence window's statements
 
 	samples []Sample // owned by take's caller: Every's goroutine, then Run
 }
@@ -680,7 +713,7 @@ func (s *sampler) take(ctx context.Context) error {
 	defer cancel()
 	now := time.Now()
 	x := Sample{Elapsed: now.Sub(s.start), At: now, OpenRuns: s.app.open.Load(), Ended: s.app.finished.Load(),
-		Appended: s.app.persisted.Load(), Load1: loadAverage1()}
+		Appended: s.app.persisted.Load(), Load1: loadAverage1(), Converge: s.heads.take()}
 	m, err := readMemory(ctx, s.rdb)
 	if err != nil {
 		return err
