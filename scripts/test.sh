@@ -283,6 +283,17 @@ stage gofmt gofmt_check
 stage alert-rules alert_rules
 stage servers servers
 peer_line
+# The runstream binary that the tests running it as processes share
+# (chaos, the scrape test, bench project, the console's dev test;
+# testenv.BuildRunstream): built once here, plain (no -race), in the
+# background while the linter builds and runs, instead of once per such
+# package, several at once, each compiling every dependency again.
+export RUNSTREAM_TEST_BINARY="$work/bin/runstream"
+binary_build() {
+  go build -o "$RUNSTREAM_TEST_BINARY" ./cmd/runstream
+}
+export -f binary_build
+bg_stage binary binary_build
 stage lint-build lint_build
 if [ ! -x "$work/runstream-lint" ]; then
   log "the linter did not build; stopping here"
@@ -298,6 +309,19 @@ long_stage vet go vet -race ./...
 # those compilations.
 export -f browser_tests openapi_tests clients_tests
 export openapi_norace
+# The stages below run the binary: wait for its build (bg_wait would
+# report it at the end with the others).
+wait_binary() {
+  local name pid t0
+  read -r name pid t0 <"$work/bg"
+  wait "$pid"
+  if [ ! -x "$RUNSTREAM_TEST_BINARY" ]; then
+    log "the runstream binary did not build:"
+    cat "$work/binary.log" >&2
+    return 1
+  fi
+}
+stage binary-wait wait_binary
 bg_stage browser browser_tests
 bg_stage openapi openapi_tests
 bg_stage clients clients_tests

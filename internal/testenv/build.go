@@ -41,8 +41,21 @@ func isMainModule(gomod []byte) bool {
 
 // BuildRunstream builds cmd/runstream into dir and returns the binary's
 // path: a plain build, for tests that run the real binary as processes.
+//
+// When RUNSTREAM_TEST_BINARY names an executable (make test builds the
+// binary once and sets it), that is returned instead and dir is unused:
+// every package that runs the binary would otherwise build it, several at
+// once, each compiling every dependency again without the race detector
+// (from a cold build cache, minutes of the suite). The binary is shared:
+// callers run it and never change it.
 func BuildRunstream(t testing.TB, dir string) string {
 	t.Helper()
+	if bin := os.Getenv("RUNSTREAM_TEST_BINARY"); bin != "" {
+		if fi, err := os.Stat(bin); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			t.Fatalf("RUNSTREAM_TEST_BINARY=%s is not an executable file (%v): unset it to build cmd/runstream here", bin, err)
+		}
+		return bin
+	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		// Not on PATH: the go command running this test sets GOROOT.
