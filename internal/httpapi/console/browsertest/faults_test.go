@@ -34,6 +34,11 @@ func openRun(t *testing.T, b *browser, rdb *redis.Client, base, tenant string) w
 	b.waitText(`.status-line [data-testid=status]`, "RUNNING")
 	b.waitTrue(`document.querySelectorAll('[data-testid=event-row]').length === 3`, "the run's 3 events")
 	b.waitLive()
+	// waitProjected saw a snapshot, not necessarily the run's last event:
+	// on a busy machine the projector may have written only the first, and
+	// a fault test that stops a component now would freeze the page there.
+	b.waitText(`[data-testid=last-seq]`, "3")
+	b.waitVisible(`[data-testid=steps-table]`)
 	return id
 }
 
