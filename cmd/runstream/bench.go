@@ -256,6 +256,7 @@ var benchAppend = benchTarget[appendbench.Config, *appendbench.Report]{
 		fs.StringVar(&cfg.Token, "token", "", "bearer token to send; with the in-process API it also turns authentication on")
 		fs.StringVar(&cfg.Tenant, "tenant", "tenant_bench", "tenantId of the generated events (the token's tenant when the API checks tokens)")
 		fs.BoolVar(&cfg.KeepSchema, "keep-schema", false, "keep the bench_<random> schemas for inspection")
+		fs.StringVar(&cfg.StoreSchema, "store-schema", "", "append into this existing schema (kept; one bench read --source store --keep-schema loaded) instead of a fresh one: appends and their WAL per event at that size; not with --url or --baseline")
 		fs.StringVar(&cfg.Pgbench, "pgbench", "", "pgbench executable; empty: /usr/bin/pgbench, else pgbench on PATH")
 		fs.StringVar(&cfg.Client, "client", appendbench.ClientRaw, "producer client: raw (pre-encoded bodies over net/http); go to also measure the Go client (package client) against raw, alternated rounds; ts the TypeScript client (Node.js, clients/typescript); all for raw, go and ts")
 		fs.StringVar(&cfg.TSDir, "ts-dir", "clients/typescript", "with --client ts or all: the TypeScript client's directory, built (npm ci && npm run build)")

@@ -77,6 +77,11 @@ type Config struct {
 	PostgresURL string
 	// KeepSchema keeps the bench_<random> schemas for inspection.
 	KeepSchema bool
+	// StoreSchema, with the in-process API, appends into this existing
+	// schema instead of a fresh one (migrated first, kept at the end): a
+	// store that `bench read --source store --keep-schema` loaded with
+	// millions of events, to measure appends and their WAL at that size.
+	StoreSchema string
 	// Clients is the number of concurrent HTTP clients, and pgbench's -c;
 	// 0 means 16.
 	Clients int
@@ -175,6 +180,9 @@ func (c Config) Validate() error {
 	if (c.Client == ClientTS || c.Client == ClientAll) && c.Batch > 1 {
 		errs = append(errs, fmt.Errorf("client (--client) %s appends one event per request (its bench script): use --batch 1", c.Client))
 	}
+	if c.StoreSchema != "" && (c.URL != "" || c.Baseline) {
+		errs = append(errs, errors.New("--store-schema applies to the in-process API without --baseline (pgbench runs in a fresh schema): drop --url or --baseline"))
+	}
 	if c.Rounds < 0 {
 		errs = append(errs, fmt.Errorf("rounds (--rounds) must be >= 1, got %d", c.Rounds))
 	}
@@ -232,7 +240,10 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		}
 	}
 	target := strings.TrimRight(cfg.URL, "/")
-	var api *inProcessAPI
+	var (
+		api    *inProcessAPI
+		before storeMark
+	)
 	if target == "" {
 		api, err = startAPI(ctx, cfg)
 		if err != nil {
@@ -240,6 +251,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		}
 		defer func() { err = errors.Join(err, api.close(ctx)) }()
 		target = api.url
+		if before, err = markStore(ctx, api.pool); err != nil {
+			return nil, err
+		}
 	}
 	g := newLoad(cfg, target)
 	defer g.hc.CloseIdleConnections()
@@ -254,8 +268,15 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if api != nil {
 		rep.Target = "in-process"
 		rep.PoolMaxConns = api.pool.Config().MaxConns
-		if err := api.pool.QueryRow(ctx, `SELECT count(*) FROM run_events`).Scan(&rep.Stored); err != nil {
-			return nil, fmt.Errorf("counting the appended rows: %w", err)
+		after, err := markStore(ctx, api.pool)
+		if err != nil {
+			return nil, err
+		}
+		rep.Stored = after.events - before.events
+		rep.StoredBefore = before.events
+		rep.StoreSchema = api.schema.Name
+		if rep.Stored > 0 {
+			rep.WALBytesPerEvent = harness.Round(float64(after.wal-before.wal)/float64(rep.Stored), 0)
 		}
 		// Stop the API and drop its schema now, so the baseline runs on a
 		// quiet database.
@@ -286,7 +307,15 @@ type inProcessAPI struct {
 }
 
 func startAPI(ctx context.Context, cfg Config) (_ *inProcessAPI, err error) {
-	sc, pool, err := harness.MigratedSchema(ctx, cfg.PostgresURL, cfg.KeepSchema)
+	var (
+		sc   *harness.Schema
+		pool *pgxpool.Pool
+	)
+	if cfg.StoreSchema != "" {
+		sc, pool, err = harness.ExistingSchema(ctx, cfg.PostgresURL, cfg.StoreSchema)
+	} else {
+		sc, pool, err = harness.MigratedSchema(ctx, cfg.PostgresURL, cfg.KeepSchema)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -864,4 +893,20 @@ func loadAverage() string {
 	}
 	f := strings.Fields(string(b))
 	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// storeMark is the store's event count and the server's WAL position at
+// one moment: two of them give the events appended between and the WAL
+// they wrote (the whole server's WAL: run on an otherwise quiet server).
+type storeMark struct {
+	events int64
+	wal    int64
+}
+
+func markStore(ctx context.Context, pool *pgxpool.Pool) (storeMark, error) {
+	var m storeMark
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM run_events), pg_current_wal_lsn() - '0/0'::pg_lsn`).Scan(&m.events, &m.wal); err != nil {
+		return m, fmt.Errorf("counting the store's events and reading the WAL position: %w", err)
+	}
+	return m, nil
 }

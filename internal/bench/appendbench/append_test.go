@@ -11,6 +11,7 @@ import (
 
 	"github.com/runstream/runstream/internal/bench/harness"
 	"github.com/runstream/runstream/internal/testenv"
+	"github.com/runstream/runstream/store/postgres"
 )
 
 // checkReport asserts what every clean run must satisfy.
@@ -70,6 +71,42 @@ func TestBenchAppend_InProcess(t *testing.T) {
 					rep.Target, rep.Clients, rep.Batch, rep.Runs, tt.batch)
 			}
 		})
+	}
+}
+
+// TestBenchAppend_StoreSchema: a second run into the first's kept schema
+// appends on top of what is there, counts only its own events, and says
+// how much WAL they wrote; an unknown schema is refused by name.
+func TestBenchAppend_StoreSchema(t *testing.T) {
+	pgURL := testenv.PostgresURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := Config{PostgresURL: pgURL, Clients: 2, Duration: time.Second, Warmup: 200 * time.Millisecond, Runs: 50, KeepSchema: true}
+	first, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	t.Cleanup(func() {
+		if pool, err := postgres.Connect(context.Background(), pgURL); err == nil {
+			_, _ = pool.Exec(context.Background(), "DROP SCHEMA "+first.StoreSchema+" CASCADE")
+			pool.Close()
+		}
+	})
+	cfg.KeepSchema, cfg.StoreSchema = false, first.StoreSchema
+	second, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run into schema %s: %v", first.StoreSchema, err)
+	}
+	checkReport(t, second, 1)
+	if second.StoreSchema != first.StoreSchema || second.StoredBefore != first.Stored {
+		t.Errorf("second run: schema %s with %d events before, want %s with the first run's %d", second.StoreSchema, second.StoredBefore, first.StoreSchema, first.Stored)
+	}
+	if second.WALBytesPerEvent < 500 {
+		t.Errorf("WAL per event = %v bytes, want at least an event's row and index entries (500)", second.WALBytesPerEvent)
+	}
+	cfg.StoreSchema = "bench_no_such_schema"
+	if _, err := Run(ctx, cfg); err == nil || !strings.Contains(err.Error(), `schema "bench_no_such_schema" does not exist`) {
+		t.Errorf("an unknown --store-schema: %v, want an error naming it", err)
 	}
 }
 

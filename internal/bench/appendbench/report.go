@@ -44,6 +44,13 @@ type Report struct {
 	// Stored is the rows in run_events at the end, with the in-process API
 	// only: WarmupEvents + Events when every request got its answer.
 	Stored int64 `json:"storedEvents,omitempty"`
+	// StoredBefore is the events the store held before the bench (0 in a
+	// fresh schema; --store-schema's otherwise), StoreSchema the schema.
+	StoredBefore int64  `json:"storedBefore,omitempty"`
+	StoreSchema  string `json:"storeSchema,omitempty"`
+	// WALBytesPerEvent is the server's WAL written from before the warmup
+	// to the end, per event stored, with the in-process API.
+	WALBytesPerEvent float64 `json:"walBytesPerEvent,omitempty"`
 	// GeneratedInWindow counts requests whose events had to be generated
 	// inside the window because the pre-generated pool ran out; their
 	// generation cost is then part of the measurement.
@@ -193,6 +200,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "  latency    p50 %s  p95 %s  p99 %s  max %s (per request)\n",
 		harness.FormatMs(r.Latency.P50), harness.FormatMs(r.Latency.P95), harness.FormatMs(r.Latency.P99), harness.FormatMs(r.Latency.Max))
 	fmt.Fprintf(&b, "  errors     %s\n", fmtErrors(r.Errors))
+	if r.StoreSchema != "" {
+		fmt.Fprintf(&b, "  store      schema %s: %d events before, %d stored (warmup included), %.0f bytes of WAL per event (the server's)\n",
+			r.StoreSchema, r.StoredBefore, r.Stored, r.WALBytesPerEvent)
+	}
 	if r.Duplicates > 0 {
 		fmt.Fprintf(&b, "  duplicates %d (answered idempotent; the generator never repeats a key: a bug)\n", r.Duplicates)
 	}
