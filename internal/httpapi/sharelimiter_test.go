@@ -1,0 +1,190 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// waitQueued waits until l's queue holds n waiters.
+func waitQueued(t *testing.T, l *shareLimiter, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l.mu.Lock()
+		got := len(l.queue)
+		l.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waiters queued, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestShareLimiter_WaitersServedInTurn: with the process full, waiters get
+// slots in the order they came, one per release, and a newcomer does not
+// take a freed slot ahead of them.
+func TestShareLimiter_WaitersServedInTurn(t *testing.T) {
+	l := newShareLimiter(2, 2, 0)
+	for range 2 {
+		if l.tryAcquire("", 0) != admitted {
+			t.Fatal("the first two requests were refused")
+		}
+	}
+	const n = 5
+	order := make(chan int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if why, err := l.acquireWithin(context.Background(), "", 0, time.Minute); why != admitted || err != nil {
+				t.Errorf("waiter %d: %v, %v", i, why, err)
+				return
+			}
+			order <- i
+		}()
+		waitQueued(t, l, i+1) // queued in the order i
+	}
+	for i := range n {
+		l.release("", 0)
+		if got := <-order; got != i {
+			t.Fatalf("release %d served waiter %d, want %d (oldest first)", i, got, i)
+		}
+		if i < n-1 && l.tryAcquire("", 0) != processFull {
+			t.Fatalf("a newcomer took a slot freed for waiter %d", i+1)
+		}
+	}
+	wg.Wait()
+}
+
+// TestShareLimiter_TenantAtItsShareDoesNotBlockOthers: a waiter whose
+// tenant holds its share keeps its place without holding up a later
+// waiter of another tenant, and is served once its tenant releases.
+func TestShareLimiter_TenantAtItsShareDoesNotBlockOthers(t *testing.T) {
+	l := newShareLimiter(3, 1, 0)
+	for _, tenant := range []string{"a", "b", "c"} {
+		if l.tryAcquire(tenant, 0) != admitted {
+			t.Fatalf("tenant %s's first request refused", tenant)
+		}
+	}
+	got := make(chan string, 2)
+	for i, tenant := range []string{"a", "d"} { // a is at its share; d holds nothing
+		go func() {
+			if why, err := l.acquireWithin(context.Background(), tenant, 0, time.Minute); why == admitted && err == nil {
+				got <- tenant
+			}
+		}()
+		waitQueued(t, l, i+1)
+	}
+	l.release("b", 0) // room for one: a may not take it, d may
+	if g := <-got; g != "d" {
+		t.Fatalf("the freed slot went to %s, want d (a is at its share)", g)
+	}
+	waitQueued(t, l, 1)
+	l.release("a", 0)
+	if g := <-got; g != "a" {
+		t.Fatalf("tenant a's release served %s, want a's waiter", g)
+	}
+}
+
+// TestShareLimiter_GivingUp: a waiter whose time runs out leaves the
+// queue with the limit's reason, and one whose context ends gets the
+// context's error and holds nothing.
+func TestShareLimiter_GivingUp(t *testing.T) {
+	l := newShareLimiter(2, 1, 0)
+	if l.tryAcquire("a", 0) != admitted || l.tryAcquire("c", 0) != admitted {
+		t.Fatal("first requests refused")
+	}
+	if why, err := l.acquireWithin(context.Background(), "b", 0, 10*time.Millisecond); why != processFull || err != nil {
+		t.Fatalf("timed out: %v, %v; want processFull, nil", why, err)
+	}
+	if why, _ := l.acquireWithin(context.Background(), "a", 0, 10*time.Millisecond); why != tenantRequests {
+		t.Fatalf("tenant a at its share timed out with %v, want tenantRequests", why)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := l.acquireWithin(ctx, "b", 0, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("cancelled: %v, want the context's error", err)
+	}
+	l.mu.Lock()
+	queued, total := len(l.queue), l.total
+	l.mu.Unlock()
+	if queued != 0 || total != 2 {
+		t.Fatalf("after giving up: %d queued, %d held; want 0 and 2", queued, total)
+	}
+}
+
+// TestShareLimiter_RandomLoad: goroutines of four tenants acquire (some
+// waiting, some giving up at once, some cancelled) and release at random.
+// At every moment no more than max slots, and no tenant more than its
+// share, are held; at the end nothing is held or queued. The seed is
+// printed (replay with SHARES_SEED).
+func TestShareLimiter_RandomLoad(t *testing.T) {
+	seed := rand.Uint64()
+	if v := os.Getenv("SHARES_SEED"); v != "" {
+		seed, _ = strconv.ParseUint(v, 10, 64)
+	}
+	t.Logf("seed %d (replay with SHARES_SEED=%d)", seed, seed)
+	const max, perTenant = 4, 2
+	l := newShareLimiter(max, perTenant, 0)
+	var (
+		mu      sync.Mutex
+		held    = map[string]int{}
+		total   int
+		failure string
+	)
+	check := func(tenant string, delta int) {
+		mu.Lock()
+		defer mu.Unlock()
+		held[tenant] += delta
+		total += delta
+		if failure == "" && (total > max || held[tenant] > perTenant) {
+			failure = "held " + strconv.Itoa(total) + " in all, " + strconv.Itoa(held[tenant]) + " by tenant " + tenant
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 16 {
+		rng := rand.New(rand.NewPCG(seed, uint64(g)))
+		tenant := []string{"a", "b", "c", "d"}[g%4]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 300 {
+				ctx, cancel := context.WithCancel(context.Background())
+				if rng.IntN(10) == 0 {
+					cancel()
+				}
+				wait := time.Duration(rng.IntN(3)) * time.Millisecond
+				why, err := l.acquireWithin(ctx, tenant, 0, wait)
+				cancel()
+				if why != admitted || err != nil {
+					continue
+				}
+				check(tenant, 1)
+				if rng.IntN(2) == 0 {
+					time.Sleep(time.Duration(rng.IntN(200)) * time.Microsecond)
+				}
+				check(tenant, -1)
+				l.release(tenant, 0)
+			}
+		}()
+	}
+	wg.Wait()
+	if failure != "" {
+		t.Fatalf("a limit was passed: %s", failure)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.total != 0 || len(l.queue) != 0 || len(l.held) != 0 {
+		t.Fatalf("at the end: %d held, %d queued, %d tenants holding; want none", l.total, len(l.queue), len(l.held))
+	}
+}
