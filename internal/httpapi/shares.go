@@ -147,8 +147,13 @@ func (l *shareLimiter) acquireWithin(ctx context.Context, tenant string, w int, 
 			break
 		}
 	}
-	why := l.refusalLocked(tenant, w)
-	return why, err
+	if err != nil {
+		return l.refusalLocked(tenant, w), err
+	}
+	// Timed out: a last try, which takes the slot if one is free (never
+	// the case while the queue works, but an admitted answer must hold
+	// what its caller will release).
+	return l.acquireLocked(tenant, w), nil
 }
 
 // refusalLocked is the limit that turns tenant's request of weight w away
