@@ -52,6 +52,11 @@ tenant="tenant_$schema"
 token="kjs-token-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 partitions=12
 topic="run-events-$schema"
+# The output files exist before the process does: the loop below may read
+# them before the background job has opened its redirections (a busy
+# machine), and a missing file would end the script under set -e.
+: >"$work/dev.out"
+: >"$work/dev.log"
 env -u RUNSTREAM_COMPRESSION RUNSTREAM_POSTGRES_URL="$pg_url" RUNSTREAM_AUTH_TOKENS="$token:$tenant" \
   RUNSTREAM_LOG_FORMAT=json RUNSTREAM_LOG_LEVEL=info \
   "$work/runstream" dev --http-addr 127.0.0.1:0 --broker-addr 127.0.0.1:0 --data-dir "$work/data" \

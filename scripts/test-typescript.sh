@@ -41,6 +41,10 @@ create_schema "$schema"
 
 token="ts-token-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 other="ts-other-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+# The log exists before the process does: the loop below may read it
+# before the background job has opened its redirection (a busy machine),
+# and a missing file would end the script under set -e.
+: >"$work/api.log"
 RUNSTREAM_POSTGRES_URL="$pg_url" RUNSTREAM_HTTP_ADDR=127.0.0.1:0 \
   RUNSTREAM_AUTH_TOKENS="$token:tenant_ts,$other:tenant_other" \
   RUNSTREAM_LOG_FORMAT=json RUNSTREAM_LOG_LEVEL=info \

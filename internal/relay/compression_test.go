@@ -37,6 +37,17 @@ func TestCompressionOption_RoundTrip(t *testing.T) {
 		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "codecs", Key: []byte(name), Value: []byte(value)}).FirstErr(); err != nil {
 			t.Fatalf("%s: producing: %v", name, err)
 		}
+		// franz-go calls the batch hook when it finishes the batch, which
+		// may be after ProduceSync's promise returned (and Close does not
+		// wait for it): wait for the hook, briefly.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			hook.mu.Lock()
+			n := hook.records
+			hook.mu.Unlock()
+			if n > 0 {
+				break
+			}
+		}
 		cl.Close()
 		hook.mu.Lock()
 		if hook.codec != want[name] || hook.records != 1 {
@@ -65,8 +76,7 @@ func TestCompressionOption_RoundTrip(t *testing.T) {
 	}
 }
 
-// codecHook records the codec of the batches a client wrote (read it
-// after the client is closed).
+// codecHook records the codec of the batches a client wrote.
 type codecHook struct {
 	mu      sync.Mutex
 	codec   uint8
