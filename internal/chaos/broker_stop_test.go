@@ -301,6 +301,13 @@ func TestChaos_BrokerStop(t *testing.T) {
 	// bound N/R + drainSlack is that working time plus drainSlack: what
 	// it refuses is more than drainSlack lost to anything else
 	// (reconnecting, rejoining, backing off, stalls, repairs).
+	// The counters are scraped every half-second, and a scrape takes a
+	// while on a loaded machine: wait for a sample taken after the
+	// snapshots agreed, so that the work that made them agree is in the
+	// series (a catch-up of a few seconds could otherwise end before its
+	// first sample and read as no work at all).
+	activity.waitPast(caughtUp, 15*time.Second)
+	published.waitPast(caughtUp, 15*time.Second)
 	done, busy := activity.rise(stoppedAt, caughtUp)
 	t.Logf("chaos: the projectors' records reduced and runs resynced per half-second from a second before the broker's return until the snapshots agreed: %s (%.0f in all; %s)",
 		activity.deltas(backAt.Add(-time.Second), caughtUp), done, activity.last())
@@ -495,6 +502,19 @@ func (s *series) rise(from, to time.Time) (float64, time.Duration) {
 		busy += b.at.Sub(a.at)
 	}
 	return grew, busy
+}
+
+// waitPast waits up to timeout for a sample taken after t.
+func (s *series) waitPast(t time.Time, timeout time.Duration) {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		s.mu.Lock()
+		n := len(s.points)
+		past := n > 0 && s.points[n-1].at.After(t)
+		s.mu.Unlock()
+		if past {
+			return
+		}
+	}
 }
 
 func (s *series) last() string {
