@@ -74,6 +74,31 @@ func (f *fixture) publishLate(t *testing.T, recs []store.RunEventRecord) {
 	}
 }
 
+// projectLateBacklog appends 200 runs, publishes each run's events from
+// its (from+1)th on a minute after they were persisted (a relay's backlog
+// after a broker outage; from > 0: the first ones went to a Redis that
+// lost them), and runs a projector without convergence over them until
+// every snapshot equals the store: the projector's own handling of the
+// backlog is what is tested. It returns the runs, the store as the
+// projector's source, counting its queries about them, and the projector.
+func projectLateBacklog(t *testing.T, from int) (map[string][]store.RunEventRecord, *countingSource, *running) {
+	t.Helper()
+	f := newFixture(t)
+	runs := f.appendRuns(t, seed(t), 200)
+	var backlog []store.RunEventRecord
+	src := &countingSource{st: f.store, mine: map[string]bool{}}
+	for id, recs := range runs {
+		backlog = append(backlog, recs[from:]...)
+		src.mine[id] = true
+	}
+	f.publishLate(t, backlog)
+	cfg := testConfig(f.brokers, "g-"+testenv.RandomID(4))
+	cfg.DisableConvergence = true
+	run := runProjector(t, cfg, f.rdb, src)
+	f.waitConverged(t, keys(runs), 60*time.Second)
+	return runs, src, run
+}
+
 // TestProjector_LateBacklogNeedsNoStore: a relay's backlog published a
 // minute after it was persisted (a broker outage), for runs Redis does not
 // hold yet, is in each run's order: the projector applies it like any
@@ -82,21 +107,7 @@ func (f *fixture) publishLate(t *testing.T, recs []store.RunEventRecord) {
 // every snapshot reaches the store's state.
 func TestProjector_LateBacklogNeedsNoStore(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	runs := f.appendRuns(t, seed(t), 200)
-	var backlog []store.RunEventRecord
-	for _, recs := range runs {
-		backlog = append(backlog, recs...)
-	}
-	f.publishLate(t, backlog)
-	src := &countingSource{st: f.store, mine: map[string]bool{}}
-	for id := range runs {
-		src.mine[id] = true
-	}
-	cfg := testConfig(f.brokers, "g-"+testenv.RandomID(4))
-	cfg.DisableConvergence = true // the projector's own handling of the backlog is tested
-	run := runProjector(t, cfg, f.rdb, src)
-	f.waitConverged(t, keys(runs), 60*time.Second)
+	runs, src, run := projectLateBacklog(t, 0)
 	if a, b, c := src.single.Load(), src.many.Load(), src.fetches.Load(); a+b+c != 0 {
 		t.Errorf("the store was read for the late backlog's runs (%d single projections, %d batched, %d event fetches); want none: late records are in their runs' order", a, b, c)
 	}
@@ -118,21 +129,7 @@ func TestProjector_LateBacklogNeedsNoStore(t *testing.T) {
 // the bus.
 func TestProjector_BacklogForLostRunsResyncsInGroups(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	runs := f.appendRuns(t, seed(t), 200)
-	var backlog []store.RunEventRecord
-	for _, recs := range runs {
-		backlog = append(backlog, recs[1:]...) // the first went to a Redis that lost it
-	}
-	f.publishLate(t, backlog)
-	src := &countingSource{st: f.store, mine: map[string]bool{}}
-	for id := range runs {
-		src.mine[id] = true
-	}
-	cfg := testConfig(f.brokers, "g-"+testenv.RandomID(4))
-	cfg.DisableConvergence = true
-	run := runProjector(t, cfg, f.rdb, src)
-	f.waitConverged(t, keys(runs), 60*time.Second)
+	runs, src, run := projectLateBacklog(t, 1)
 	if n := src.single.Load(); n != 0 {
 		t.Errorf("%d runs resynced one query each; want none (the runs of a group share one query)", n)
 	}
