@@ -307,15 +307,7 @@ type inProcessAPI struct {
 }
 
 func startAPI(ctx context.Context, cfg Config) (_ *inProcessAPI, err error) {
-	var (
-		sc   *harness.Schema
-		pool *pgxpool.Pool
-	)
-	if cfg.StoreSchema != "" {
-		sc, pool, err = harness.ExistingSchema(ctx, cfg.PostgresURL, cfg.StoreSchema)
-	} else {
-		sc, pool, err = harness.MigratedSchema(ctx, cfg.PostgresURL, cfg.KeepSchema)
-	}
+	sc, pool, err := harness.StoreSchema(ctx, cfg.PostgresURL, cfg.StoreSchema, cfg.KeepSchema)
 	if err != nil {
 		return nil, err
 	}

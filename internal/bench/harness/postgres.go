@@ -96,6 +96,16 @@ func ExistingSchema(ctx context.Context, pgURL, name string) (_ *Schema, _ *pgxp
 	return sc, pool, nil
 }
 
+// StoreSchema is the store a bench appends into: schema existing when set
+// ([ExistingSchema]: migrated, always kept), else a fresh one
+// ([MigratedSchema], kept when keep is).
+func StoreSchema(ctx context.Context, pgURL, existing string, keep bool) (*Schema, *pgxpool.Pool, error) {
+	if existing != "" {
+		return ExistingSchema(ctx, pgURL, existing)
+	}
+	return MigratedSchema(ctx, pgURL, keep)
+}
+
 // Drop drops the schema unless it is kept, also after ctx was cancelled
 // (an interrupted bench still cleans up). It is safe to call more than
 // once.

@@ -62,11 +62,9 @@ func (h *timedHeads) SummarizeNewEvents(ctx context.Context) (int, error) {
 func (h *timedHeads) take() QueryTimes {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	q := h.cur
+	var q QueryTimes
+	q.add(h.cur) // and its mean
 	h.cur = QueryTimes{}
-	if q.Windows > 0 {
-		q.QueryMeanMs = ms(q.querySum / time.Duration(q.Windows))
-	}
 	return q
 }
 

@@ -460,15 +460,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	// The store: a fresh schema (or the given one), and three pools as
 	// three processes would have (the appenders', the relay's, the
 	// projector's).
-	var (
-		sc        *harness.Schema
-		relayPool *pgxpool.Pool
-	)
-	if cfg.StoreSchema != "" {
-		sc, relayPool, err = harness.ExistingSchema(ctx, cfg.PostgresURL, cfg.StoreSchema)
-	} else {
-		sc, relayPool, err = harness.MigratedSchema(ctx, cfg.PostgresURL, false)
-	}
+	sc, relayPool, err := harness.StoreSchema(ctx, cfg.PostgresURL, cfg.StoreSchema, false)
 	if err != nil {
 		return nil, err
 	}
