@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -141,11 +142,8 @@ func (l *shareLimiter) acquireWithin(ctx context.Context, tenant string, w int, 
 		l.releaseLocked(tenant, w)
 		return processFull, err
 	}
-	for i, q := range l.queue {
-		if q == wt {
-			l.queue = append(l.queue[:i], l.queue[i+1:]...)
-			break
-		}
+	if i := slices.Index(l.queue, wt); i >= 0 {
+		l.queue = slices.Delete(l.queue, i, i+1)
 	}
 	if err != nil {
 		return l.refusalLocked(tenant, w), err
