@@ -37,6 +37,8 @@ test-unit:
 chaos:
 	@scripts/netns-deps.sh
 	@eval "$$(scripts/up.sh)" && RUNSTREAM_TEST_REQUIRE=1 RUNSTREAM_CHAOS=full \
+	  RUNSTREAM_TEST_POSTGRES_URL="$${RUNSTREAM_TEST_POSTGRES_URL:-$$RUNSTREAM_POSTGRES_URL}" \
+	  RUNSTREAM_TEST_REDIS_URL="$${RUNSTREAM_TEST_REDIS_URL:-$$RUNSTREAM_REDIS_URL}" \
 	  RUNSTREAM_ARTIFACTS_DIR="$${RUNSTREAM_ARTIFACTS_DIR:-$$PWD/test-artifacts}" \
 	  $(GO) test -race -count=1 -run TestChaos -timeout 30m ./internal/chaos/ -v
 
