@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,9 +24,10 @@ import (
 // seeded is what seedRuns wrote: the runs in order, and per status how
 // many ended in it.
 type seeded struct {
-	ids    []string
-	counts map[string]int
-	base   time.Time // run i started at base + i minutes
+	ids     []string
+	lastSeq map[string]int64 // per run, the runSeq of its last event
+	counts  map[string]int
+	base    time.Time // run i started at base + i minutes
 }
 
 // seedRuns appends n runs for tenant through POST /v1/events:batch: run i
@@ -33,7 +35,7 @@ type seeded struct {
 // base + i minutes; every third completes, every seventh other fails.
 func seedRuns(t *testing.T, base string, tenant string, n int) seeded {
 	t.Helper()
-	s := seeded{counts: map[string]int{}, base: time.Now().Add(-time.Duration(n+60) * time.Minute).Truncate(time.Second)}
+	s := seeded{counts: map[string]int{}, lastSeq: map[string]int64{}, base: time.Now().Add(-time.Duration(n+60) * time.Minute).Truncate(time.Second)}
 	var batch []store.RunEventWrite
 	flush := func() {
 		if len(batch) > 0 {
@@ -48,11 +50,14 @@ func seedRuns(t *testing.T, base string, tenant string, n int) seeded {
 		at := s.base.Add(time.Duration(i) * time.Minute)
 		batch = append(batch, workload.Event(id, store.EventRunStarted, "", 1, 1, at, map[string]any{
 			"engineRunRef": fmt.Sprintf("temporal://wf/run-%d", i), "startedAt": at.UTC().Format(time.RFC3339Nano)}))
+		s.lastSeq[id.RunID] = 1
 		switch {
 		case i%3 == 0:
+			s.lastSeq[id.RunID] = 2
 			batch = append(batch, workload.Event(id, store.EventRunCompleted, "", 1, 1, at.Add(time.Second), nil))
 			s.counts[store.RunCompleted]++
 		case i%7 == 0:
+			s.lastSeq[id.RunID] = 2
 			batch = append(batch, workload.Event(id, store.EventRunFailed, "", 1, 1, at.Add(time.Second), map[string]any{
 				"errorCode": "E", "errorMessage": "failed on purpose"}))
 			s.counts[store.RunFailed]++
@@ -96,18 +101,38 @@ func appendBatch(t *testing.T, base string, evs []store.RunEventWrite) {
 // waitProjected waits until every run of ids has a snapshot in rdb.
 func waitProjected(t *testing.T, rdb *redis.Client, ids []string) {
 	t.Helper()
-	keys := make([]string, len(ids))
-	for i, id := range ids {
-		keys[i] = snapshots.Key(id)
+	want := make(map[string]int64, len(ids))
+	for _, id := range ids {
+		want[id] = 0
 	}
-	testenv.WaitFor(t, 60*time.Second, fmt.Sprintf("the projector to write %d snapshots", len(ids)), func() bool {
+	waitProjectedTo(t, rdb, want)
+}
+
+// waitProjectedTo waits until every run in want has a snapshot in rdb
+// that has projected at least up to its runSeq there. A test that then
+// changes Redis behind the projector's back (drops a catalog) must wait
+// for the last event: a snapshot exists after the first, and the
+// projector writing the second would undo the change.
+func waitProjectedTo(t *testing.T, rdb *redis.Client, want map[string]int64) {
+	t.Helper()
+	keys := make([]string, 0, len(want))
+	seqs := make([]int64, 0, len(want))
+	for id, seq := range want {
+		keys = append(keys, snapshots.Key(id))
+		seqs = append(seqs, seq)
+	}
+	testenv.WaitFor(t, 60*time.Second, fmt.Sprintf("the projector to write %d snapshots", len(keys)), func() bool {
 		for from := 0; from < len(keys); from += 500 {
 			vals, err := rdb.MGet(context.Background(), keys[from:min(from+500, len(keys))]...).Result()
 			if err != nil {
 				return false
 			}
-			for _, v := range vals {
-				if v == nil {
+			for i, v := range vals {
+				raw, ok := v.(string)
+				if !ok {
+					return false
+				}
+				if h, err := snapshots.ParseHead([]byte(raw)); err != nil || h.LastEventSeq < seqs[from+i] {
 					return false
 				}
 			}
@@ -160,8 +185,9 @@ func TestConsole_Views(t *testing.T) {
 			map[string]any{"artifacts": artifact("extract/2/rows.parquet", "parquet")}),
 	)
 	s.counts[store.RunRunning]++
-	all := append(append([]string{}, s.ids...), special.RunID)
-	waitProjected(t, rdb, all)
+	all := maps.Clone(s.lastSeq)
+	all[special.RunID] = 7
+	waitProjectedTo(t, rdb, all)
 
 	// ---- the runs list: exact counts over more than 1,000 runs ----
 	b.do(chromedp.Navigate(base + "/#/runs?tenant=" + tenant))
@@ -218,7 +244,7 @@ func TestConsole_Views(t *testing.T) {
 	// ---- the store has runs the catalog does not: said, not hidden ----
 	gapTenant := "console_gap_" + testenv.RandomID(4)
 	gap := seedRuns(t, base, gapTenant, 3)
-	waitProjected(t, rdb, gap.ids)
+	waitProjectedTo(t, rdb, gap.lastSeq)
 	dropCatalog(t, rdb, gapTenant, gap.ids)
 	b.navigate(base + "/#/runs?tenant=" + gapTenant)
 	b.waitText(`[data-testid=catalog-gap]`, "3 runs in the store, 0 with snapshots")
