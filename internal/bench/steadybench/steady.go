@@ -299,6 +299,9 @@ type StoreReport struct {
 	// Verdict is the store's size over the last 10 minutes from
 	// FirstDrop on (as used_memory's).
 	Verdict Verdict `json:"verdict"`
+	// AtRest is run_events' partitions by kind at the end, before the
+	// final retention pass.
+	AtRest AtRest `json:"atRest"`
 	// Keeper is what the passes did; Dropped the partitions dropped (the
 	// last pass, after the last sample, included).
 	Keeper  KeeperStats        `json:"keeper"`
@@ -323,8 +326,10 @@ func (s *StoreReport) writeText(p func(format string, args ...any)) {
 	if s.Retention == 0 {
 		p("  Postgres (no retention): %.1f MB at the start, %.1f MB at the end (run_events %.1f MB, runs %.1f MB)",
 			mb(s.Start), mb(s.Final), mb(s.FinalRunEvents), mb(s.FinalRuns))
+		p("  %s", s.AtRest.Line())
 		return
 	}
+	p("  %s", s.AtRest.Line())
 	p("  store retention: --retention %v, partitions of %v, a pass every %v, archive %s", s.Retention, s.PartitionInterval, s.Every, s.Archive)
 	p("  passes: %d (%d failed%s), longest %v, %v in all; %d tombstones deleted", s.Keeper.Passes, s.Keeper.Failed, lastError(s.Keeper.LastError),
 		s.Keeper.MaxPass.Round(time.Millisecond), s.Keeper.Busy.Round(time.Second), s.Keeper.Tombstones)
@@ -621,6 +626,9 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		return nil, err
 	}
 	rep.CPU = w.Stop()
+	if rep.Store.AtRest, err = readAtRest(ctx, retPool); err != nil {
+		return nil, err
+	}
 	if passes != nil {
 		if err := finishRetention(ctx, cfg, rep, passes, retSt, retPool, storage, app.acks, tenant, start); err != nil {
 			return nil, err

@@ -393,3 +393,63 @@ func checkExport(ctx context.Context, st *postgres.Store, acks *ledger, tenant s
 
 // osGetenv is the archive's credentials' source (an s3:// --archive-url).
 var osGetenv = os.Getenv
+
+// AtRest is what run_events' attached partitions take on disk per event
+// they hold: the tables (heap, TOAST, free space and visibility maps) and
+// each kind of index, summed over the partitions. Bytes per event at rest
+// is what the sizing rule multiplies by the events of a retention period.
+type AtRest struct {
+	Events     int64 `json:"events"`
+	Partitions int   `json:"partitions"`
+	// Heap and the indexes in bytes: Primary (run_id, run_seq), Idem the
+	// duplicate index, Tenant the audit index, Brin the persisted_at BRIN.
+	Heap    int64 `json:"heap"`
+	Primary int64 `json:"primary"`
+	Idem    int64 `json:"idem"`
+	Tenant  int64 `json:"tenant"`
+	Brin    int64 `json:"brin"`
+}
+
+// atRestSQL sums the partitions' sizes by kind: the primary key, the
+// other unique index (duplicates), the BRIN, and the remaining btree (the
+// audit index), whatever their names.
+const atRestSQL = `WITH parts AS (
+	SELECT inhrelid AS rel FROM pg_inherits WHERE inhparent = 'run_events'::regclass
+), idx AS (
+	SELECT i.indisprimary, i.indisunique, am.amname = 'brin' AS brin, pg_relation_size(i.indexrelid) AS bytes
+	FROM parts p JOIN pg_index i ON i.indrelid = p.rel
+	JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam
+)
+SELECT (SELECT count(*) FROM parts)::int,
+	(SELECT coalesce(sum(pg_table_size(rel)), 0) FROM parts)::bigint,
+	coalesce(sum(bytes) FILTER (WHERE indisprimary), 0)::bigint,
+	coalesce(sum(bytes) FILTER (WHERE indisunique AND NOT indisprimary), 0)::bigint,
+	coalesce(sum(bytes) FILTER (WHERE NOT indisunique AND NOT brin), 0)::bigint,
+	coalesce(sum(bytes) FILTER (WHERE brin), 0)::bigint,
+	(SELECT count(*) FROM run_events)
+FROM idx`
+
+func readAtRest(ctx context.Context, pool *pgxpool.Pool) (AtRest, error) {
+	var a AtRest
+	if err := pool.QueryRow(ctx, atRestSQL).Scan(&a.Partitions, &a.Heap, &a.Primary, &a.Idem, &a.Tenant, &a.Brin, &a.Events); err != nil {
+		return AtRest{}, fmt.Errorf("reading run_events' size by index: %w", err)
+	}
+	return a, nil
+}
+
+// PerEvent is the bytes per event of n bytes (0 without events).
+func (a AtRest) PerEvent(n int64) float64 {
+	if a.Events == 0 {
+		return 0
+	}
+	return float64(n) / float64(a.Events)
+}
+
+// Total is every byte counted.
+func (a AtRest) Total() int64 { return a.Heap + a.Primary + a.Idem + a.Tenant + a.Brin }
+
+// Line says it in the report.
+func (a AtRest) Line() string {
+	return fmt.Sprintf("run_events at rest: %d events in %d partitions, %.0f bytes an event (heap %.0f, primary key %.0f, duplicates index %.0f, audit index %.0f, BRIN %.1f)",
+		a.Events, a.Partitions, a.PerEvent(a.Total()), a.PerEvent(a.Heap), a.PerEvent(a.Primary), a.PerEvent(a.Idem), a.PerEvent(a.Tenant), a.PerEvent(a.Brin))
+}
