@@ -195,6 +195,10 @@ func (s *Server) retryDeadLetter(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	reason, err := s.optionalReason(r)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), operatorTimeout)
 	defer cancel()
 	n, err := s.ops.Outbox().RetryDeadLetters(ctx, []int64{id}, false)
@@ -205,14 +209,16 @@ func (s *Server) retryDeadLetter(w http.ResponseWriter, r *http.Request) error {
 		return noDeadLetter(id)
 	}
 	s.log.Info("operator retried a dead letter", "id", id, "requestId", requestID(r.Context()))
+	s.recordAction(r, actionRetryDeadLetter, fmt.Sprintf("dead letter %d", id), n, reason)
 	writeJSON(w, http.StatusOK, map[string]int64{"retried": n})
 	return nil
 }
 
 // retryRequest is POST /v1/dead-letters/retry's body.
 type retryRequest struct {
-	All *bool   `json:"all"`
-	IDs []int64 `json:"ids"`
+	All    *bool   `json:"all"`
+	IDs    []int64 `json:"ids"`
+	Reason string  `json:"reason"`
 }
 
 // retryDeadLetters: POST /v1/dead-letters/retry with {"all":true} or
@@ -245,6 +251,9 @@ func (s *Server) retryDeadLetters(w http.ResponseWriter, r *http.Request) error 
 			return badRequest(fmt.Sprintf("ids[%d]", i), fmt.Sprintf("a dead letter's id is a positive integer, got %d", id))
 		}
 	}
+	if err := checkReason(req.Reason); err != nil {
+		return err
+	}
 	ids := slices.Compact(slices.Sorted(slices.Values(req.IDs)))
 	ctx, cancel := context.WithTimeout(r.Context(), operatorTimeout)
 	defer cancel()
@@ -253,6 +262,11 @@ func (s *Server) retryDeadLetters(w http.ResponseWriter, r *http.Request) error 
 		return storeUnavailable(r, err)
 	}
 	s.log.Info("operator retried dead letters", "all", all, "ids", len(ids), "retried", n, "requestId", requestID(r.Context()))
+	target := "all dead letters"
+	if !all {
+		target = fmt.Sprintf("%d dead letters by id", len(ids))
+	}
+	s.recordAction(r, actionRetryDeadLetters, target, n, req.Reason)
 	writeJSON(w, http.StatusOK, map[string]int64{"retried": n})
 	return nil
 }

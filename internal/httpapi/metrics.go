@@ -15,6 +15,7 @@ type metrics struct {
 	conflictLog          *sampledLog // its WARN lines, sampled
 	heldLog              *sampledLog // WARN lines about an audit horizon held back
 	notificationsDropped *prometheus.CounterVec
+	unrecordedActions    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -58,10 +59,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "runstream_api_notifications_dropped_total",
 			Help: "Messages on the Redis updates channel dropped instead of reaching a watcher, by reason: malformed (not a notification's JSON), invalid (a field breaks its rule).",
 		}, []string{"reason"}),
+		unrecordedActions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "runstream_api_operator_actions_unrecorded_total",
+			Help: "Operator actions (retries, rebuilds, resyncs) that took effect but the audit log in the store did not take (each logged at ERROR).",
+		}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.requests, m.latency, m.ignoredFields, m.watchers, m.connections, m.reclaimed, m.rejected,
-			m.crossTenantConflicts, m.notificationsDropped} {
+			m.crossTenantConflicts, m.notificationsDropped, m.unrecordedActions} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -32,6 +33,9 @@ const (
 type principal struct {
 	tenant   string
 	operator bool
+	// key is a fingerprint of the token (hex of its SHA-256's first 4
+	// bytes): who an operator is, in the audit log.
+	key string
 }
 
 func requestID(ctx context.Context) string {
@@ -143,14 +147,16 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 	if len(h) <= len(prefix) || !equalFold(h[:len(prefix)], prefix) {
 		return principal{}, &store.Error{Code: store.CodeUnauthenticated, Message: "missing credentials: send Authorization: Bearer <token>"}
 	}
-	tenant, ok := s.tokens[sha256.Sum256([]byte(h[len(prefix):]))]
+	sum := sha256.Sum256([]byte(h[len(prefix):]))
+	tenant, ok := s.tokens[sum]
 	if !ok {
 		return principal{}, &store.Error{Code: store.CodeUnauthenticated, Message: "unknown bearer token"}
 	}
+	key := hex.EncodeToString(sum[:4])
 	if tenant == OperatorTenant {
-		return principal{operator: true}, nil
+		return principal{operator: true, key: key}, nil
 	}
-	return principal{tenant: tenant}, nil
+	return principal{tenant: tenant, key: key}, nil
 }
 
 // OperatorTenant is what RUNSTREAM_AUTH_TOKENS maps an operator's token to.

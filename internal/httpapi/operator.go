@@ -36,6 +36,10 @@ type opsStore interface {
 	ListTenantRuns(ctx context.Context, tenantID, after string, limit int) ([]string, error)
 	// RunCount is a tenant's number of runs, a rebuild's total.
 	RunCount(ctx context.Context, tenantID string) (int64, error)
+	// RecordOperatorAction and ListOperatorActions are the audit log of
+	// operator actions (actions.go).
+	RecordOperatorAction(ctx context.Context, a postgres.OperatorAction) error
+	ListOperatorActions(ctx context.Context, before int64, limit int) ([]postgres.OperatorAction, error)
 }
 
 // opsUnavailable answers an operator route when the store offers no

@@ -342,6 +342,7 @@ func (b *rebuilds) all(ctx context.Context) ([]rebuildState, error) {
 type rebuildRequest struct {
 	TenantID string   `json:"tenantId"`
 	RunIDs   []string `json:"runIds"`
+	Reason   string   `json:"reason"`
 }
 
 // startRebuild: POST /v1/rebuilds with {"tenantId":"t"} (every run of the
@@ -380,6 +381,9 @@ func (s *Server) startRebuild(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	if err := checkReason(req.Reason); err != nil {
+		return err
+	}
 	ids := slices.Compact(slices.Sorted(slices.Values(req.RunIDs)))
 	total := int64(len(ids))
 	ctx, cancel := context.WithTimeout(r.Context(), operatorTimeout)
@@ -410,6 +414,11 @@ func (s *Server) startRebuild(w http.ResponseWriter, r *http.Request) error {
 		return &store.Error{Code: store.CodeUnavailable, Message: "Redis did not take the rebuild's state, so no API replica could report its progress; retry when Redis answers", Err: err}
 	}
 	s.log.Info("operator rebuild started", "rebuild", rb.ID, "tenantId", req.TenantID, "runs", total, "requestId", requestID(r.Context()))
+	target := fmt.Sprintf("rebuild %s: every run of tenant %s", rb.ID, req.TenantID)
+	if req.TenantID == "" {
+		target = fmt.Sprintf("rebuild %s: %d runs by id", rb.ID, len(ids))
+	}
+	s.recordAction(r, actionRebuild, target, total, req.Reason)
 	started, _ := b.local(rb.ID)
 	go func() {
 		defer b.wg.Done()

@@ -290,6 +290,7 @@ func (s *Server) routes() http.Handler {
 	handle("GET /v1/rebuilds", s.listRebuilds, authed|operatorOnly)
 	handle("GET /v1/rebuilds/{id}", s.getRebuild, authed|operatorOnly)
 	handle("GET /v1/retention", s.retentionStatus, authed|operatorOnly)
+	handle("GET /v1/operator-actions", s.listOperatorActions, authed|operatorOnly)
 	handle("GET /healthz", s.healthz, public)
 	handle("GET /readyz", s.readyz, public)
 	handle("GET /openapi.json", s.openAPI, public)

@@ -250,6 +250,10 @@ func (s *Server) resyncRun(w http.ResponseWriter, r *http.Request) error {
 	if err := s.authorizeRun(r, id); err != nil {
 		return err
 	}
+	reason, err := s.optionalReason(r)
+	if err != nil {
+		return err
+	}
 	if !s.isOperator(r.Context()) {
 		// A tenant may resync its own runs, at a bounded rate: each is a
 		// full rebuild from the store.
@@ -271,6 +275,7 @@ func (s *Server) resyncRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.log.Info("operator resync", "runId", id, "lastEventSeq", snap.LastEventSeq, "requestId", requestID(r.Context()))
+	s.recordAction(r, actionResync, "run "+id, 1, reason)
 	writeJSON(w, http.StatusOK, map[string]any{"runId": id, "lastEventSeq": snap.LastEventSeq, "status": snap.Status})
 	return nil
 }

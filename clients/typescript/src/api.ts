@@ -172,7 +172,7 @@ export interface paths {
         put?: never;
         /**
          * Rebuild a run's snapshot from the store
-         * @description Any run for an operator; a tenant's own runs at --tenant-resyncs-per-minute. A terminal run that ended more than --snapshot-ttl ago is not written back to Redis (its retention there is over): 409 CONFLICT naming --snapshot-ttl; its snapshot is still answered from the store.
+         * @description Any run for an operator; a tenant's own runs at --tenant-resyncs-per-minute. A terminal run that ended more than --snapshot-ttl ago is not written back to Redis (its retention there is over): 409 CONFLICT naming --snapshot-ttl; its snapshot is still answered from the store. An optional body gives a reason for the audit log: {"reason":"..."}; every resync (an operator's or a tenant's) is recorded there.
          */
         post: operations["resyncRun"];
         delete?: never;
@@ -363,7 +363,7 @@ export interface paths {
         put?: never;
         /**
          * Retry one dead letter (operators)
-         * @description Moves the dead letter back into the outbox; the relay publishes it again (consumers drop a duplicate). No body. Operators only (a token mapped to "*"; anyone in development mode).
+         * @description Moves the dead letter back into the outbox; the relay publishes it again (consumers drop a duplicate). An optional body gives a reason for the audit log: {"reason":"..."}. Operators only (a token mapped to "*"; anyone in development mode).
          */
         post: operations["retryDeadLetter"];
         delete?: never;
@@ -383,7 +383,7 @@ export interface paths {
         put?: never;
         /**
          * Retry dead letters by id, or all (operators)
-         * @description Moves the named dead letters (at most 1000), or all of them, back into the outbox. Operators only (a token mapped to "*"; anyone in development mode).
+         * @description Moves the named dead letters (at most 1000), or all of them, back into the outbox. Operators only (a token mapped to "*"; anyone in development mode). Recorded in the audit log (GET /v1/operator-actions) with the optional reason.
          */
         post: operations["retryDeadLetters"];
         delete?: never;
@@ -407,7 +407,7 @@ export interface paths {
         put?: never;
         /**
          * Rebuild many runs' snapshots from the store (operators)
-         * @description Starts a background rebuild of every run of a tenant, or of up to 1000 runs: each run's snapshot is projected from the store and written to Redis unless Redis holds a newer one. One runs at a time per API process (409 CONFLICT names it); the process that runs it publishes its state to Redis as it goes (kept 7 days), so every API replica answers for it; a shutdown of that process cancels it, and if the process dies it reads as failed (abandoned) once its 15 s lease expires. 503 when Redis does not take its state. Follow it with GET /v1/rebuilds/{id}. Operators only (a token mapped to "*"; anyone in development mode).
+         * @description Starts a background rebuild of every run of a tenant, or of up to 1000 runs: each run's snapshot is projected from the store and written to Redis unless Redis holds a newer one. One runs at a time per API process (409 CONFLICT names it); the process that runs it publishes its state to Redis as it goes (kept 7 days), so every API replica answers for it; a shutdown of that process cancels it, and if the process dies it reads as failed (abandoned) once its 15 s lease expires. 503 when Redis does not take its state. Follow it with GET /v1/rebuilds/{id}. Operators only (a token mapped to "*"; anyone in development mode). Recorded in the audit log (GET /v1/operator-actions) with the optional reason.
          */
         post: operations["startRebuild"];
         delete?: never;
@@ -451,6 +451,26 @@ export interface paths {
          * @description Every partition of run_events with its state (live, retired, detached, archived, dropped), size, runs and runs still open, what holds it in the store (judged with the retention of the retention process's last pass), its archive files; that last pass (when, its settings, how it ended, what it dropped; absent when no retention process ever ran on this store: then nothing keeps partitions ahead) and the next removal. The same report as `runstream retention status --json`. Reads every runs row of each partition still in the store. Operators only (a token mapped to "*"; anyone in development mode).
          */
         get: operations["getRetention"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/operator-actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log of operator actions, newest first (operators)
+         * @description Every retry of dead letters, rebuild and resync that took effect: who asked, what, how many, when and the reason given. Kept in the store (table operator_actions). An action that took effect but could not be recorded is logged at ERROR and counted in runstream_api_operator_actions_unrecorded_total. Operators only (a token mapped to "*"; anyone in development mode).
+         */
+        get: operations["listOperatorActions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -855,6 +875,8 @@ export interface components {
             all?: true;
             /** @description The dead letters to retry. */
             ids?: number[];
+            /** @description Why, in a sentence (at most 500 bytes, no control characters): kept with the action in the audit log (GET /v1/operator-actions). */
+            reason?: string;
         } & (unknown | unknown);
         Retried: {
             /** @description Dead letters moved back into the outbox (ids no longer dead-lettered are not counted). */
@@ -864,6 +886,8 @@ export interface components {
         RebuildRequest: {
             tenantId?: components["schemas"]["Identifier"];
             runIds?: components["schemas"]["Identifier"][];
+            /** @description Why, in a sentence (at most 500 bytes, no control characters): kept with the action in the audit log (GET /v1/operator-actions). */
+            reason?: string;
         } & (unknown | unknown);
         Rebuild: {
             /** Format: uuid */
@@ -963,6 +987,39 @@ export interface components {
                 /** Format: date-time */
                 at?: string;
             };
+        };
+        /** @description An optional reason for an operator action, kept in the audit log. */
+        ReasonBody: {
+            /** @description Why, in a sentence (at most 500 bytes, no control characters): kept with the action in the audit log (GET /v1/operator-actions). */
+            reason?: string;
+        };
+        /** @description One action in the audit log: who did what, to how many, when and why. */
+        OperatorAction: {
+            /** @description Increases with each action recorded. */
+            id: number;
+            /**
+             * Format: date-time
+             * @description When it was recorded, once it took effect.
+             */
+            at: string;
+            /** @description Who asked: "operator token <first 8 hex digits of the token's SHA-256>", "tenant <id>", or "development (no tokens)". */
+            actor: string;
+            /** @enum {string} */
+            action: "dead-letter.retry" | "dead-letters.retry" | "rebuild.start" | "run.resync";
+            /** @description What it was done to, in words ("dead letter 12", "all dead letters", "rebuild <id>: every run of tenant t", "run r"). */
+            target: string;
+            /** @description How many it changed: dead letters moved, runs to rebuild, runs resynced. */
+            count: number;
+            /** @description The reason given; empty when none was. */
+            reason: string;
+            /** @description The request's X-Request-Id. */
+            requestId: string;
+        };
+        OperatorActionPage: {
+            /** @description Newest first. */
+            actions: components["schemas"]["OperatorAction"][];
+            /** @description Pass as ?before= for the next page; absent on the last. */
+            nextBefore?: number;
         };
     };
     responses: {
@@ -1576,7 +1633,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ReasonBody"];
+            };
+        };
         responses: {
             /** @description The rebuilt snapshot's head. */
             200: {
@@ -1856,7 +1917,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ReasonBody"];
+            };
+        };
         responses: {
             /** @description Moved. */
             200: {
@@ -2021,6 +2086,38 @@ export interface operations {
                     "application/json": components["schemas"]["RetentionStatus"];
                 };
             };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listOperatorActions: {
+        parameters: {
+            query?: {
+                /** @description Actions per page. */
+                limit?: number;
+                /** @description Only actions with a smaller id: the previous page's nextBefore. */
+                before?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of actions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperatorActionPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];

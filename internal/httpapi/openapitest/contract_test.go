@@ -301,7 +301,7 @@ func TestContract(t *testing.T) {
 
 	// Repair, then the projected reads (resync writes the Redis snapshot).
 	h.run(t, call{method: "POST", path: base + "/resync", token: "tok-a", want: 200})
-	h.run(t, call{method: "POST", path: base + "/resync", token: "tok-op", want: 200})
+	h.run(t, call{method: "POST", path: base + "/resync", token: "tok-op", body: map[string]any{"reason": "the contract run"}, want: 200})
 	h.run(t, call{method: "POST", path: "/v1/runs/no-such-run/resync", token: "tok-op", want: 404})
 	h.run(t, call{method: "GET", path: base + "/snapshot", token: "tok-a", want: 200})
 	h.run(t, call{method: "GET", path: "/v1/runs?limit=5", token: "tok-a", want: 200})
@@ -410,7 +410,7 @@ func TestContract(t *testing.T) {
 	h.run(t, call{method: "POST", path: fmt.Sprintf("/v1/dead-letters/%d/retry", first), token: "tok-op", want: 200})
 	h.run(t, call{method: "POST", path: fmt.Sprintf("/v1/dead-letters/%d/retry", first), token: "tok-op", want: 404})
 	h.run(t, call{method: "POST", path: "/v1/dead-letters/retry", token: "tok-op", body: map[string]any{"ids": []int64{second}}, want: 200})
-	h.run(t, call{method: "POST", path: "/v1/dead-letters/retry", token: "tok-op", body: map[string]any{"all": true}, want: 200})
+	h.run(t, call{method: "POST", path: "/v1/dead-letters/retry", token: "tok-op", body: map[string]any{"all": true, "reason": "the contract run"}, want: 200})
 	h.run(t, call{method: "POST", path: "/v1/dead-letters/retry", token: "tok-op", body: map[string]any{}, want: 400, badRequest: true})
 
 	// Rebuilds.
@@ -428,6 +428,11 @@ func TestContract(t *testing.T) {
 	// The store's retention: partitions (no retention process ran here).
 	h.run(t, call{method: "GET", path: "/v1/retention", token: "tok-op", want: 200})
 	h.run(t, call{method: "GET", path: "/v1/retention", token: "tok-a", want: 403})
+
+	// The audit log of what the operators above did.
+	h.run(t, call{method: "GET", path: "/v1/operator-actions?limit=2", token: "tok-op", want: 200})
+	h.run(t, call{method: "GET", path: "/v1/operator-actions?limit=0", token: "tok-op", want: 400, badRequest: true})
+	h.run(t, call{method: "GET", path: "/v1/operator-actions", token: "tok-a", want: 403})
 
 	// Development mode: no tokens.
 	dev := &harness{url: server(t, httpapi.Config{}), v: h.v, covered: h.covered}
