@@ -6,6 +6,7 @@
 //   #/dead-letters, #/dead-letters/<id>   (operator)
 //   #/rebuilds, #/rebuilds/<id>           (operator)
 //   #/retention                           (operator)
+//   #/operator-actions                    (operator)
 // Data: the /v1 API; live updates through Server-Sent Events; the
 // connection indicator from GET /readyz and the page's stream (lib.js).
 
@@ -14,6 +15,7 @@ import { runsPage } from './runs.js';
 import { runPage } from './run.js';
 import { lagPage, deadLettersPage, deadLetterPage, rebuildsPage, rebuildPage } from './ops.js';
 import { retentionPage } from './retention.js';
+import { operatorActionsPage } from './actions.js';
 
 const ROUTES = [
   [/^#\/runs\/([^?]+)/, (v, id) => runPage(v, id)],
@@ -24,6 +26,7 @@ const ROUTES = [
   [/^#\/rebuilds\/([^?]+)/, (v, id) => rebuildPage(v, id)],
   [/^#\/rebuilds(\?|$)/, v => rebuildsPage(v)],
   [/^#\/retention(\?|$)/, v => retentionPage(v)],
+  [/^#\/operator-actions(\?|$)/, v => operatorActionsPage(v)],
 ];
 
 function showTokenState() {

@@ -1,11 +1,13 @@
 // Package console is the web console served by the binary at `/`: a small
 // front end of plain ES modules (no build step, no CDN, works offline)
 // over the API (runs list and search, snapshot, events, watch, resync;
-// for operators lag, dead letters, rebuilds and retention), embedded in
+// for operators lag, dead letters, rebuilds, retention and the audit log
+// of operator actions), embedded in
 // the binary.
 //
 // The console is a single page with hash routes (`#/runs/<runId>`,
-// `#/lag`, `#/dead-letters`, `#/rebuilds`, `#/retention`; see app.js), so
+// `#/lag`, `#/dead-letters`, `#/rebuilds`, `#/retention`,
+// `#/operator-actions`; see app.js), so
 // [Handler] answers index.html for `/` and for any other path that is
 // neither an asset nor an API path; API paths it does not know answer the
 // API's JSON NOT_FOUND, so a mistyped /v1 URL never returns HTML.
@@ -22,12 +24,12 @@ import (
 	"strings"
 )
 
-//go:embed index.html style.css app.js lib.js runs.js run.js ops.js retention.js
+//go:embed index.html style.css app.js lib.js runs.js run.js ops.js retention.js actions.js
 var files embed.FS
 
 // assetNames are the embedded files: the page, its style and its ES
 // modules (app.js imports the others by relative URL).
-var assetNames = []string{"index.html", "style.css", "app.js", "lib.js", "runs.js", "run.js", "ops.js", "retention.js"}
+var assetNames = []string{"index.html", "style.css", "app.js", "lib.js", "runs.js", "run.js", "ops.js", "retention.js", "actions.js"}
 
 // asset is one embedded file with what its answer needs.
 type asset struct {

@@ -346,16 +346,20 @@ export function watch(path, handlers, probe, onOpen) {
   return () => { stopped = true; clearTimeout(timer); es?.close(); conn.setStream('none'); };
 }
 
-// confirmDialog asks before an action that changes state; resolves true
-// only when the operator confirms.
+// confirmDialog asks before an action that changes state, with an
+// optional reason for the audit log (GET /v1/operator-actions): resolves
+// false when cancelled, else { reason } (reason may be '').
 export function confirmDialog(title, text, action) {
   return new Promise(resolve => {
+    const reason = h('input', { id: 'confirm-reason', name: 'reason', maxlength: 500, autocomplete: 'off', testid: 'confirm-reason',
+      placeholder: 'why, for the audit log (optional)' });
     const dlg = h('dialog', { class: 'confirm', testid: 'confirm-dialog', 'aria-labelledby': 'confirm-title' },
       h('h2', { id: 'confirm-title' }, title), h('p', { testid: 'confirm-text' }, text),
+      h('label', { for: 'confirm-reason' }, 'Reason'), reason,
       h('div', { class: 'actions' },
         h('button', { type: 'button', testid: 'confirm-cancel', onclick: () => dlg.close('cancel') }, 'Cancel'),
         h('button', { type: 'button', class: 'primary', testid: 'confirm-ok', onclick: () => dlg.close('ok') }, action)));
-    dlg.addEventListener('close', () => { dlg.remove(); resolve(dlg.returnValue === 'ok'); });
+    dlg.addEventListener('close', () => { dlg.remove(); resolve(dlg.returnValue === 'ok' ? { reason: reason.value.trim() } : false); });
     document.body.append(dlg);
     dlg.showModal();
   });

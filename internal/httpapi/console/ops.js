@@ -128,7 +128,7 @@ export function deadLettersPage(view) {
   const out = h('p', { role: 'status', testid: 'dl-result', class: 'muted' });
   const body = h('div');
   const more = h('button', { type: 'button', testid: 'dl-more', hidden: true, onclick: () => load(true) }, 'Load more');
-  const retryAll = h('button', { type: 'button', class: 'primary', testid: 'dl-retry-all', onclick: () => retry({ all: true }, 'every dead letter') }, 'Retry all');
+  const retryAll = h('button', { type: 'button', testid: 'dl-retry-all', onclick: () => retry({ all: true }, 'every dead letter') }, 'Retry all');
   const runInput = h('input', { name: 'runId', value: runId, placeholder: 'all runs', testid: 'dl-run-input' });
   view.append(h('div', { class: 'run-title' }, h('h1', {}, 'Dead letters'), h('div', { class: 'actions' }, retryAll)),
     h('p', { class: 'muted small' }, 'Outbox records the relay gave up publishing after its retries. Retrying puts a record back in the outbox, so the relay publishes it again.'),
@@ -182,7 +182,9 @@ export function deadLettersPage(view) {
   }
 
   async function retry(body, what) {
-    if (!await confirmDialog('Retry dead letters?', `Put ${what} back in the outbox? The relay publishes it again; consumers may see it twice (they deduplicate by eventId).`, 'Retry')) return;
+    const ok = await confirmDialog('Retry dead letters?', `Put ${what} back in the outbox? The relay publishes it again; consumers may see it twice (they deduplicate by eventId).`, 'Retry');
+    if (!ok) return;
+    if (ok.reason) body = { ...body, reason: ok.reason };
     try {
       const r = await api('/v1/dead-letters/retry', { method: 'POST', body: JSON.stringify(body) });
       out.className = '';
@@ -216,10 +218,12 @@ export function deadLetterPage(view, id) {
     const d = r.deadLetter;
     const item = (k, v, testid) => [h('dt', {}, k), h('dd', { testid }, v)];
     const retryBtn = h('button', { type: 'button', class: 'primary', testid: 'dl-retry', onclick: async () => {
-      if (!await confirmDialog('Retry this dead letter?', `Put dead letter ${d.id} (run ${d.runId}, event ${d.runSeq}) back in the outbox? The relay publishes it again.`, 'Retry')) return;
+      const ok = await confirmDialog('Retry this dead letter?', `Put dead letter ${d.id} (run ${d.runId}, event ${d.runSeq}) back in the outbox? The relay publishes it again.`, 'Retry');
+      if (!ok) return;
       retryBtn.disabled = true;
       try {
-        const x = await api(`/v1/dead-letters/${encodeURIComponent(id)}/retry`, { method: 'POST' });
+        const x = await api(`/v1/dead-letters/${encodeURIComponent(id)}/retry`,
+          ok.reason ? { method: 'POST', body: JSON.stringify({ reason: ok.reason }) } : { method: 'POST' });
         out.className = '';
         out.textContent = `Retried ${num(x.retried)}: back in the outbox; this dead letter is gone.`;
       } catch (e) {
@@ -249,7 +253,9 @@ export function rebuildsPage(view) {
   const runsIn = h('textarea', { name: 'runIds', rows: 3, placeholder: 'run ids, one per line (at most 1000)', testid: 'rebuild-runs' });
   const start = async body => {
     const what = body.tenantId ? `every run of tenant ${body.tenantId}` : `${body.runIds.length} run${body.runIds.length === 1 ? '' : 's'}`;
-    if (!await confirmDialog('Start a rebuild?', `Rebuild the snapshots of ${what} from the store? Reads every event of those runs from Postgres.`, 'Rebuild')) return;
+    const ok = await confirmDialog('Start a rebuild?', `Rebuild the snapshots of ${what} from the store? Reads every event of those runs from Postgres.`, 'Rebuild');
+    if (!ok) return;
+    if (ok.reason) body = { ...body, reason: ok.reason };
     try {
       const r = await api('/v1/rebuilds', { method: 'POST', body: JSON.stringify(body) });
       location.hash = `#/rebuilds/${encodeURIComponent(r.rebuild.id)}`;

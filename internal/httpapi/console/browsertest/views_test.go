@@ -354,13 +354,15 @@ func TestConsole_Views(t *testing.T) {
 		t.Fatalf("after Cancel: %d dead letters, want 2 (nothing retried)", got)
 	}
 	b.do(chromedp.Click(chromedp.CSS(`[data-testid=dl-retry]`)))
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=confirm-reason]`), "the broker's limit was raised"),
+		chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
 	b.waitText(`[data-testid=dl-result]`, "Retried 1")
 	if got := deadLetters(); got != 1 {
 		t.Fatalf("after retrying one: %d dead letters, want 1", got)
 	}
 	b.navigate(base + "/#/dead-letters")
 	b.waitTrue(`document.querySelectorAll('[data-testid=dl-row]').length === 1`, "one dead letter left")
+	b.waitTrue(`!document.querySelector('[data-testid=dl-retry-all]').classList.contains('primary')`, "Retry all not the primary action")
 	b.do(chromedp.Click(chromedp.CSS(`[data-testid=dl-retry-all]`)))
 	b.waitText(`[data-testid=confirm-text]`, "every dead letter")
 	b.do(chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
@@ -406,6 +408,19 @@ func TestConsole_Views(t *testing.T) {
 		return tenant >= 0 && runs >= 0 && runs < tenant;
 	})()`, tenantRebuild, runsRebuild), "both rebuilds listed, newest first")
 	b.shots("rebuilds")
+
+	// ---- the audit log: each action above, newest first, with its reason ----
+	b.navigate(base + "/#/operator-actions")
+	b.waitTrue(`document.querySelectorAll('[data-testid=action-row]').length >= 4`, "the four actions above in the audit log")
+	b.waitTrue(`(() => {
+		const rows = [...document.querySelectorAll('[data-testid=action-row]')].slice(0, 4).map(r => r.dataset.action);
+		return rows.join(',') === 'rebuild.start,rebuild.start,dead-letters.retry,dead-letter.retry';
+	})()`, "rebuilds, then retry all, then the one retry, newest first")
+	b.waitText(`[data-testid=action-row][data-action="dead-letter.retry"] [data-testid=action-reason]`, "the broker's limit was raised")
+	b.waitText(`[data-testid=action-row][data-action="dead-letter.retry"] [data-testid=action-target]`, "dead letter 900000001")
+	b.waitText(`[data-testid=action-row] [data-testid=action-actor]`, "development (no tokens)")
+	b.waitText(`[data-testid=action-row] [data-testid=action-at]`, " UTC")
+	b.shots("operator-actions")
 
 	// ---- retention: dev keeps partitions ahead and removes nothing ----
 	b.navigate(base + "/#/retention")
