@@ -1,7 +1,8 @@
 // runstream console: the audit log of operator actions (#/operator-actions,
 // operators): every dead-letter retry, rebuild and resync that took
-// effect, newest first, with who asked, what, how many, when (absolute,
-// in UTC, and how long ago) and the reason given. GET /v1/operator-actions,
+// effect, newest first, with who asked, what, how many, when (as the
+// header's time switch says; the title has every form) and the reason
+// given. GET /v1/operator-actions,
 // in pages of 50.
 
 import { h, api, num, when, errorText, forbidden } from './lib.js';
@@ -13,10 +14,6 @@ const ACTIONS = {
   'rebuild.start': 'Started a rebuild',
   'run.resync': 'Resynced a run',
 };
-
-// utc is an instant as "2026-11-29 08:14:05 UTC": absolute, and the same
-// for every operator reading the log.
-const utc = iso => `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
 
 export function operatorActionsPage(view) {
   const body = h('div', { testid: 'actions-body' }, h('p', { class: 'muted' }, 'Loading…'));
@@ -51,7 +48,7 @@ export function operatorActionsPage(view) {
     body.replaceChildren(err, h('div', { class: 'table-box' }, h('table', { class: 'cards', testid: 'actions-table' },
       h('thead', {}, h('tr', {}, ['When', 'Who', 'Action', 'What', 'Count', 'Reason'].map((c, i) => h('th', { scope: 'col', class: i === 4 ? 'num' : '' }, c)))),
       h('tbody', {}, rows.map(a => h('tr', { testid: 'action-row', 'data-id': a.id, 'data-action': a.action },
-        td('When', { testid: 'action-at' }, h('span', { class: 'mono' }, utc(a.at)), ' · ', when(a.at)),
+        td('When', { testid: 'action-at' }, when(a.at)),
         td('Who', { testid: 'action-actor' }, a.actor),
         td('Action', { testid: 'action-name' }, ACTIONS[a.action] || a.action),
         td('What', { class: 'clip', title: a.target, testid: 'action-target' }, a.target),

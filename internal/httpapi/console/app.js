@@ -10,7 +10,7 @@
 // Data: the /v1 API; live updates through Server-Sent Events; the
 // connection indicator from GET /readyz and the page's stream (lib.js).
 
-import { $, conn, token, setToken, onToken } from './lib.js';
+import { $, h, conn, token, setToken, onToken, TIME_MODES, getTimeMode, setTimeMode } from './lib.js';
 import { runsPage } from './runs.js';
 import { runPage } from './run.js';
 import { lagPage, deadLettersPage, deadLetterPage, rebuildsPage, rebuildPage } from './ops.js';
@@ -49,6 +49,10 @@ function route() {
   }
   leave = runsPage(view);
 }
+
+const times = $('[data-testid=time-mode]');
+times.append(...TIME_MODES.map(([m, label]) => h('option', { value: m, selected: m === getTimeMode() }, label)));
+times.addEventListener('change', () => setTimeMode(times.value));
 
 $('[data-testid=forget-token]').addEventListener('click', () => {
   setToken('');

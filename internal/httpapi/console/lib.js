@@ -39,8 +39,37 @@ export function rel(iso) {
   const v = Math.floor(Math.abs(s) / n);
   return s > 0 ? `${v}${u} ago` : `in ${v}${u}`;
 }
+// Times are shown relative ("5m ago"), local or UTC, as the header's
+// switch says; the choice is remembered in this browser (localStorage).
+const TIMES_KEY = 'runstream.times';
+export const TIME_MODES = [['relative', 'Relative'], ['local', 'Local'], ['utc', 'UTC']];
+let timeMode = (() => {
+  try { return TIME_MODES.some(([m]) => m === localStorage.getItem(TIMES_KEY)) ? localStorage.getItem(TIMES_KEY) : 'relative'; } catch { return 'relative'; }
+})();
+const pad = n => String(n).padStart(2, '0');
+function absolute(iso, utc) {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '—';
+  const [y, mo, da, hh, mi, ss] = utc
+    ? [d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()]
+    : [d.getFullYear(), d.getMonth() + 1, d.getDate(), d.getHours(), d.getMinutes(), d.getSeconds()];
+  return `${y}-${pad(mo)}-${pad(da)} ${pad(hh)}:${pad(mi)}:${pad(ss)}${utc ? ' UTC' : ''}`;
+}
+// timeText is iso in the chosen mode; the element's title has the others.
+const timeText = iso => timeMode === 'relative' ? rel(iso) : absolute(iso, timeMode === 'utc');
+const timeTitle = iso => `${absolute(iso, false)} local · ${absolute(iso, true)} · ${rel(iso)}`;
+export const getTimeMode = () => timeMode;
+export function setTimeMode(mode) {
+  if (!TIME_MODES.some(([m]) => m === mode)) return;
+  timeMode = mode;
+  try { localStorage.setItem(TIMES_KEY, mode); } catch { /* private mode: for this page only */ }
+  refreshTimes();
+}
+function refreshTimes() {
+  for (const t of document.querySelectorAll('time[datetime]')) t.textContent = timeText(t.getAttribute('datetime'));
+}
 export const when = iso => iso
-  ? h('time', { datetime: iso, title: new Date(iso).toLocaleString() }, rel(iso))
+  ? h('time', { datetime: iso, title: timeTitle(iso) }, timeText(iso))
   : h('span', { class: 'muted' }, '—');
 export const clock = d => d.toLocaleTimeString([], { hour12: false });
 export function dur(ms) {
@@ -68,7 +97,7 @@ export const staleBadge = stale => h('span', { class: 'badge stale', testid: 'st
 const ticks = new Set();
 export function onTick(fn) { ticks.add(fn); return () => ticks.delete(fn); }
 setInterval(() => {
-  for (const t of document.querySelectorAll('time[datetime]')) t.textContent = rel(t.getAttribute('datetime'));
+  if (timeMode === 'relative') refreshTimes();
   for (const fn of ticks) fn();
 }, 10000);
 

@@ -157,12 +157,18 @@ export function runsPage(view) {
     // What the list covers: the runs Redis keeps (retention, the API's
     // --snapshot-ttl). 0: every run.
     const kept = last?.retention?.terminalRunsSeconds || 0;
+    // The counts are the tenant's, never the search's: said plainly when
+    // a search narrows the list below them.
+    const narrowed = searching();
     countNote.replaceChildren(!last ? '' : exact
       ? `Counts are exact, over all ${num(total)} runs of ${tenantLabel()} with a snapshot.`
       : `Counts cover only the ${num(total)} most recently updated runs this API counts (up to 1,000); older runs are not counted.`,
+    last && narrowed ? h('strong', { testid: 'counts-not-search' }, ' They count every run, not this search: the search narrows the list below, not these numbers.') : '',
     kept ? h('span', { testid: 'retention-note' },
       ` The list and counts cover every open run and the runs that ended in the last ${span(kept)}; an older run is not listed but still opens by its id (#/runs/<runId>).`) : '');
     countNote.dataset.exact = String(!!exact);
+    filters.dataset.scope = narrowed ? 'tenant' : 'list';
+    filters.title = narrowed ? 'Counts of every run of the tenant, not of the search' : '';
 
     // What the catalog cannot show: missing snapshots, a bounded scan.
     const notes = [];

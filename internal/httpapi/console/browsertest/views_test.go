@@ -199,6 +199,7 @@ func TestConsole_Views(t *testing.T) {
 	}
 	b.waitTrue(`document.querySelector('[data-testid=counts-note]').dataset.exact === 'true'`, "the counts labelled exact")
 	b.waitText(`[data-testid=counts-note]`, "1,101 runs")
+	b.noElement(`[data-testid=counts-not-search]`, "no search: the counts are the list's")
 	b.waitTrue(`document.querySelectorAll('[data-testid=run-row]').length === 50`, "a first page of 50 runs")
 	b.do(chromedp.EmulateViewport(wideWidth, 860))
 	b.viewShot("console-docs-1400.png")
@@ -216,6 +217,8 @@ func TestConsole_Views(t *testing.T) {
 	b.do(chromedp.Reload())
 	b.waitRows([]string{target}, "the search to survive a reload")
 	b.waitTrue(fmt.Sprintf(`document.querySelector('[data-testid=search-runIdPrefix]').value === %s`, jsString(target[:13])), "the form to show the search after a reload")
+	b.waitText(`[data-testid=counts-not-search]`, "They count every run, not this search")
+	b.waitTrue(`document.querySelector('[data-testid=count-ALL]').textContent === '1,101'`, "the tenant's count kept beside a search of one run")
 	b.shots("runs-search-prefix")
 
 	// Engine run ref (exact) and plan, as deep links.
@@ -419,8 +422,27 @@ func TestConsole_Views(t *testing.T) {
 	b.waitText(`[data-testid=action-row][data-action="dead-letter.retry"] [data-testid=action-reason]`, "the broker's limit was raised")
 	b.waitText(`[data-testid=action-row][data-action="dead-letter.retry"] [data-testid=action-target]`, "dead letter 900000001")
 	b.waitText(`[data-testid=action-row] [data-testid=action-actor]`, "development (no tokens)")
-	b.waitText(`[data-testid=action-row] [data-testid=action-at]`, " UTC")
+	b.waitText(`[data-testid=action-row] [data-testid=action-at]`, "just now")
+
+	// ---- times: relative, local or UTC, remembered across a reload ----
+	setTimes := func(mode string) {
+		b.eval(fmt.Sprintf(`(() => { const s = document.querySelector('[data-testid=time-mode]'); s.value = %q; s.dispatchEvent(new Event('change')); return ''; })()`, mode))
+	}
+	allTimes := func(re, what string) {
+		b.waitTrue(fmt.Sprintf(`(() => { const t = [...document.querySelectorAll('time[datetime]')]; return t.length >= 4 && t.every(e => %s.test(e.textContent)); })()`, re), what)
+	}
+	setTimes("utc")
+	allTimes(`/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/`, "every time in UTC")
+	b.do(chromedp.Reload())
+	allTimes(`/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/`, "UTC remembered after a reload")
+	b.waitTrue(`document.querySelector('[data-testid=time-mode]').value === 'utc'`, "the switch showing UTC after a reload")
+	b.waitTrue(`document.querySelector('time[datetime]').title.includes(' local · ') && document.querySelector('time[datetime]').title.includes(' UTC · ')`,
+		"a time's title giving every form")
 	b.shots("operator-actions")
+	setTimes("local")
+	allTimes(`/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/`, "every time local")
+	setTimes("relative")
+	allTimes(`/(ago|just now|^in )/`, "every time relative again")
 
 	// ---- retention: dev keeps partitions ahead and removes nothing ----
 	b.navigate(base + "/#/retention")
