@@ -69,6 +69,10 @@ func runAPI(ctx context.Context, env *environment, args []string) error {
 		cfg.Lag = func(ctx context.Context, g string) (lag.Report, error) { return lag.Measure(ctx, kc, g) }
 		cfg.LagGroups = exported // GET /v1/lag/groups reports these, and the others the brokers know on the topic
 		cfg.TopicGroups = func(ctx context.Context, topic string) ([]string, error) { return lag.TopicGroups(ctx, kc, topic) }
+		cfg.ResetGroupOffsets = func(ctx context.Context, g, topic string, to lag.ResetTo, apply bool) (lag.ResetPlan, error) {
+			return lag.ResetOffsets(ctx, kc, g, topic, to, apply)
+		}
+		cfg.DeleteGroup = func(ctx context.Context, g string) error { return lag.DeleteGroup(ctx, kc, g) }
 		checks = append(checks, httpapi.Check{Name: "kafka", Fn: kc.Ping})
 		if exporter, err = lag.NewExporter(kc, exported, 10*time.Second, reg, log); err != nil {
 			return err

@@ -98,6 +98,10 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	apiCfg.Lag = func(ctx context.Context, group string) (lag.Report, error) { return lag.Measure(ctx, client, group) }
 	apiCfg.LagGroups, apiCfg.LagTopic = exported, rf.topic
 	apiCfg.TopicGroups = func(ctx context.Context, topic string) ([]string, error) { return lag.TopicGroups(ctx, client, topic) }
+	apiCfg.ResetGroupOffsets = func(ctx context.Context, g, topic string, to lag.ResetTo, apply bool) (lag.ResetPlan, error) {
+		return lag.ResetOffsets(ctx, client, g, topic, to, apply)
+	}
+	apiCfg.DeleteGroup = func(ctx context.Context, g string) error { return lag.DeleteGroup(ctx, client, g) }
 	lagExp, err := lag.NewExporter(client, exported, 5*time.Second, reg, log)
 	if err != nil {
 		return err

@@ -11,7 +11,8 @@ import (
 )
 
 // The audit log of operator actions (issue 36): every retry of dead
-// letters, rebuild and resync is recorded in the store once it took
+// letters, rebuild, resync, consumer group offset reset and group
+// deletion is recorded in the store once it took
 // effect, with who asked, what, how many and the reason given (an
 // optional "reason" in the request's JSON body). GET /v1/operator-actions
 // reads it, newest first.
@@ -25,6 +26,8 @@ const (
 	actionRetryDeadLetters = "dead-letters.retry"
 	actionRebuild          = "rebuild.start"
 	actionResync           = "run.resync"
+	actionResetGroup       = "group.reset-offsets"
+	actionDeleteGroup      = "group.delete"
 )
 
 // checkReason refuses a reason that is too long, not UTF-8, or holds

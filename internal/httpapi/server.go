@@ -68,6 +68,12 @@ type Config struct {
 	// offsets or assigned members), for GET /v1/lag/groups; nil reports
 	// LagGroups only.
 	TopicGroups func(ctx context.Context, topic string) ([]string, error)
+	// ResetGroupOffsets and DeleteGroup change a consumer group of
+	// LagTopic for POST /v1/lag/groups/{group}/reset and DELETE
+	// /v1/lag/groups/{group} (lag.ResetOffsets, lag.DeleteGroup); nil
+	// answers 503.
+	ResetGroupOffsets func(ctx context.Context, group, topic string, to lag.ResetTo, apply bool) (lag.ResetPlan, error)
+	DeleteGroup       func(ctx context.Context, group string) error
 	// ShutdownTimeout bounds graceful shutdown; 0 means 10s.
 	ShutdownTimeout time.Duration
 	// Registerer receives the API's metrics; nil means none.
@@ -282,6 +288,8 @@ func (s *Server) routes() http.Handler {
 	handle("POST /v1/stream-tickets", s.createStreamTicket, authed)
 	handle("GET /v1/lag", s.lag, authed|operatorOnly)
 	handle("GET /v1/lag/groups", s.lagGroups, authed|operatorOnly)
+	handle("POST /v1/lag/groups/{group}/reset", s.resetGroup, authed|operatorOnly)
+	handle("DELETE /v1/lag/groups/{group}", s.deleteGroup, authed|operatorOnly)
 	handle("GET /v1/dead-letters", s.listDeadLetters, authed|operatorOnly)
 	handle("GET /v1/dead-letters/{id}", s.getDeadLetter, authed|operatorOnly)
 	handle("POST /v1/dead-letters/{id}/retry", s.retryDeadLetter, authed|operatorOnly)

@@ -3,7 +3,8 @@
 // Lag in seconds is measured, not interpolated: it is now minus the
 // timestamp of the oldest unconsumed record, read from the broker at the
 // group's committed offset. A group that is rebalancing or has no members
-// says so instead of printing zeros.
+// says so instead of printing zeros. Operators' changes to a group (an
+// offset reset, a delete) are in admin.go.
 //
 // Metrics (the Exporter, one owned loop):
 //

@@ -306,6 +306,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/lag/groups/{group}/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The consumer group. */
+                group: components["schemas"]["Identifier"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reset a consumer group's offsets to earliest or to a time (operators)
+         * @description Moves the group's committed offsets on the run-event topic to the earliest record kept, or to the first record at or after a time (an ETL reprocessing a day). dryRun answers the plan without changing anything: how many records the group will read again. Refused while the group has members (409 CONFLICT: stop its consumers first), for a group the brokers do not know (404), and for a time before what a partition still holds when older records were deleted (400, field to). A reset that took effect is recorded in the audit log (GET /v1/operator-actions) with the optional reason. Operators only (a token mapped to "*"; anyone in development mode).
+         */
+        post: operations["resetGroupOffsets"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/lag/groups/{group}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The consumer group. */
+                group: components["schemas"]["Identifier"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove an idle consumer group (operators)
+         * @description Removes the group and its committed offsets from the brokers. Refused while it has members (409 CONFLICT) and for a group the brokers do not know (404). An optional body gives a reason for the audit log: {"reason":"..."}. Operators only (a token mapped to "*"; anyone in development mode).
+         */
+        delete: operations["deleteGroup"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/dead-letters": {
         parameters: {
             query?: never;
@@ -1005,7 +1051,7 @@ export interface components {
             /** @description Who asked: "operator token <first 8 hex digits of the token's SHA-256>", "tenant <id>", or "development (no tokens)". */
             actor: string;
             /** @enum {string} */
-            action: "dead-letter.retry" | "dead-letters.retry" | "rebuild.start" | "run.resync";
+            action: "dead-letter.retry" | "dead-letters.retry" | "rebuild.start" | "run.resync" | "group.reset-offsets" | "group.delete";
             /** @description What it was done to, in words ("dead letter 12", "all dead letters", "rebuild <id>: every run of tenant t", "run r"). */
             target: string;
             /** @description How many it changed: dead letters moved, runs to rebuild, runs resynced. */
@@ -1020,6 +1066,39 @@ export interface components {
             actions: components["schemas"]["OperatorAction"][];
             /** @description Pass as ?before= for the next page; absent on the last. */
             nextBefore?: number;
+        };
+        /** @description Where to move the group's offsets on the topic. */
+        GroupReset: {
+            /** @description "earliest" (the oldest record the topic keeps) or an RFC 3339 time: the first record at or after it. A time in the future, or before what a partition still holds when older records were deleted, is refused (400). */
+            to: string;
+            /**
+             * @description Only say what the reset would do.
+             * @default false
+             */
+            dryRun: boolean;
+            /** @description Why, in a sentence (at most 500 bytes, no control characters): kept with the action in the audit log (GET /v1/operator-actions). */
+            reason?: string;
+        };
+        GroupResetPlan: {
+            group: string;
+            topic: string;
+            /** @description earliest, or the time asked for. */
+            to: string;
+            partitions: {
+                partition: number;
+                /** @description The committed offset before; -1 when none. */
+                from: number;
+                /** @description The committed offset after. */
+                to: number;
+                /** @description The partition's end offset. */
+                end: number;
+            }[];
+            /** @description Records the group will read again (on a partition with no commit, from the new offset to the end). */
+            replay: number;
+            /** @description Records the group will pass over (a reset forward). */
+            skip: number;
+            /** @description False for a dry run. */
+            applied: boolean;
         };
     };
     responses: {
@@ -1838,6 +1917,84 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    resetGroupOffsets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The consumer group. */
+                group: components["schemas"]["Identifier"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GroupReset"];
+            };
+        };
+        responses: {
+            /** @description The plan, applied unless dryRun. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupResetPlan"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The consumer group. */
+                group: components["schemas"]["Identifier"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ReasonBody"];
+            };
+        };
+        responses: {
+            /** @description Removed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The group removed. */
+                        deleted: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

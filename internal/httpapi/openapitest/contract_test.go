@@ -232,6 +232,9 @@ func templateOf(p string) string {
 	if len(parts) >= 4 && parts[1] == "v1" && (parts[2] == "dead-letters" && parts[3] != "retry" || parts[2] == "rebuilds") {
 		parts[3] = "{id}"
 	}
+	if len(parts) >= 5 && parts[1] == "v1" && parts[2] == "lag" && parts[3] == "groups" {
+		parts[4] = "{group}"
+	}
 	return strings.Join(parts, "/")
 }
 
@@ -253,6 +256,22 @@ func TestContract(t *testing.T) {
 			return lag.Report{Group: group, Exists: true, State: "Stable", Members: 1, MemberDetails: []lag.Member{m}, At: time.Now(),
 				Partitions: []lag.Partition{{Topic: "run-events", Partition: 0, Committed: 10, End: 12, Lag: 2, LagSeconds: 0.5,
 					Member: m.ClientID, Owner: &m}}}, nil
+		},
+		ResetGroupOffsets: func(_ context.Context, group, topic string, to lag.ResetTo, apply bool) (lag.ResetPlan, error) {
+			switch group {
+			case "busy-sink":
+				return lag.ResetPlan{}, &lag.GroupActiveError{Group: group, State: "Stable", Members: 2}
+			case "day-sink":
+				return lag.ResetPlan{Group: group, Topic: topic, To: to.String(), Applied: apply, Replay: 7,
+					Partitions: []lag.ResetPartition{{Partition: 0, From: 10, To: 3, End: 12}}}, nil
+			}
+			return lag.ResetPlan{}, lag.ErrGroupNotFound
+		},
+		DeleteGroup: func(_ context.Context, group string) error {
+			if group == "day-sink" {
+				return nil
+			}
+			return lag.ErrGroupNotFound
 		}})
 	raw := mustGet(t, apiURL+"/openapi.json")
 	if !bytes.Equal(raw, httpapi.OpenAPI) {
@@ -382,6 +401,13 @@ func TestContract(t *testing.T) {
 	}
 	h.run(t, call{method: "GET", path: "/v1/lag/groups", token: "tok-op", want: 200})
 	h.run(t, call{method: "GET", path: "/v1/lag/groups", token: "tok-a", want: 403})
+	h.run(t, call{method: "POST", path: "/v1/lag/groups/day-sink/reset", token: "tok-op", body: map[string]any{"to": "2026-11-28T00:00:00Z", "dryRun": true}, want: 200})
+	h.run(t, call{method: "POST", path: "/v1/lag/groups/day-sink/reset", token: "tok-op", body: map[string]any{"to": "earliest", "reason": "reprocess"}, want: 200})
+	h.run(t, call{method: "POST", path: "/v1/lag/groups/busy-sink/reset", token: "tok-op", body: map[string]any{"to": "earliest"}, want: 409})
+	h.run(t, call{method: "POST", path: "/v1/lag/groups/nobody/reset", token: "tok-op", body: map[string]any{"to": "earliest"}, want: 404})
+	h.run(t, call{method: "POST", path: "/v1/lag/groups/day-sink/reset", token: "tok-op", body: map[string]any{"to": "soon"}, want: 400, badRequest: true})
+	h.run(t, call{method: "DELETE", path: "/v1/lag/groups/day-sink", token: "tok-op", want: 200})
+	h.run(t, call{method: "DELETE", path: "/v1/lag/groups/nobody", token: "tok-op", want: 404})
 
 	// Dead letters: the run's two events dead-lettered as the relay does.
 	if _, err := st.Pool().Exec(context.Background(), `WITH moved AS (DELETE FROM outbox WHERE run_id = $1
