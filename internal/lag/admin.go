@@ -19,8 +19,8 @@ import (
 // would overwrite the offsets with its next commit, and a group in use is
 // not stale.
 
-// ErrGroupNotFound: the brokers know no such group (no member, no
-// committed offset).
+// ErrGroupNotFound is the answer for a group the brokers do not know
+// (no member, no committed offset).
 var ErrGroupNotFound = errors.New("no such consumer group")
 
 // GroupActiveError refuses a change to a group with members.
