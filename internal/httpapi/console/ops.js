@@ -1,5 +1,5 @@
-// runstream console: the operator's pages. Consumer lag (#/lag, #/lag/<group>),
-// dead letters (#/dead-letters, #/dead-letters/<id>) and rebuilds
+// runstream console: the operator's pages. Consumer lag (#/lag, #/lag/<group>;
+// a group's own page resets an idle group's offsets or deletes it), dead letters (#/dead-letters, #/dead-letters/<id>) and rebuilds
 // (#/rebuilds, #/rebuilds/<id>). A tenant's token gets 403 from their
 // routes: the page says an operator token is needed.
 
@@ -35,6 +35,9 @@ export function lagPage(view, group) {
       + 'Freshness is how long the oldest committed event the group has not applied has waited, counting events still in '
       + `the store's outbox (not yet on the topic); past ${FRESHNESS_ALERT_S} s it is coloured (alert SNAPSHOT_FRESHNESS_LOW).`),
     status, body);
+  // A group's own page can change it; the box stays across refreshes.
+  const admin = group ? groupAdmin(group) : null;
+  if (admin) view.append(admin.el);
   document.title = `${group ? `${group} · ` : ''}Lag · runstream`;
   let okAt = null, timer = null, gone = false, denied = false;
 
@@ -73,6 +76,7 @@ export function lagPage(view, group) {
     if (r.truncated) notes.push(h('div', { class: 'notice warn', role: 'status' }, 'More groups exist than this page lists.'));
     if (!groups.length) notes.push(h('p', { class: 'muted', testid: 'lag-empty' }, 'No consumer group has committed offsets on the topic, and none is configured.'));
     body.replaceChildren(...notes, ...groups.map(groupCard));
+    if (admin && groups[0]) admin.update(groups[0]);
   }
 
   function groupCard(g) {
@@ -102,6 +106,88 @@ export function lagPage(view, group) {
 
   refresh();
   return () => { gone = true; clearTimeout(timer); };
+}
+
+// groupAdmin is a group page's changes: reset its offsets on the topic
+// to the earliest record kept or to a time (a preview first says how many
+// records the group will read again, and the confirmation names it), or
+// delete it. Both only while the group has no member.
+function groupAdmin(group) {
+  const enc = encodeURIComponent(group);
+  const out = h('p', { role: 'status', testid: 'group-admin-result', class: 'muted' });
+  const busy = h('p', { class: 'muted small', testid: 'group-admin-busy', hidden: true });
+  const to = h('select', { testid: 'group-reset-to', 'aria-label': 'Reset to' },
+    h('option', { value: 'earliest' }, 'the earliest record kept'), h('option', { value: 'time' }, 'a time (the first record at or after it)'));
+  const at = h('input', { type: 'datetime-local', step: 1, testid: 'group-reset-at', 'aria-label': 'Time (local)', hidden: true });
+  to.addEventListener('change', () => { at.hidden = to.value !== 'time'; plan.replaceChildren(); });
+  at.addEventListener('change', () => plan.replaceChildren());
+  const plan = h('div', { testid: 'group-reset-plan' });
+  const preview = h('button', { type: 'button', testid: 'group-reset-preview', onclick: () => reset(true) }, 'Preview reset');
+  const del = h('button', { type: 'button', testid: 'group-delete', onclick: remove }, 'Delete group');
+  const el = h('section', { class: 'card', testid: 'group-admin' }, h('h2', {}, 'Change this group'),
+    h('p', { class: 'muted small' }, 'Only while the group has no member: stop its consumers first. A reset moves its committed offsets on the topic; '
+      + 'its consumers read from there when they start again (an ETL reprocessing a day). Every change is in the audit log.'),
+    busy, h('div', { class: 'actions wrap' }, h('span', {}, 'Reset offsets to '), to, at, preview, del), plan, out);
+
+  function target() {
+    if (to.value === 'earliest') return { to: 'earliest', what: 'the earliest record kept' };
+    const d = new Date(at.value);
+    if (!at.value || Number.isNaN(d.getTime())) throw new Error('pick the time to reset to');
+    return { to: d.toISOString(), what: `${d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}` };
+  }
+  async function reset(dry, planned) {
+    let t;
+    try { t = target(); } catch (e) { out.className = 'error'; out.textContent = e.message; return; }
+    const body = { to: t.to, dryRun: dry };
+    if (!dry) {
+      const ok = await confirmDialog('Reset the group\'s offsets?',
+        `Move consumer group ${group} to ${t.what}? When its consumers start again they read ${num(planned.replay)} record${planned.replay === 1 ? '' : 's'} again`
+        + `${planned.skip ? ` and skip ${num(planned.skip)}` : ''}.`, 'Reset');
+      if (!ok) return;
+      if (ok.reason) body.reason = ok.reason;
+    }
+    try {
+      const p = await api(`/v1/lag/groups/${enc}/reset`, { method: 'POST', body: JSON.stringify(body) });
+      out.className = 'muted';
+      out.textContent = '';
+      if (dry) {
+        plan.replaceChildren(h('p', { testid: 'group-reset-summary' }, `A reset to ${t.what} makes the group read ${num(p.replay)} record${p.replay === 1 ? '' : 's'} again`
+          + `${p.skip ? ` and skip ${num(p.skip)}` : ''}:`),
+          h('div', { class: 'table-box' }, h('table', { class: 'cards', testid: 'group-reset-partitions' },
+            h('thead', {}, h('tr', {}, ['Partition', 'Committed now', 'After the reset', 'End'].map(c => h('th', { scope: 'col', class: 'num' }, c)))),
+            h('tbody', {}, (p.partitions || []).map(x => h('tr', {},
+              td('Partition', { class: 'num' }, x.partition), td('Committed now', { class: 'num' }, x.from < 0 ? 'none' : num(x.from)),
+              td('After the reset', { class: 'num' }, num(x.to)), td('End', { class: 'num' }, num(x.end))))))),
+          h('div', { class: 'actions' }, h('button', { type: 'button', class: 'primary', testid: 'group-reset-apply', onclick: () => reset(false, p) }, 'Reset…')));
+      } else {
+        plan.replaceChildren();
+        out.textContent = `Reset: group ${group} now starts at ${t.what}; it reads ${num(p.replay)} record${p.replay === 1 ? '' : 's'} again when its consumers start.`;
+      }
+    } catch (e) {
+      out.className = 'error';
+      out.textContent = `${dry ? 'Preview' : 'Reset'} failed: ${errorText(e)}`;
+    }
+  }
+  async function remove() {
+    const ok = await confirmDialog('Delete this consumer group?', `Delete consumer group ${group} and its committed offsets? A consumer that joins it later starts by its own reset policy.`, 'Delete');
+    if (!ok) return;
+    try {
+      await api(`/v1/lag/groups/${enc}`, ok.reason ? { method: 'DELETE', body: JSON.stringify({ reason: ok.reason }) } : { method: 'DELETE' });
+      location.hash = '#/lag';
+    } catch (e) {
+      out.className = 'error';
+      out.textContent = `Delete failed: ${errorText(e)}`;
+    }
+  }
+  function update(g) {
+    const members = g.members ?? (g.memberDetails || []).length;
+    const idle = g.exists !== false && members === 0;
+    preview.disabled = del.disabled = !idle;
+    busy.hidden = idle;
+    busy.textContent = g.exists === false ? 'The brokers know no committed offsets of this group: nothing to reset.'
+      : `${num(members)} member${members === 1 ? '' : 's'}: stop its consumers to reset or delete it.`;
+  }
+  return { el, update };
 }
 
 // freshness shows a group's freshness (freshnessSeconds): how soon its

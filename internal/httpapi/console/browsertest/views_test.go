@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/runstream/runstream/internal/lag"
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/snapshots"
@@ -323,8 +326,57 @@ func TestConsole_Views(t *testing.T) {
 	b.waitText(`[data-testid=lag-owner]`, "etl-instance-1")
 	b.waitText(`[data-testid=lag-freshness-value]`, "events visible within")
 	b.shots("lag-group")
+	b.waitText(`[data-testid=group-admin-busy]`, "1 member: stop its consumers to reset or delete it")
+	b.waitTrue(`document.querySelector('[data-testid=group-reset-preview]').disabled && document.querySelector('[data-testid=group-delete]').disabled`,
+		"no reset or delete of a group with a member")
 	b.navigate(base + "/#/lag/no-such-group")
 	b.waitText(`[data-testid=lag-group][data-group="no-such-group"]`, "no committed offsets")
+
+	// ---- an idle group reprocesses: preview, reset with a reason, delete ----
+	kc, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	adm := kadm.NewClient(kc)
+	ends, err := adm.ListEndOffsets(ctx, store.DefaultTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	atEnd, replay := kadm.Offsets{}, int64(0)
+	ends.Each(func(o kadm.ListedOffset) {
+		atEnd.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
+		replay += o.Offset
+	})
+	if _, err := adm.CommitOffsets(ctx, "console-reprocess", atEnd); err != nil {
+		t.Fatal(err)
+	}
+	b.navigate(base + "/#/lag/console-reprocess")
+	b.waitTrue(`!document.querySelector('[data-testid=group-reset-preview]').disabled`, "the idle group's reset enabled")
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=group-reset-preview]`)))
+	b.waitText(`[data-testid=group-reset-summary]`, fmt.Sprintf("read %s records again", formatThousands(replay)))
+	b.shots("lag-group-reset")
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=group-reset-apply]`)))
+	b.waitText(`[data-testid=confirm-text]`, fmt.Sprintf("Move consumer group console-reprocess to the earliest record kept? When its consumers start again they read %s records again", formatThousands(replay)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=confirm-reason]`), "reprocess for the warehouse"),
+		chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
+	b.waitText(`[data-testid=group-admin-result]`, "Reset: group console-reprocess now starts at the earliest record kept")
+	committed, err := adm.FetchOffsets(ctx, "console-reprocess")
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed.Each(func(o kadm.OffsetResponse) {
+		if o.At != 0 {
+			t.Errorf("after the console's reset, partition %d is committed at %d, want 0", o.Partition, o.At)
+		}
+	})
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=group-delete]`)))
+	b.waitText(`[data-testid=confirm-text]`, "Delete consumer group console-reprocess")
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
+	b.waitTrue(`location.hash === '#/lag'`, "back to every group after the delete")
+	if _, err := lag.ResetOffsets(ctx, kc, "console-reprocess", store.DefaultTopic, lag.ResetTo{Earliest: true}, false); !errors.Is(err, lag.ErrGroupNotFound) {
+		t.Fatalf("after the console's delete: %v, want the group gone", err)
+	}
 
 	// ---- dead letters: list, inspect, retry one and all, each confirmed ----
 	for i, id := range []string{s.ids[1], s.ids[2]} {
@@ -414,11 +466,12 @@ func TestConsole_Views(t *testing.T) {
 
 	// ---- the audit log: each action above, newest first, with its reason ----
 	b.navigate(base + "/#/operator-actions")
-	b.waitTrue(`document.querySelectorAll('[data-testid=action-row]').length >= 4`, "the four actions above in the audit log")
+	b.waitTrue(`document.querySelectorAll('[data-testid=action-row]').length >= 6`, "the six actions above in the audit log")
 	b.waitTrue(`(() => {
-		const rows = [...document.querySelectorAll('[data-testid=action-row]')].slice(0, 4).map(r => r.dataset.action);
-		return rows.join(',') === 'rebuild.start,rebuild.start,dead-letters.retry,dead-letter.retry';
-	})()`, "rebuilds, then retry all, then the one retry, newest first")
+		const rows = [...document.querySelectorAll('[data-testid=action-row]')].slice(0, 6).map(r => r.dataset.action);
+		return rows.join(',') === 'rebuild.start,rebuild.start,dead-letters.retry,dead-letter.retry,group.delete,group.reset-offsets';
+	})()`, "rebuilds, then retry all, then the one retry, then the group's delete and reset, newest first")
+	b.waitText(`[data-testid=action-row][data-action="group.reset-offsets"] [data-testid=action-reason]`, "reprocess for the warehouse")
 	b.waitText(`[data-testid=action-row][data-action="dead-letter.retry"] [data-testid=action-reason]`, "the broker's limit was raised")
 	b.waitText(`[data-testid=action-row][data-action="dead-letter.retry"] [data-testid=action-target]`, "dead letter 900000001")
 	b.waitText(`[data-testid=action-row] [data-testid=action-actor]`, "development (no tokens)")
@@ -528,4 +581,13 @@ func startConsumer(t *testing.T, broker, group, clientID, instanceID string) *kg
 		}
 	}()
 	return cl
+}
+
+// formatThousands writes n as the console's num() does: 1,234.
+func formatThousands(n int64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
