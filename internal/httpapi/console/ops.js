@@ -39,11 +39,21 @@ export function lagPage(view, group) {
   const admin = group ? groupAdmin(group) : null;
   if (admin) view.append(admin.el);
   document.title = `${group ? `${group} · ` : ''}Lag · runstream`;
-  let okAt = null, timer = null, gone = false, denied = false;
+  let okAt = null, timer = null, gone = false, denied = false, last = null;
+  // The overview: groups sorted by how far behind they are (the ones that
+  // need a look first) or by name; healthy groups (no lag, fresh) folded
+  // to their head line. An operator's opening or folding of a group
+  // survives the refreshes.
+  const sortBy = h('select', { testid: 'lag-sort', 'aria-label': 'Sort groups by' },
+    h('option', { value: 'lag' }, 'most behind first'), h('option', { value: 'name' }, 'name'));
+  sortBy.addEventListener('change', () => last && render(last));
+  const opened = new Map();
+  if (!group) view.insertBefore(h('p', { class: 'small' }, h('label', {}, 'Sort groups by ', sortBy)), body);
 
   async function refresh() {
     try {
       const r = group ? { groups: [await api(`/v1/lag?group=${encodeURIComponent(group)}`)] } : await api('/v1/lag/groups');
+      last = r;
       if (gone) return;
       okAt = new Date();
       refreshLine(status, okAt, null);
@@ -75,19 +85,30 @@ export function lagPage(view, group) {
     if (r.listError) notes.push(h('div', { class: 'notice warn', role: 'status' }, 'Listing the groups failed; showing the configured ones: ', r.listError));
     if (r.truncated) notes.push(h('div', { class: 'notice warn', role: 'status' }, 'More groups exist than this page lists.'));
     if (!groups.length) notes.push(h('p', { class: 'muted', testid: 'lag-empty' }, 'No consumer group has committed offsets on the topic, and none is configured.'));
-    body.replaceChildren(...notes, ...groups.map(groupCard));
+    const sorted = group ? groups : [...groups].sort(sortBy.value === 'name' ? (a, b) => a.group.localeCompare(b.group)
+      : (a, b) => healthy(a) - healthy(b) || (b.freshnessSeconds ?? 0) - (a.freshnessSeconds ?? 0)
+        || (b.totalLag ?? 0) - (a.totalLag ?? 0) || a.group.localeCompare(b.group));
+    body.replaceChildren(...notes, ...sorted.map(groupCard));
     if (admin && groups[0]) admin.update(groups[0]);
   }
 
   function groupCard(g) {
     const members = g.memberDetails || [];
     const who = m => m ? [m.clientId || '—', m.instanceId ? ` · instance ${m.instanceId}` : '', m.host ? ` · ${m.host}` : ''].join('') : '—';
-    return h('section', { class: 'card', testid: 'lag-group', 'data-group': g.group },
+    const fine = healthy(g);
+    const card = (head, rest) => {
+      if (group) return h('section', { class: 'card', testid: 'lag-group', 'data-group': g.group }, head, rest);
+      const d = h('details', { class: 'card group', testid: 'lag-group', 'data-group': g.group, 'data-healthy': String(fine),
+        open: opened.has(g.group) ? opened.get(g.group) : !fine }, h('summary', {}, head), rest);
+      d.addEventListener('toggle', () => opened.set(g.group, d.open));
+      return d;
+    };
+    return card(h('div', { class: 'group-head' },
       h('div', { class: 'card-head' },
         h('h2', {}, group ? g.group : h('a', { href: `#/lag/${encodeURIComponent(g.group)}`, testid: 'lag-group-link' }, g.group)),
         h('span', { class: 'muted' }, g.exists === false ? 'no committed offsets' : `state ${g.state || '—'} · ${num(g.members ?? members.length)} member${(g.members ?? members.length) === 1 ? '' : 's'}`),
         g.exists === false ? '' : h('span', { class: `badge ${g.totalLag > 0 ? 's-paused' : 's-completed'}`, testid: 'lag-total' }, `lag ${num(g.totalLag)} records · ${secs(g.maxLagSeconds)}`)),
-      freshness(g),
+      freshness(g)), [
       g.note ? h('p', { class: 'muted small' }, g.note) : '',
       members.length ? h('ul', { class: 'members', testid: 'lag-members' }, members.map(m => h('li', { testid: 'lag-member' },
         h('span', { class: 'mono' }, m.clientId || '—'), m.instanceId ? [' · instance ', h('span', { class: 'mono' }, m.instanceId)] : '',
@@ -101,11 +122,18 @@ export function lagPage(view, group) {
           td('End', { class: 'num' }, num(p.end)),
           td('Lag (records)', { class: 'num', testid: 'lag-records' }, num(p.lag)),
           td('Lag (seconds)', { class: 'num' }, secs(p.lagSeconds)),
-          td('Owner', { testid: 'lag-owner' }, p.error ? h('span', { class: 'error' }, p.error) : who(p.owner) || p.member || '—')))))));
+          td('Owner', { testid: 'lag-owner' }, p.error ? h('span', { class: 'error' }, p.error) : who(p.owner) || p.member || '—'))))))]);
   }
 
   refresh();
   return () => { gone = true; clearTimeout(timer); };
+}
+
+// healthy is a group that needs no look, folded in the overview: it has
+// committed, was measured, has no lag and its freshness is under the
+// alert's threshold.
+function healthy(g) {
+  return g.exists !== false && g.state !== 'Unknown' && !(g.totalLag > 0) && !((g.freshnessSeconds ?? 0) > FRESHNESS_ALERT_S);
 }
 
 // groupAdmin is a group page's changes: reset its offsets on the topic

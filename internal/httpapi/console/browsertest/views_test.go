@@ -320,7 +320,21 @@ func TestConsole_Views(t *testing.T) {
 	}
 	first := b.eval(`document.querySelector('[data-testid=refreshed-at]').dataset.at`)
 	b.waitTrue(fmt.Sprintf(`document.querySelector('[data-testid=refreshed-at]')?.dataset.at > %s`, jsString(first)), "the lag page to refresh by itself")
+	// Most behind first; a healthy group folded to its head line, and an
+	// operator's unfolding survives the refresh.
+	projector := fmt.Sprintf(`document.querySelector('[data-testid=lag-group][data-group=%q]')`, store.DefaultProjectorGroup)
+	b.waitTrue(projector+`.dataset.healthy === 'true' && !`+projector+`.open`, "the caught-up projector group folded")
+	b.waitTrue(`document.querySelector('[data-testid=lag-group][data-group="console-test-etl"]').open && document.querySelector('[data-testid=lag-group]').dataset.group === 'console-test-etl'`,
+		"the lagging ETL group unfolded, first")
 	b.shots("lag")
+	b.eval(`(() => { const s = document.querySelector('[data-testid=lag-sort]'); s.value = 'name'; s.dispatchEvent(new Event('change')); return ''; })()`)
+	b.waitTrue(`(() => { const g = [...document.querySelectorAll('[data-testid=lag-group]')].map(e => e.dataset.group); return g.length >= 2 && g.every((x, i) => i === 0 || g[i-1].localeCompare(x) <= 0); })()`,
+		"groups by name")
+	b.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-testid=lag-group][data-group=%q] > summary`, store.DefaultProjectorGroup))))
+	b.waitTrue(projector+`.open`, "the projector group unfolded")
+	again := b.eval(`document.querySelector('[data-testid=refreshed-at]').dataset.at`)
+	b.waitTrue(fmt.Sprintf(`document.querySelector('[data-testid=refreshed-at]')?.dataset.at > %s`, jsString(again)), "a refresh")
+	b.waitTrue(projector+`.open`, "the unfolded group still open after a refresh")
 	b.do(chromedp.Click(chromedp.CSS(`[data-group="console-test-etl"] [data-testid=lag-group-link]`)))
 	b.waitTrue(`location.hash === '#/lag/console-test-etl' && document.querySelectorAll('[data-testid=lag-group]').length === 1`, "the one group's deep link")
 	b.waitText(`[data-testid=lag-owner]`, "etl-instance-1")
