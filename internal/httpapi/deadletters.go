@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -216,10 +217,16 @@ func (s *Server) retryDeadLetter(w http.ResponseWriter, r *http.Request) error {
 
 // retryRequest is POST /v1/dead-letters/retry's body.
 type retryRequest struct {
-	All    *bool   `json:"all"`
-	IDs    []int64 `json:"ids"`
-	Reason string  `json:"reason"`
+	All       *bool   `json:"all"`
+	IDs       []int64 `json:"ids"`
+	ErrorCode string  `json:"errorCode"`
+	RunID     string  `json:"runId"`
+	Reason    string  `json:"reason"`
 }
+
+// errorCodePattern is what a dead letter's error code looks like
+// (postgres.DeadLetterGroups): an UPPER_SNAKE word, or OTHER.
+var errorCodePattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]{3,99}$`)
 
 // retryDeadLetters: POST /v1/dead-letters/retry with {"all":true} or
 // {"ids":[...]} moves letters back into the outbox.
@@ -236,13 +243,25 @@ func (s *Server) retryDeadLetters(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	all := req.All != nil && *req.All
+	given := 0
+	for _, g := range []bool{req.All != nil, req.IDs != nil, req.ErrorCode != "", req.RunID != ""} {
+		if g {
+			given++
+		}
+	}
 	switch {
 	case req.All != nil && !*req.All:
 		return badRequest("all", `all must be true when given ({"all":true} retries every dead letter); name letters with ids instead`)
-	case all && req.IDs != nil:
-		return badRequest("ids", `give either {"all":true} or {"ids":[...]}, not both`)
-	case !all && len(req.IDs) == 0:
-		return badRequest("ids", `name the dead letters to retry: {"ids":[1,2]} (1 to 1000 ids), or {"all":true}`)
+	case given > 1:
+		return badRequest("ids", `give one of {"all":true}, {"ids":[...]}, {"errorCode":"MESSAGE_TOO_LARGE"} or {"runId":"r"}, not several`)
+	case req.ErrorCode != "" && !errorCodePattern.MatchString(req.ErrorCode):
+		return badRequest("errorCode", fmt.Sprintf("an error code is an UPPER_SNAKE word as GET /v1/dead-letters/groups?by=error names it (or OTHER), got %q", req.ErrorCode))
+	case req.RunID != "":
+		if err := validate.Identifier("runId", req.RunID); err != nil {
+			return err
+		}
+	case given == 0 || req.IDs != nil && len(req.IDs) == 0:
+		return badRequest("ids", `name the dead letters to retry: {"ids":[1,2]} (1 to 1000 ids), {"errorCode":"..."} or {"runId":"..."} (a group), or {"all":true}`)
 	case len(req.IDs) > maxRetryIDs:
 		return badRequest("ids", fmt.Sprintf("at most %d ids per retry, got %d; retry in pages, or use {\"all\":true}", maxRetryIDs, len(req.IDs)))
 	}
@@ -257,16 +276,56 @@ func (s *Server) retryDeadLetters(w http.ResponseWriter, r *http.Request) error 
 	ids := slices.Compact(slices.Sorted(slices.Values(req.IDs)))
 	ctx, cancel := context.WithTimeout(r.Context(), operatorTimeout)
 	defer cancel()
-	n, err := s.ops.Outbox().RetryDeadLetters(ctx, ids, all)
+	n, err := s.ops.Outbox().RetrySelected(ctx, postgres.DeadLetterSelection{IDs: ids, All: all, ErrorCode: req.ErrorCode, RunID: req.RunID})
 	if err != nil {
 		return storeUnavailable(r, err)
 	}
-	s.log.Info("operator retried dead letters", "all", all, "ids", len(ids), "retried", n, "requestId", requestID(r.Context()))
-	target := "all dead letters"
-	if !all {
+	s.log.Info("operator retried dead letters", "all", all, "ids", len(ids), "errorCode", req.ErrorCode, "runId", req.RunID,
+		"retried", n, "requestId", requestID(r.Context()))
+	var target string
+	switch {
+	case all:
+		target = "all dead letters"
+	case req.ErrorCode != "":
+		target = "dead letters with error " + req.ErrorCode
+	case req.RunID != "":
+		target = "dead letters of run " + req.RunID
+	default:
 		target = fmt.Sprintf("%d dead letters by id", len(ids))
 	}
 	s.recordAction(r, actionRetryDeadLetters, target, n, req.Reason)
 	writeJSON(w, http.StatusOK, map[string]int64{"retried": n})
+	return nil
+}
+
+// deadLetterGroupsAnswer is GET /v1/dead-letters/groups's answer.
+type deadLetterGroupsAnswer struct {
+	By        string                     `json:"by"`
+	Groups    []postgres.DeadLetterGroup `json:"groups"`
+	Truncated bool                       `json:"truncated"`
+}
+
+// deadLetterGroups: GET /v1/dead-letters/groups?by=error|run, the dead
+// letters counted by error code or by run, largest first: what to retry
+// together ({"errorCode"} or {"runId"} in POST /v1/dead-letters/retry).
+func (s *Server) deadLetterGroups(w http.ResponseWriter, r *http.Request) error {
+	if s.ops == nil {
+		return opsUnavailable
+	}
+	q, err := query(r)
+	if err != nil {
+		return err
+	}
+	by := q.Get("by")
+	if by != "error" && by != "run" {
+		return badRequest("by", fmt.Sprintf(`group dead letters by=error (their error code) or by=run, got %q`, by))
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), operatorTimeout)
+	defer cancel()
+	groups, truncated, err := s.ops.Outbox().DeadLetterGroups(ctx, by)
+	if err != nil {
+		return storeUnavailable(r, err)
+	}
+	writeJSON(w, http.StatusOK, deadLetterGroupsAnswer{By: by, Groups: groups, Truncated: truncated})
 	return nil
 }

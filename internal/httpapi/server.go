@@ -291,6 +291,7 @@ func (s *Server) routes() http.Handler {
 	handle("POST /v1/lag/groups/{group}/reset", s.resetGroup, authed|operatorOnly)
 	handle("DELETE /v1/lag/groups/{group}", s.deleteGroup, authed|operatorOnly)
 	handle("GET /v1/dead-letters", s.listDeadLetters, authed|operatorOnly)
+	handle("GET /v1/dead-letters/groups", s.deadLetterGroups, authed|operatorOnly)
 	handle("GET /v1/dead-letters/{id}", s.getDeadLetter, authed|operatorOnly)
 	handle("POST /v1/dead-letters/{id}/retry", s.retryDeadLetter, authed|operatorOnly)
 	handle("POST /v1/dead-letters/retry", s.retryDeadLetters, authed|operatorOnly)

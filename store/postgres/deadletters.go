@@ -114,16 +114,38 @@ func (o *Outbox) RetryDeadLetters(ctx context.Context, ids []int64, all bool) (i
 	if !all && len(ids) == 0 {
 		return 0, fmt.Errorf("name dead letters to retry with --id, or use --all")
 	}
+	return o.RetrySelected(ctx, DeadLetterSelection{IDs: ids, All: all})
+}
+
+// DeadLetterSelection names dead letters: by id, all of them, those of
+// one error code (DeadLetterErrorCode) or those of one run. The fields
+// add up (a letter any of them names is selected).
+type DeadLetterSelection struct {
+	IDs       []int64
+	All       bool
+	ErrorCode string
+	RunID     string
+}
+
+// deadLetterErrorCode is a letter's error code in SQL: the first
+// UPPER_SNAKE word of at least 4 characters in its last error (the
+// broker's code, as franz-go's errors start with it:
+// "MESSAGE_TOO_LARGE: ..."), else OTHER.
+const deadLetterErrorCode = `coalesce(substring(d.last_error from '[A-Z][A-Z0-9_]{3,}'), 'OTHER')`
+
+// RetrySelected is RetryDeadLetters for any selection.
+func (o *Outbox) RetrySelected(ctx context.Context, sel DeadLetterSelection) (int64, error) {
 	var moved int64
 	err := pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `WITH gone AS (
-				DELETE FROM outbox_dead_letters d WHERE ($2 OR d.id = ANY($1))
+				DELETE FROM outbox_dead_letters d
+				WHERE ($2 OR d.id = ANY($1) OR ($3 <> '' AND `+deadLetterErrorCode+` = $3) OR ($4 <> '' AND d.run_id = $4))
 					AND EXISTS (SELECT 1 FROM runs r JOIN run_events e
 						ON e.run_id = r.run_id AND e.run_epoch = r.run_epoch
 						WHERE r.run_id = d.run_id AND e.run_seq = d.run_seq)
 				RETURNING d.shard, d.run_id, d.run_seq)
 			INSERT INTO outbox (shard, run_id, run_seq, redelivered)
-			SELECT shard, run_id, run_seq, true FROM gone ORDER BY run_id, run_seq`, ids, all)
+			SELECT shard, run_id, run_seq, true FROM gone ORDER BY run_id, run_seq`, sel.IDs, sel.All, sel.ErrorCode, sel.RunID)
 		moved = tag.RowsAffected()
 		if err == nil && moved > 0 {
 			_, err = tx.Exec(ctx, `SELECT pg_notify('runstream_outbox', '')`)
@@ -134,4 +156,52 @@ func (o *Outbox) RetryDeadLetters(ctx context.Context, ids []int64, all bool) (i
 		return 0, fmt.Errorf("moving dead letters back to the outbox: %w", err)
 	}
 	return moved, nil
+}
+
+// DeadLetterGroup is a count of dead letters sharing a key: an error code
+// or a run.
+type DeadLetterGroup struct {
+	Key         string    `json:"key"`
+	Count       int64     `json:"count"`
+	FirstFailed time.Time `json:"firstFailedAt"`
+	LastFailed  time.Time `json:"lastFailedAt"`
+	// Example is one letter's last error (by error code) or the run's
+	// tenant (by run).
+	Example string `json:"example"`
+}
+
+// MaxDeadLetterGroups bounds DeadLetterGroups's answer.
+const MaxDeadLetterGroups = 100
+
+// DeadLetterGroups counts the dead letters by error code (by "error") or
+// by run (by "run"), the largest groups first, at most
+// MaxDeadLetterGroups; truncated says more groups exist.
+func (o *Outbox) DeadLetterGroups(ctx context.Context, by string) (groups []DeadLetterGroup, truncated bool, err error) {
+	var key, example string
+	switch by {
+	case "error":
+		key, example = deadLetterErrorCode, `coalesce(min(d.last_error), '')`
+	case "run":
+		key, example = `d.run_id`, `coalesce(min(r.tenant_id), '')`
+	default:
+		return nil, false, fmt.Errorf("dead letters are grouped by error or by run, not %q", by)
+	}
+	rows, err := o.pool.Query(ctx, `SELECT `+key+` AS k, count(*), min(d.failed_at), max(d.failed_at), `+example+`
+		FROM outbox_dead_letters d LEFT JOIN runs r ON r.run_id = d.run_id
+		GROUP BY k ORDER BY count(*) DESC, k LIMIT $1`, MaxDeadLetterGroups+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("grouping dead letters by %s: %w", by, err)
+	}
+	groups, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (DeadLetterGroup, error) {
+		var g DeadLetterGroup
+		err := row.Scan(&g.Key, &g.Count, &g.FirstFailed, &g.LastFailed, &g.Example)
+		return g, err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("grouping dead letters by %s: %w", by, err)
+	}
+	if len(groups) > MaxDeadLetterGroups {
+		return groups[:MaxDeadLetterGroups], true, nil
+	}
+	return groups, false, nil
 }

@@ -372,6 +372,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/dead-letters/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Dead letters counted by error code or by run (operators)
+         * @description The dead letters grouped by=error (the broker's error code inside each letter's last error; OTHER when there is none) or by=run, largest first, at most 100: what to retry together with {"errorCode"} or {"runId"} in POST /v1/dead-letters/retry. Operators only (a token mapped to "*"; anyone in development mode).
+         */
+        get: operations["deadLetterGroups"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/dead-letters/{id}": {
         parameters: {
             query?: never;
@@ -429,7 +449,7 @@ export interface paths {
         put?: never;
         /**
          * Retry dead letters by id, or all (operators)
-         * @description Moves the named dead letters (at most 1000), or all of them, back into the outbox. Operators only (a token mapped to "*"; anyone in development mode). Recorded in the audit log (GET /v1/operator-actions) with the optional reason.
+         * @description Moves the named dead letters (at most 1000), those of one error code or of one run (GET /v1/dead-letters/groups), or all of them, back into the outbox. Operators only (a token mapped to "*"; anyone in development mode). Recorded in the audit log (GET /v1/operator-actions) with the optional reason.
          */
         post: operations["retryDeadLetters"];
         delete?: never;
@@ -912,7 +932,7 @@ export interface components {
             /** @description The record the relay publishes when the letter is retried. */
             record: components["schemas"]["RunEventRecord"];
         };
-        /** @description Either all (true) or ids. */
+        /** @description One of: all (true), ids, errorCode (every letter of that error code) or runId (every letter of that run). */
         DeadLetterRetry: {
             /**
              * @description Retry every dead letter.
@@ -921,9 +941,13 @@ export interface components {
             all?: true;
             /** @description The dead letters to retry. */
             ids?: number[];
+            /** @description Retry every dead letter of this error code, as GET /v1/dead-letters/groups?by=error names it (OTHER: those without one). */
+            errorCode?: string;
+            /** @description Retry every dead letter of this run. */
+            runId?: components["schemas"]["Identifier"];
             /** @description Why, in a sentence (at most 500 bytes, no control characters): kept with the action in the audit log (GET /v1/operator-actions). */
             reason?: string;
-        } & (unknown | unknown);
+        } & (unknown | unknown | unknown | unknown);
         Retried: {
             /** @description Dead letters moved back into the outbox (ids no longer dead-lettered are not counted). */
             retried: number;
@@ -1099,6 +1123,24 @@ export interface components {
             skip: number;
             /** @description False for a dry run. */
             applied: boolean;
+        };
+        DeadLetterGroups: {
+            /** @enum {string} */
+            by: "error" | "run";
+            /** @description Largest first, at most 100. */
+            groups: {
+                /** @description The error code (the first UPPER_SNAKE word of the last error, else OTHER) or the run id. */
+                key: string;
+                count: number;
+                /** Format: date-time */
+                firstFailedAt: string;
+                /** Format: date-time */
+                lastFailedAt: string;
+                /** @description By error: one letter's last error. By run: the run's tenant. */
+                example: string;
+            }[];
+            /** @description More groups exist than listed. */
+            truncated: boolean;
         };
     };
     responses: {
@@ -2023,6 +2065,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeadLetterPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deadLetterGroups: {
+        parameters: {
+            query: {
+                by: "error" | "run";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The groups. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeadLetterGroups"];
                 };
             };
             400: components["responses"]["BadRequest"];

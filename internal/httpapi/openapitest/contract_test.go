@@ -229,7 +229,7 @@ func templateOf(p string) string {
 	if len(parts) == 5 && parts[1] == "v1" && parts[2] == "runs" {
 		parts[3] = "{runId}"
 	}
-	if len(parts) >= 4 && parts[1] == "v1" && (parts[2] == "dead-letters" && parts[3] != "retry" || parts[2] == "rebuilds") {
+	if len(parts) >= 4 && parts[1] == "v1" && (parts[2] == "dead-letters" && parts[3] != "retry" && parts[3] != "groups" || parts[2] == "rebuilds") {
 		parts[3] = "{id}"
 	}
 	if len(parts) >= 5 && parts[1] == "v1" && parts[2] == "lag" && parts[3] == "groups" {
@@ -436,6 +436,10 @@ func TestContract(t *testing.T) {
 	h.run(t, call{method: "POST", path: fmt.Sprintf("/v1/dead-letters/%d/retry", first), token: "tok-op", want: 200})
 	h.run(t, call{method: "POST", path: fmt.Sprintf("/v1/dead-letters/%d/retry", first), token: "tok-op", want: 404})
 	h.run(t, call{method: "POST", path: "/v1/dead-letters/retry", token: "tok-op", body: map[string]any{"ids": []int64{second}}, want: 200})
+	h.run(t, call{method: "GET", path: "/v1/dead-letters/groups?by=error", token: "tok-op", want: 200})
+	h.run(t, call{method: "GET", path: "/v1/dead-letters/groups?by=run", token: "tok-op", want: 200})
+	h.run(t, call{method: "GET", path: "/v1/dead-letters/groups?by=day", token: "tok-op", want: 400, badRequest: true})
+	h.run(t, call{method: "POST", path: "/v1/dead-letters/retry", token: "tok-op", body: map[string]any{"errorCode": "OTHER"}, want: 200})
 	h.run(t, call{method: "POST", path: "/v1/dead-letters/retry", token: "tok-op", body: map[string]any{"all": true, "reason": "the contract run"}, want: 200})
 	h.run(t, call{method: "POST", path: "/v1/dead-letters/retry", token: "tok-op", body: map[string]any{}, want: 400, badRequest: true})
 
