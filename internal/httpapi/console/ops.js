@@ -238,7 +238,17 @@ function freshness(g) {
 
 export function deadLettersPage(view) {
   const runId = hashParams().get('runId') || '';
-  let rows = [], cursor = '', error = null, loaded = false;
+  // ?by=error|run: the letters counted by error code or by run, each
+  // group retried as one.
+  const by = ['error', 'run'].includes(hashParams().get('by')) ? hashParams().get('by') : '';
+  let rows = [], cursor = '', error = null, loaded = false, groups = null;
+  const bySelect = h('select', { testid: 'dl-group-by', 'aria-label': 'Group by' },
+    h('option', { value: '' }, 'each letter'), h('option', { value: 'error' }, 'error code'), h('option', { value: 'run' }, 'run'));
+  bySelect.value = by;
+  bySelect.addEventListener('change', () => {
+    history.replaceState(null, '', `#/dead-letters${bySelect.value ? `?by=${bySelect.value}` : ''}`);
+    dispatchEvent(new HashChangeEvent('hashchange'));
+  });
   const out = h('p', { role: 'status', testid: 'dl-result', class: 'muted' });
   const body = h('div');
   const more = h('button', { type: 'button', testid: 'dl-more', hidden: true, onclick: () => load(true) }, 'Load more');
@@ -252,11 +262,24 @@ export function deadLettersPage(view) {
       history.replaceState(null, '', `#/dead-letters${v ? `?runId=${encodeURIComponent(v)}` : ''}`);
       dispatchEvent(new HashChangeEvent('hashchange'));
     } }, h('label', { for: 'dl-run' }, 'Run'), runInput, h('button', { type: 'submit' }, 'Filter')),
+    h('p', { class: 'small' }, h('label', {}, 'Group by ', bySelect)),
     out, body, h('div', { class: 'actions' }, more));
   runInput.id = 'dl-run';
   document.title = 'Dead letters · runstream';
 
   async function load(next) {
+    if (by) {
+      try {
+        const r = await api(`/v1/dead-letters/groups?by=${by}`);
+        groups = r;
+        error = null;
+        loaded = true;
+      } catch (e) {
+        error = e;
+      }
+      render();
+      return;
+    }
     const p = new URLSearchParams({ limit: 50 });
     if (runId) p.set('runId', runId);
     if (next) p.set('cursor', cursor);
@@ -277,6 +300,29 @@ export function deadLettersPage(view) {
     retryAll.hidden = !rows.length || !!runId;
     if (error?.status === 403) { retryAll.hidden = true; body.replaceChildren(forbidden('The dead-letter page', error)); return; }
     const err = error ? h('div', { class: 'notice error', role: 'alert', testid: 'dl-error' }, 'Could not list dead letters: ', errorText(error)) : '';
+    if (by) {
+      const gs = groups?.groups || [];
+      retryAll.hidden = !gs.length;
+      more.hidden = true;
+      if (!gs.length) {
+        body.replaceChildren(err, loaded && !error ? h('p', { class: 'muted', testid: 'dl-empty' }, 'No dead letters: the relay has published every record.') : '');
+        return;
+      }
+      const what = g => by === 'error' ? `the ${num(g.count)} dead letter${g.count === 1 ? '' : 's'} with error ${g.key}` : `the ${num(g.count)} dead letter${g.count === 1 ? '' : 's'} of run ${g.key}`;
+      body.replaceChildren(err, groups.truncated ? h('p', { class: 'notice', role: 'status' }, 'More groups exist than the 100 largest listed here.') : '',
+        h('div', { class: 'table-box' }, h('table', { class: 'cards', testid: 'dl-groups' },
+          h('thead', {}, h('tr', {}, [by === 'error' ? 'Error code' : 'Run', 'Letters', 'First failed', 'Last failed', by === 'error' ? 'An example' : 'Tenant', '']
+            .map((c, i) => h('th', { scope: 'col', class: i === 1 ? 'num' : '' }, c)))),
+          h('tbody', {}, gs.map(g => h('tr', { testid: 'dl-group', 'data-key': g.key },
+            td(by === 'error' ? 'Error code' : 'Run', { class: 'mono' }, by === 'run' ? h('a', { href: `#/dead-letters?runId=${encodeURIComponent(g.key)}` }, g.key) : g.key),
+            td('Letters', { class: 'num', testid: 'dl-group-count' }, num(g.count)),
+            td('First failed', {}, when(g.firstFailedAt)),
+            td('Last failed', {}, when(g.lastFailedAt)),
+            td(by === 'error' ? 'An example' : 'Tenant', { class: 'clip', title: g.example }, g.example),
+            td('', {}, h('button', { type: 'button', testid: 'dl-group-retry',
+              onclick: () => retry(by === 'error' ? { errorCode: g.key } : { runId: g.key }, what(g)) }, 'Retry group'))))))));
+      return;
+    }
     if (!rows.length) {
       body.replaceChildren(err, loaded && !error ? h('p', { class: 'muted', testid: 'dl-empty' }, runId ? `No dead letters for run ${runId}.` : 'No dead letters: the relay has published every record.') : '');
       return;

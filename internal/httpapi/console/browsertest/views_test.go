@@ -410,6 +410,19 @@ func TestConsole_Views(t *testing.T) {
 	b.waitTrue(`document.querySelectorAll('[data-testid=dl-row]').length === 2`, "two dead letters listed")
 	b.waitText(`[data-testid=dl-last-error]`, "MESSAGE_TOO_LARGE")
 	b.shots("dead-letters")
+	// Grouped by error code, then by run.
+	b.eval(`(() => { const s = document.querySelector('[data-testid=dl-group-by]'); s.value = 'error'; s.dispatchEvent(new Event('change')); return ''; })()`)
+	b.waitTrue(`location.hash === '#/dead-letters?by=error' && document.querySelectorAll('[data-testid=dl-group]').length === 1
+		&& document.querySelector('[data-testid=dl-group]').dataset.key === 'MESSAGE_TOO_LARGE'
+		&& document.querySelector('[data-testid=dl-group-count]').textContent === '2'`, "one group of two MESSAGE_TOO_LARGE letters")
+	b.shots("dead-letters-by-error")
+	b.navigate(base + "/#/dead-letters?by=run")
+	b.waitTrue(`document.querySelectorAll('[data-testid=dl-group]').length === 2`, "two runs' groups")
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=dl-group-retry]`)))
+	b.waitText(`[data-testid=confirm-text]`, "the 1 dead letter of run ")
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=confirm-cancel]`)))
+	b.navigate(base + "/#/dead-letters")
+	b.waitTrue(`document.querySelectorAll('[data-testid=dl-row]').length === 2`, "both letters still there after a cancelled group retry")
 	b.do(chromedp.Click(chromedp.CSS(`[data-testid=dl-row][data-id="900000001"] [data-testid=dl-link]`)))
 	b.waitText(`[data-testid=dl-detail-error]`, "MESSAGE_TOO_LARGE (test 0)")
 	b.waitText(`[data-testid=dl-record]`, s.ids[1])
