@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -57,6 +59,13 @@ type rebuildState struct {
 	// TenantID is the tenant whose runs are rebuilt; empty for a list of
 	// runIds.
 	TenantID string `json:"tenantId,omitempty"`
+	// Search is the runs list's query whose matching runs are rebuilt (a
+	// bulk action on the console's search), and Position the list's
+	// cursor after the last page done: a rebuild that stopped (a shutdown,
+	// a dead process) is continued by a new one with the same search and
+	// "cursor": Position.
+	Search   string `json:"search,omitempty"`
+	Position string `json:"position,omitempty"`
 	// Total is the runs to rebuild (a tenant's count when it started; it
 	// grows if the tenant starts runs meanwhile).
 	Total int64 `json:"total"`
@@ -342,7 +351,47 @@ func (b *rebuilds) all(ctx context.Context) ([]rebuildState, error) {
 type rebuildRequest struct {
 	TenantID string   `json:"tenantId"`
 	RunIDs   []string `json:"runIds"`
-	Reason   string   `json:"reason"`
+	// Search is a GET /v1/runs query string (tenantId required; limit is
+	// ignored): every run it matches, page by page; Cursor continues a
+	// stopped one from its position.
+	Search string `json:"search"`
+	Cursor string `json:"cursor"`
+	Reason string `json:"reason"`
+}
+
+// maxRebuildSearchBytes bounds a rebuild's search string.
+const maxRebuildSearchBytes = 4096
+
+// parseRebuildSearch parses a rebuild's search as GET /v1/runs parses its
+// query, pages of rebuildPageRuns; cursor, when given, is where it goes on.
+func parseRebuildSearch(search, cursor string) (*listQuery, error) {
+	if len(search) > maxRebuildSearchBytes {
+		return nil, badRequest("search", fmt.Sprintf("search is at most %d bytes", maxRebuildSearchBytes))
+	}
+	q, err := url.ParseQuery(search)
+	if err != nil {
+		return nil, badRequest("search", fmt.Sprintf("search is a GET /v1/runs query string (tenantId=t&status=FAILED...): %v", err))
+	}
+	tenant := q.Get("tenantId")
+	if tenant == "" {
+		return nil, badRequest("search", "search names the tenant whose runs it matches: tenantId=t")
+	}
+	if err := validate.Identifier("search.tenantId", tenant); err != nil {
+		return nil, err
+	}
+	q.Del("limit")
+	q.Del("cursor")
+	q.Set("limit", strconv.Itoa(rebuildPageRuns))
+	lq, err := parseListQuery(q, tenant)
+	if err != nil {
+		return nil, err
+	}
+	if cursor != "" {
+		if lq.After, err = lq.decodeCursor(cursor); err != nil {
+			return nil, err
+		}
+	}
+	return lq, nil
 }
 
 // startRebuild: POST /v1/rebuilds with {"tenantId":"t"} (every run of the
@@ -363,11 +412,19 @@ func (s *Server) startRebuild(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeStrict(raw, &req); err != nil {
 		return err
 	}
+	given := 0
+	for _, g := range []bool{req.TenantID != "", req.RunIDs != nil, req.Search != ""} {
+		if g {
+			given++
+		}
+	}
 	switch {
-	case req.TenantID != "" && req.RunIDs != nil:
-		return badRequest("runIds", `give either {"tenantId":"t"} (every run of the tenant) or {"runIds":[...]}, not both`)
-	case req.TenantID == "" && len(req.RunIDs) == 0:
-		return badRequest("tenantId", `say what to rebuild: {"tenantId":"t"} (every run of the tenant) or {"runIds":["r1","r2"]} (1 to 1000 runs)`)
+	case given > 1:
+		return badRequest("runIds", `give one of {"tenantId":"t"} (every run of the tenant), {"runIds":[...]} or {"search":"tenantId=t&status=FAILED"} (every run a runs-list search matches), not several`)
+	case given == 0 || req.RunIDs != nil && len(req.RunIDs) == 0:
+		return badRequest("tenantId", `say what to rebuild: {"tenantId":"t"} (every run of the tenant), {"runIds":["r1","r2"]} (1 to 1000 runs) or {"search":"tenantId=t&status=FAILED"} (the runs a GET /v1/runs query matches)`)
+	case req.Cursor != "" && req.Search == "":
+		return badRequest("cursor", "cursor continues a search rebuild: give it with the same search")
 	case len(req.RunIDs) > maxRebuildRunIDs:
 		return badRequest("runIds", fmt.Sprintf("at most %d runIds per rebuild, got %d; rebuild a whole tenant with tenantId, or send several rebuilds one after another", maxRebuildRunIDs, len(req.RunIDs)))
 	}
@@ -383,6 +440,12 @@ func (s *Server) startRebuild(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := checkReason(req.Reason); err != nil {
 		return err
+	}
+	var search *listQuery
+	if req.Search != "" {
+		if search, err = parseRebuildSearch(req.Search, req.Cursor); err != nil {
+			return err
+		}
 	}
 	ids := slices.Compact(slices.Sorted(slices.Values(req.RunIDs)))
 	total := int64(len(ids))
@@ -400,10 +463,25 @@ func (s *Server) startRebuild(w http.ResponseWriter, r *http.Request) error {
 			return storeUnavailable(r, err)
 		}
 	}
+	if search != nil && search.After == nil {
+		// The catalog's count when one index answers the search (the
+		// console's "N runs match"); else, and when continuing from a
+		// cursor, it grows as pages are done.
+		first := search.CatalogQuery
+		first.Limit = 1
+		page, err := snapshots.QueryCatalog(ctx, s.redis, first)
+		if err != nil {
+			return s.redisErr(err)
+		}
+		total = max(page.Matched, 0)
+	}
 	b := s.rebuilds
 	rb, err := b.start(req.TenantID, total)
 	if err != nil {
 		return err
+	}
+	if search != nil {
+		b.update(rb, func(rb *rebuildState) { rb.Search, rb.Position = req.Search, req.Cursor })
 	}
 	// Published before it is acknowledged, so any replica asked next knows it.
 	if err := b.publish(ctx, rb, true); err != nil {
@@ -415,7 +493,10 @@ func (s *Server) startRebuild(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.log.Info("operator rebuild started", "rebuild", rb.ID, "tenantId", req.TenantID, "runs", total, "requestId", requestID(r.Context()))
 	target := fmt.Sprintf("rebuild %s: every run of tenant %s", rb.ID, req.TenantID)
-	if req.TenantID == "" {
+	switch {
+	case search != nil:
+		target = fmt.Sprintf("rebuild %s: the runs matching %s", rb.ID, req.Search)
+	case req.TenantID == "":
 		target = fmt.Sprintf("rebuild %s: %d runs by id", rb.ID, len(ids))
 	}
 	s.recordAction(r, actionRebuild, target, total, req.Reason)
@@ -425,7 +506,7 @@ func (s *Server) startRebuild(w http.ResponseWriter, r *http.Request) error {
 		stop := make(chan struct{})
 		beat := make(chan struct{})
 		go func() { defer close(beat); b.heartbeat(rb, stop) }()
-		err := s.runRebuild(b.ctx, rb, req.TenantID, ids)
+		err := s.runRebuild(b.ctx, rb, req.TenantID, ids, search)
 		close(stop)
 		<-beat
 		b.finish(rb, err)
@@ -444,11 +525,34 @@ func (s *Server) startRebuild(w http.ResponseWriter, r *http.Request) error {
 
 // runRebuild rebuilds the given runs, or every run of tenant page by
 // page, updating rb's progress after each page.
-func (s *Server) runRebuild(ctx context.Context, rb *rebuildState, tenant string, ids []string) error {
+func (s *Server) runRebuild(ctx context.Context, rb *rebuildState, tenant string, ids []string, search *listQuery) error {
 	after := ""
 	for {
 		var page []string
-		if tenant == "" {
+		var position string
+		if search != nil {
+			cp, err := snapshots.QueryCatalog(ctx, s.redis, search.CatalogQuery)
+			if err != nil {
+				return rebuildStopped(ctx, fmt.Errorf("reading the runs list's search from Redis: %w", err))
+			}
+			for _, e := range cp.Entries {
+				page = append(page, e.RunID)
+			}
+			if cp.Next == nil {
+				if len(page) == 0 {
+					return nil
+				}
+				search = nil // this page is the last
+				tenant, ids = "", nil
+			} else {
+				search.After = cp.Next
+				position = search.encodeCursor(cp.Next)
+				if len(page) == 0 { // a scan-limited page: go on
+					s.rebuilds.update(rb, func(rb *rebuildState) { rb.Position = position })
+					continue
+				}
+			}
+		} else if tenant == "" {
 			page, ids = ids[:min(rebuildPageRuns, len(ids))], ids[min(rebuildPageRuns, len(ids)):]
 		} else {
 			var err error
@@ -474,6 +578,9 @@ func (s *Server) runRebuild(ctx context.Context, rb *rebuildState, tenant string
 			rb.Unknown += int64(res.Unknown)
 			rb.Failed += int64(failed)
 			rb.Total = max(rb.Total, rb.Done)
+			if err == nil && rb.Search != "" {
+				rb.Position = position
+			}
 		})
 		if err != nil {
 			return rebuildStopped(ctx, err)

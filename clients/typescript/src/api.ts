@@ -473,7 +473,7 @@ export interface paths {
         put?: never;
         /**
          * Rebuild many runs' snapshots from the store (operators)
-         * @description Starts a background rebuild of every run of a tenant, or of up to 1000 runs: each run's snapshot is projected from the store and written to Redis unless Redis holds a newer one. One runs at a time per API process (409 CONFLICT names it); the process that runs it publishes its state to Redis as it goes (kept 7 days), so every API replica answers for it; a shutdown of that process cancels it, and if the process dies it reads as failed (abandoned) once its 15 s lease expires. 503 when Redis does not take its state. Follow it with GET /v1/rebuilds/{id}. Operators only (a token mapped to "*"; anyone in development mode). Recorded in the audit log (GET /v1/operator-actions) with the optional reason.
+         * @description Starts a background rebuild of every run of a tenant, of up to 1000 runs, or of every run a runs-list search matches (a bulk action; its total is the search's count when the catalog knows it exactly): each run's snapshot is projected from the store and written to Redis unless Redis holds a newer one. One runs at a time per API process (409 CONFLICT names it); the process that runs it publishes its state to Redis as it goes (kept 7 days), so every API replica answers for it; a shutdown of that process cancels it, and if the process dies it reads as failed (abandoned) once its 15 s lease expires. 503 when Redis does not take its state. Follow it with GET /v1/rebuilds/{id}. Operators only (a token mapped to "*"; anyone in development mode). Recorded in the audit log (GET /v1/operator-actions) with the optional reason.
          */
         post: operations["startRebuild"];
         delete?: never;
@@ -952,13 +952,17 @@ export interface components {
             /** @description Dead letters moved back into the outbox (ids no longer dead-lettered are not counted). */
             retried: number;
         };
-        /** @description Either tenantId (every run of the tenant) or runIds. */
+        /** @description One of: tenantId (every run of the tenant), runIds, or search (every run a runs-list search matches). */
         RebuildRequest: {
             tenantId?: components["schemas"]["Identifier"];
             runIds?: components["schemas"]["Identifier"][];
             /** @description Why, in a sentence (at most 500 bytes, no control characters): kept with the action in the audit log (GET /v1/operator-actions). */
             reason?: string;
-        } & (unknown | unknown);
+            /** @description A GET /v1/runs query string, tenantId required (tenantId=t&status=FAILED&planId=p&from=...): every run it matches, page by page through the runs catalog, not only one page. limit is ignored. */
+            search?: string;
+            /** @description With search: start after this GET /v1/runs cursor of the same search, as a stopped rebuild's position says (continuing it). */
+            cursor?: string;
+        } & (unknown | unknown | unknown);
         Rebuild: {
             /** Format: uuid */
             id: string;
@@ -966,6 +970,10 @@ export interface components {
             state: "running" | "done" | "failed";
             /** @description The tenant whose runs are rebuilt; absent for a list of runIds. */
             tenantId?: string;
+            /** @description The search whose runs are rebuilt (a bulk rebuild). */
+            search?: string;
+            /** @description A search rebuild's GET /v1/runs cursor after the last page done; empty once done. A stopped one is continued by POST /v1/rebuilds with the same search and this as cursor. */
+            position?: string;
             /** @description Runs to rebuild (a tenant's count at the start; it grows when the tenant starts runs meanwhile). */
             total: number;
             /** @description Runs handled so far. */

@@ -453,6 +453,17 @@ func TestContract(t *testing.T) {
 	h.run(t, call{method: "GET", path: "/v1/rebuilds/" + rb.Rebuild.ID, token: "tok-op", want: 200})
 	h.run(t, call{method: "GET", path: "/v1/rebuilds", token: "tok-op", want: 200})
 	h.run(t, call{method: "GET", path: "/v1/rebuilds/00000000-0000-0000-0000-000000000000", token: "tok-op", want: 404})
+	// A bulk rebuild of a search's runs, once the first is done.
+	for deadline := time.Now().Add(30 * time.Second); rb.Rebuild.State != "done" && rb.Rebuild.State != "failed"; time.Sleep(50 * time.Millisecond) {
+		if err := json.Unmarshal(h.run(t, call{method: "GET", path: "/v1/rebuilds/" + rb.Rebuild.ID, token: "tok-op", want: 200}), &rb); err != nil || time.Now().After(deadline) {
+			t.Fatalf("the rebuild did not end: %+v %v", rb, err)
+		}
+	}
+	if err := json.Unmarshal(h.run(t, call{method: "POST", path: "/v1/rebuilds", token: "tok-op", body: map[string]any{"search": "tenantId=tenant-a&status=RUNNING", "reason": "bulk"}, want: 202}), &rb); err != nil {
+		t.Fatal(err)
+	}
+	h.run(t, call{method: "GET", path: "/v1/rebuilds/" + rb.Rebuild.ID, token: "tok-op", want: 200})
+	h.run(t, call{method: "POST", path: "/v1/rebuilds", token: "tok-op", body: map[string]any{"search": "status=RUNNING"}, want: 400, badRequest: true})
 	h.run(t, call{method: "POST", path: "/v1/rebuilds", token: "tok-op", body: map[string]any{"runIds": []string{}}, want: 400, badRequest: true})
 	h.run(t, call{method: "POST", path: "/v1/rebuilds", token: "tok-a", body: map[string]any{"runIds": []string{runID}}, want: 403})
 	// The store's retention: partitions (no retention process ran here).
