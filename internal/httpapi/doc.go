@@ -15,4 +15,5 @@
 //	runstream_api_limit_rejections_total{limit}  requests and connections refused at a limit (429/503)
 //	runstream_api_cross_tenant_conflicts_total   appends refused (403): their runId belongs to another tenant
 //	runstream_api_notifications_dropped_total{reason="malformed|invalid"}  update messages dropped before a watcher
+//	runstream_api_operator_actions_unrecorded_total  operator actions that took effect but the audit log did not take
 package httpapi

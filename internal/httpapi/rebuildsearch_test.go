@@ -59,7 +59,7 @@ func TestOperator_RebuildSearch(t *testing.T) {
 		}
 	}
 
-	r = do(t, "POST", e.url+"/v1/rebuilds", "tok-op", mustJSON(t, map[string]any{"search": "tenantId="+tenant+"&status=RUNNING&limit=7", "reason": "bulk"}))
+	r = do(t, "POST", e.url+"/v1/rebuilds", "tok-op", mustJSON(t, map[string]any{"search": "tenantId=" + tenant + "&status=RUNNING&limit=7", "reason": "bulk"}))
 	if r.status != http.StatusAccepted {
 		t.Fatalf("a search rebuild: %d %s", r.status, r.body)
 	}
