@@ -1,0 +1,377 @@
+package lake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runstream/runstream/consumer"
+	"github.com/runstream/runstream/consumer/pgcheckpoint"
+	"github.com/runstream/runstream/internal/archive"
+	"github.com/runstream/runstream/reduce"
+	"github.com/runstream/runstream/store"
+)
+
+// DefaultGroup is the lake's consumer group when none is given: its own,
+// so it reads every partition beside the projectors and the ETL.
+const DefaultGroup = "runstream-lake"
+
+// Defaults of [Config].
+const (
+	DefaultRotateRecords   = 500_000
+	DefaultRotateInterval  = time.Hour
+	DefaultFlushIdle       = time.Minute
+	DefaultCurrentInterval = 5 * time.Minute
+)
+
+// Why a window closed (runstream_lake_windows_committed_total{reason}).
+const (
+	closeRecords  = "records"
+	closeInterval = "interval"
+	closeIdle     = "idle"
+	closeConverge = "converge"
+)
+
+// Config configures a [Lake]. Zero values take the defaults noted; a
+// feature is turned off with its DisableX field.
+type Config struct {
+	// Brokers are the Kafka bootstrap brokers (required).
+	Brokers []string
+	// Topic of run events; empty means [store.DefaultTopic]. At most 150
+	// bytes: it is part of every file's name.
+	Topic string
+	// Group is the consumer group; empty means [DefaultGroup].
+	Group string
+	// Fetcher fills gaps from the store (required: gaps are filled, never
+	// skipped).
+	Fetcher consumer.Fetcher
+	// Heads turns on convergence (consumer.Config's): runs the store has
+	// moved past the lake's checkpoints (a dead-lettered tail) get their
+	// missing events written in files of their own. nil: off.
+	Heads consumer.RunHeads
+	// ConvergeInterval and ConvergeGrace: consumer.Config's.
+	ConvergeInterval, ConvergeGrace time.Duration
+	// DisableConvergence turns convergence off although Heads is set.
+	DisableConvergence bool
+	// RotateRecords closes a partition's window before the record at
+	// offset start+RotateRecords: counted in offsets, so the same records
+	// close it after any restart. 0 means DefaultRotateRecords.
+	RotateRecords int64
+	// RotateInterval closes a window before the first record whose
+	// persistedAt is this much after the window's first record's (record
+	// time, never the wall clock). 0 means DefaultRotateInterval.
+	RotateInterval time.Duration
+	// FlushIdle closes a window that got no record for this long (wall
+	// clock), so that a quiet partition's last records reach the lake and
+	// its lag drops to zero. Such a boundary depends on timing, but
+	// exactly once does not: a redo after a crash writes under the same
+	// names (the window's first offset) and deletes what it does not
+	// write again (lake_pending). 0 means DefaultFlushIdle.
+	FlushIdle time.Duration
+	// DisableFlushIdle keeps windows open until a record closes them.
+	DisableFlushIdle bool
+	// CurrentInterval is how often the current-state table is published;
+	// 0 means DefaultCurrentInterval.
+	CurrentInterval time.Duration
+	// DisableCurrent turns the current-state table off.
+	DisableCurrent bool
+	// SpoolDir holds the files of open windows; empty means the system's
+	// temporary directory.
+	SpoolDir string
+	// MaxPollRecords bounds one poll; 0 means 10,000.
+	MaxPollRecords int
+	// SessionTimeout and InstanceID of the group membership
+	// (consumer.Config's).
+	SessionTimeout time.Duration
+	InstanceID     string
+	// ClientOptions are added to the Kafka client's.
+	ClientOptions []kgo.Opt
+	// Registerer receives the metrics; nil means none.
+	Registerer prometheus.Registerer
+	// Logger; nil means discard.
+	Logger *slog.Logger
+}
+
+// Validate reports a configuration error.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("lake: no Kafka brokers (--kafka-brokers, RUNSTREAM_KAFKA_BROKERS)"))
+	}
+	if c.Fetcher == nil {
+		errs = append(errs, errors.New("lake: no store to fill gaps from (--postgres-url)"))
+	}
+	if len(c.Topic) > 150 {
+		errs = append(errs, fmt.Errorf("lake: topic %q is longer than 150 bytes; it is part of every file name", c.Topic))
+	}
+	if c.RotateRecords < 0 || c.RotateInterval < 0 || c.FlushIdle < 0 || c.CurrentInterval < 0 || c.MaxPollRecords < 0 {
+		errs = append(errs, fmt.Errorf("lake: RotateRecords (--rotate-records), RotateInterval (--rotate-interval), FlushIdle (--flush-idle), CurrentInterval (--current-interval) and MaxPollRecords (--max-poll-records) must be >= 0, got %d, %v, %v, %v and %d",
+			c.RotateRecords, c.RotateInterval, c.FlushIdle, c.CurrentInterval, c.MaxPollRecords))
+	}
+	if c.Group != "" && strings.TrimSpace(c.Group) == "" {
+		errs = append(errs, errors.New("lake: Group (--group) is blank"))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) setDefaults() {
+	if c.Topic == "" {
+		c.Topic = store.DefaultTopic
+	}
+	if c.Group == "" {
+		c.Group = DefaultGroup
+	}
+	if c.RotateRecords == 0 {
+		c.RotateRecords = DefaultRotateRecords
+	}
+	if c.RotateInterval == 0 {
+		c.RotateInterval = DefaultRotateInterval
+	}
+	if c.FlushIdle == 0 {
+		c.FlushIdle = DefaultFlushIdle
+	}
+	if c.CurrentInterval == 0 {
+		c.CurrentInterval = DefaultCurrentInterval
+	}
+	if c.MaxPollRecords == 0 {
+		c.MaxPollRecords = 10_000
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Lake consumes the run-event topic into Parquet files in a [archive.Storage].
+type Lake struct {
+	cfg   Config
+	st    archive.Storage
+	pool  *pgxpool.Pool
+	state *stateDB
+	m     *metrics
+	log   *slog.Logger
+	base  *slog.Logger
+	ready atomic.Bool
+
+	mu      sync.Mutex
+	windows map[string]*window // by stream
+	cons    *consumer.Consumer
+
+	// projecting is how run snapshots are folded: the current-state table
+	// keeps only how many artifacts an attempt has.
+	projecting reduce.Options
+	// backoff bounds the waits between attempts at a window that fails.
+	backoffBase, backoffMax time.Duration
+}
+
+// New returns a Lake writing to st, keeping its state in pool (open it with
+// [Connect]); call Run.
+func New(cfg Config, st archive.Storage, pool *pgxpool.Pool) (*Lake, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if st == nil || pool == nil {
+		return nil, errors.New("lake: nil storage or pool")
+	}
+	cfg.setDefaults()
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Lake{cfg: cfg, st: st, pool: pool, state: &stateDB{pool: pool, group: cfg.Group}, m: m,
+		log: cfg.Logger.With("component", "lake"), base: cfg.Logger, windows: map[string]*window{},
+		projecting: reduce.Options{ArtifactCounts: true}, backoffBase: 200 * time.Millisecond, backoffMax: 30 * time.Second}, nil
+}
+
+// Run proves the storage writable, creates the state tables, then consumes
+// until ctx is done (returning nil) or the consumer stops on an error.
+// Windows not committed when it returns are dropped: the next start reads
+// their records again and writes the same files.
+func (l *Lake) Run(ctx context.Context) error {
+	if err := l.st.Check(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("lake: %w", err)
+	}
+	if err := l.state.migrate(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	// Convergence's cursor and lease live beside the lake's state.
+	conv, err := pgcheckpoint.New(ctx, l.pool)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	c, err := consumer.New(consumer.Config{
+		Brokers:            l.cfg.Brokers,
+		Topic:              l.cfg.Topic,
+		Group:              l.cfg.Group,
+		Checkpoints:        (*checkpoints)(l),
+		Fetcher:            l.cfg.Fetcher,
+		MaxPollRecords:     l.cfg.MaxPollRecords,
+		SessionTimeout:     l.cfg.SessionTimeout,
+		InstanceID:         l.cfg.InstanceID,
+		Heads:              l.cfg.Heads,
+		ConvergeState:      conv,
+		ConvergeInterval:   l.cfg.ConvergeInterval,
+		ConvergeGrace:      l.cfg.ConvergeGrace,
+		DisableConvergence: l.cfg.DisableConvergence,
+		ConvergeName:       "lake",
+		Registerer:         l.cfg.Registerer,
+		Hooks:              l.hooks(),
+		Logger:             l.base,
+		ClientOptions:      l.cfg.ClientOptions,
+	}, (*handler)(l))
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.cons = c
+	l.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if !l.cfg.DisableFlushIdle {
+		wg.Add(1)
+		go func() { defer wg.Done(); l.flushIdle(ctx) }()
+	}
+	if !l.cfg.DisableCurrent {
+		wg.Add(1)
+		go func() { defer wg.Done(); l.publishLoop(ctx) }()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	l.log.Info("lake consuming", "topic", l.cfg.Topic, "group", l.cfg.Group, "lakeUrl", l.st.URL(),
+		"rotateRecords", l.cfg.RotateRecords, "rotateInterval", l.cfg.RotateInterval.String())
+	l.ready.Store(true)
+	defer l.ready.Store(false)
+	err = c.Run(ctx)
+	cancel()
+	wg.Wait()
+	l.dropAll()
+	if err != nil {
+		return fmt.Errorf("lake: %w", err)
+	}
+	l.log.Info("lake stopped")
+	return nil
+}
+
+// Ready reports whether the lake is consuming and its state database
+// answers.
+func (l *Lake) Ready(ctx context.Context) error {
+	if !l.ready.Load() {
+		return errors.New("lake: not consuming yet (checking the storage or connecting)")
+	}
+	if err := l.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("lake state database: %w", err)
+	}
+	return nil
+}
+
+// window returns the window of a partition (isTopic) or of convergence,
+// creating it.
+func (l *Lake) window(stream, topic string, partition int32, isTopic bool) *window {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.windows[stream]
+	if w == nil {
+		w = newWindow(stream)
+		w.topic, w.partition, w.isTopic = topic, partition, isTopic
+		if !isTopic {
+			w.topic = l.cfg.Topic
+		}
+		l.windows[stream] = w
+	}
+	return w
+}
+
+// windowOf returns the window the Transact of ctx works on: its
+// partition's, or convergence's.
+func (l *Lake) windowOf(ctx context.Context) *window {
+	topic, p, ok := consumer.PartitionOf(ctx)
+	if !ok {
+		return l.window(convergeStream, "", 0, false)
+	}
+	return l.window(partitionStream(topic, p), topic, p, true)
+}
+
+// convergeStream names the window of convergence's repairs.
+const convergeStream = "converge"
+
+// load reads w's committed state once.
+func (l *Lake) load(ctx context.Context, w *window) error {
+	if w.loaded {
+		return nil
+	}
+	if !w.isTopic {
+		keys, err := l.state.pendingKeys(ctx, w.stream)
+		if err != nil {
+			return err
+		}
+		w.pending, w.loaded = keys, true
+		return nil
+	}
+	st, err := l.state.loadPartition(ctx, w.topic, w.partition)
+	if err != nil {
+		return err
+	}
+	w.pending, w.loaded = st.pending, true
+	if st.known {
+		w.start, w.next, w.started = st.nextOffset, st.nextOffset, true
+		w.durable, w.durableOK = st.nextOffset, true
+	}
+	if len(st.pending) > 0 {
+		l.log.Info("a window of this partition was being uploaded when its last owner stopped; writing it again under the same names",
+			"topic", w.topic, "partition", w.partition, "offset", w.start, "objects", len(st.pending))
+	}
+	return nil
+}
+
+// release drops the window of a stream this process no longer handles.
+func (l *Lake) release(stream string) {
+	l.mu.Lock()
+	w := l.windows[stream]
+	delete(l.windows, stream)
+	l.mu.Unlock()
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.discard()
+	w.released = true
+}
+
+// dropAll drops every window (Run returning).
+func (l *Lake) dropAll() {
+	l.mu.Lock()
+	var streams []string
+	for s := range l.windows {
+		streams = append(streams, s)
+	}
+	l.mu.Unlock()
+	for _, s := range streams {
+		l.release(s)
+	}
+}
+
+// spoolDir is where open windows' files go.
+func (l *Lake) spoolDir() string {
+	if l.cfg.SpoolDir != "" {
+		return l.cfg.SpoolDir
+	}
+	return os.TempDir()
+}
