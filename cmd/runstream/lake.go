@@ -6,7 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -153,6 +157,7 @@ func runLake(ctx context.Context, env *environment, args []string) error {
 		FlushIdle: f.flushIdle, DisableFlushIdle: f.flushIdle == 0,
 		CurrentInterval: f.currentInterval, DisableCurrent: f.currentInterval == 0,
 		SpoolDir: f.spoolDir, MaxPollRecords: f.maxPoll, SessionTimeout: session, InstanceID: instanceID,
+		OnStep:        lakeStepper(log, env.getenv(killAfterLakeStepEnv)),
 		ClientOptions: []kgo.Opt{kafkaLogOpt(log)}, Registerer: reg, Logger: log}, st, pool)
 	if err != nil {
 		return usageError{err}
@@ -175,4 +180,33 @@ func runLake(ctx context.Context, env *environment, args []string) error {
 		g.Go(func() error { defer stopLag(); return l.Run(gctx) })
 		return g.Wait()
 	})
+}
+
+// killAfterLakeStepEnv names a step of the lake (lake.Config.OnStep),
+// optionally with how many times it must happen first ("uploaded:3"),
+// after which the process kills itself with SIGKILL: the fault suite's way
+// to stop it exactly there (internal/chaos TestChaos_LakeKill). Unset in
+// production.
+const killAfterLakeStepEnv = "RUNSTREAM_KILL_AFTER_LAKE_STEP"
+
+// lakeStepper kills the process after the step killAfter names has
+// happened its count of times; nil when killAfter is empty.
+func lakeStepper(log *slog.Logger, killAfter string) func(step string) {
+	if killAfter == "" {
+		return nil
+	}
+	step, count, _ := strings.Cut(killAfter, ":")
+	n, err := strconv.Atoi(count)
+	if err != nil || n < 1 {
+		n = 1
+	}
+	var seen atomic.Int64
+	return func(s string) {
+		if s != step || seen.Add(1) != int64(n) {
+			return
+		}
+		log.Warn("lake: killing this process after the step, as "+killAfterLakeStepEnv+" asks", "step", step, "count", n)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // SIGKILL is not handled: this never returns
+	}
 }

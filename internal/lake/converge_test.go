@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runstream/runstream/internal/lake/laketest"
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/store"
 )
@@ -41,7 +42,10 @@ func TestLake_GapsAndDeadLetteredTails(t *testing.T) {
 	cfg.Heads, cfg.ConvergeInterval, cfg.ConvergeGrace = f.store, 200*time.Millisecond, 100*time.Millisecond
 	r, _ := f.start(t, f.dir, cfg)
 	testenv.WaitUntil(t, 60*time.Second, func() error { return exactlyOnce(t, f.dir, runs) })
-	_, objs := readLake(t, f.dir)
+	_, objs, err := laketest.Read(context.Background(), f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	converged := 0
 	for _, o := range objs {
 		if strings.Contains(o.Key, ".converge.") {

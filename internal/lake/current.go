@@ -188,11 +188,13 @@ func (l *Lake) PublishCurrent(ctx context.Context) (published bool, err error) {
 	if err := finish(); err != nil {
 		return false, err
 	}
+	l.cfg.OnStep("current-written")
 	body, _ := json.MarshalIndent(&man, "", "  ")
 	// The swap: every file of the generation is in place and verified.
 	if err := l.st.Put(ctx, ManifestKey, bytes.NewReader(body), int64(len(body))); err != nil {
 		return false, err
 	}
+	l.cfg.OnStep("current-swapped")
 	l.m.currentRuns.Set(float64(man.Runs))
 	l.m.currentPubs.Inc()
 	l.log.Info("current-state table published", "generation", gen, "runs", man.Runs, "files", len(man.Files))

@@ -94,6 +94,13 @@ type Config struct {
 	// (consumer.Config's).
 	SessionTimeout time.Duration
 	InstanceID     string
+	// OnStep, when set, is called after each step that makes a window or
+	// the current-state table durable: "written" (an event into an open
+	// file), "uploaded" (a file put and read back), "committed" (a window's
+	// state committed, before its Kafka offset), "current-written" (a
+	// current-state generation's files uploaded), "current-swapped" (its
+	// manifest in place). The fault suite kills the process there.
+	OnStep func(step string)
 	// ClientOptions are added to the Kafka client's.
 	ClientOptions []kgo.Opt
 	// Registerer receives the metrics; nil means none.
@@ -148,6 +155,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.OnStep == nil {
+		c.OnStep = func(string) {}
 	}
 }
 

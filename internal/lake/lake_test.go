@@ -21,6 +21,7 @@ import (
 
 	"github.com/runstream/runstream/internal/archive"
 	"github.com/runstream/runstream/internal/lake"
+	"github.com/runstream/runstream/internal/lake/laketest"
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/testenv/testkafka"
 	"github.com/runstream/runstream/internal/workload"
@@ -201,74 +202,10 @@ func (f *fixture) start(t *testing.T, st archive.Storage, cfg lake.Config) (*run
 	return &running{lake: l, reg: reg, stop: stop}, cancel
 }
 
-// lakeEvent is one row of the lake, with the file it is in.
-type lakeEvent struct {
-	rec store.RunEventRecord
-	key string
-}
-
-// readLake reads every event file of the lake.
-func readLake(t *testing.T, st archive.Storage) (map[string][]lakeEvent, []archive.ObjectInfo) {
-	t.Helper()
-	ctx := context.Background()
-	objs, err := st.List(ctx, "tenant=")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]lakeEvent{}
-	for _, o := range objs {
-		obj, err := st.Open(ctx, o.Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tenant, date, _, err := archive.ParseKey(o.Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = archive.Read(obj, obj.Size(), func(r store.RunEventRecord) error {
-			if r.TenantID != tenant || r.PersistedAt[:10] != date {
-				return fmt.Errorf("%s holds an event of tenant %q persisted at %s", o.Key, r.TenantID, r.PersistedAt)
-			}
-			out[r.RunID] = append(out[r.RunID], lakeEvent{rec: r, key: o.Key})
-			return nil
-		})
-		obj.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out, objs
-}
-
-// exactlyOnce says how the lake differs from the store's runs: every
-// (runId, runSeq) once, byte-identical to the store's record.
+// exactlyOnce is laketest.ExactlyOnce.
 func exactlyOnce(t *testing.T, st archive.Storage, runs [][]store.RunEventRecord) error {
-	got, _ := readLake(t, st)
-	for _, recs := range runs {
-		evs := got[recs[0].RunID]
-		seen := map[int64]int{}
-		for _, e := range evs {
-			seen[e.rec.RunSeq]++
-		}
-		for _, want := range recs {
-			switch n := seen[want.RunSeq]; {
-			case n == 0:
-				return fmt.Errorf("run %s runSeq %d is not in the lake", want.RunID, want.RunSeq)
-			case n > 1:
-				return fmt.Errorf("run %s runSeq %d is in the lake %d times", want.RunID, want.RunSeq, n)
-			}
-		}
-		if len(evs) != len(recs) {
-			return fmt.Errorf("run %s has %d events in the lake, %d in the store", recs[0].RunID, len(evs), len(recs))
-		}
-		for _, e := range evs {
-			want := recs[e.rec.RunSeq-1]
-			if want.EventID != e.rec.EventID || want.PersistedAt != e.rec.PersistedAt || string(want.Payload) != string(e.rec.Payload) {
-				return fmt.Errorf("run %s runSeq %d in %s differs from the store's record", want.RunID, want.RunSeq, e.key)
-			}
-		}
-	}
-	return nil
+	t.Helper()
+	return laketest.ExactlyOnce(context.Background(), st, runs)
 }
 
 // TestLake_ExactlyOnceAcrossRestarts: the topic holds every run's events,

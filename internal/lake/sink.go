@@ -168,6 +168,7 @@ func (h *handler) Handle(ctx context.Context, ev consumer.Event) error {
 	if err := w.write(l.spoolDir(), &ev.RunEventRecord, at); err != nil {
 		return err
 	}
+	l.cfg.OnStep("written")
 	r.seq, r.tenant = ev.RunSeq, ev.TenantID
 	r.proj.Add(&ev.RunEventRecord)
 	if fromTopic {
@@ -235,6 +236,7 @@ func (l *Lake) commit(ctx context.Context, w *window, next int64, reason string)
 			err = l.state.commitWindow(ctx, c)
 		}
 		if err == nil {
+			l.cfg.OnStep("committed")
 			break
 		}
 		if ctx.Err() != nil {
@@ -348,6 +350,7 @@ func (l *Lake) upload(ctx context.Context, w *window, files []sealed) error {
 		if err := l.put(ctx, f); err != nil {
 			return err
 		}
+		l.cfg.OnStep("uploaded")
 	}
 	return nil
 }
