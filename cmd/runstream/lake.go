@@ -33,7 +33,7 @@ type lakeFlags struct {
 	rotateInterval        time.Duration
 	flushIdle             time.Duration
 	currentInterval       time.Duration
-	maxPoll               int
+	maxPoll, maxOpenFiles int
 	httpAddr              string
 	logLevel, logFormat   string
 	member                memberFlags
@@ -47,7 +47,7 @@ func (f *lakeFlags) LogValue() slog.Value {
 		slog.String("lakeUrl", f.lakeURL), slog.String("postgresUrl", config.RedactURL(f.pgURL)), slog.String("lakeSchema", f.schema),
 		slog.Int64("rotateRecords", f.rotateRecords), slog.String("rotateInterval", f.rotateInterval.String()),
 		slog.String("flushIdle", f.flushIdle.String()), slog.String("currentInterval", f.currentInterval.String()),
-		slog.String("spoolDir", f.spoolDir), slog.Int("maxPollRecords", f.maxPoll), slog.String("httpAddr", f.httpAddr),
+		slog.String("spoolDir", f.spoolDir), slog.Int("maxPollRecords", f.maxPoll), slog.Int("maxOpenFiles", f.maxOpenFiles), slog.String("httpAddr", f.httpAddr),
 		slog.String("sessionTimeout", f.member.sessionTimeout.String()), slog.String("instanceId", f.member.instanceID),
 	)
 }
@@ -68,6 +68,7 @@ func runLake(ctx context.Context, env *environment, args []string) error {
 	fs.DurationVar(&f.currentInterval, "current-interval", lake.DefaultCurrentInterval, "how often the current-state table (one row per run, current/manifest.json) is published (0: never)")
 	fs.StringVar(&f.spoolDir, "spool-dir", "", "local directory of the open windows' files (empty: the system's temporary directory); needs room for a window")
 	fs.IntVar(&f.maxPoll, "max-poll-records", 10000, "most records per poll")
+	fs.IntVar(&f.maxOpenFiles, "max-open-files", 64, "close a window before a record that would open one more file (tenant and date) than this; bounds a window's memory to about this many row groups of 8 MiB")
 	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9467", "address of /metrics, /healthz and /readyz")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "json", "json or text")
@@ -105,6 +106,9 @@ func runLake(ctx context.Context, env *environment, args []string) error {
 	}
 	if f.flushIdle < 0 || f.currentInterval < 0 {
 		errs = append(errs, fmt.Errorf("--flush-idle (RUNSTREAM_FLUSH_IDLE) and --current-interval (RUNSTREAM_CURRENT_INTERVAL) must be >= 0 (0 turns them off), got %v and %v", f.flushIdle, f.currentInterval))
+	}
+	if f.maxOpenFiles < 1 {
+		errs = append(errs, fmt.Errorf("--max-open-files (RUNSTREAM_MAX_OPEN_FILES) must be >= 1, got %d", f.maxOpenFiles))
 	}
 	if f.maxPoll < 1 {
 		errs = append(errs, fmt.Errorf("--max-poll-records (RUNSTREAM_MAX_POLL_RECORDS) must be >= 1, got %d", f.maxPoll))
@@ -156,7 +160,7 @@ func runLake(ctx context.Context, env *environment, args []string) error {
 		RotateRecords: f.rotateRecords, RotateInterval: f.rotateInterval,
 		FlushIdle: f.flushIdle, DisableFlushIdle: f.flushIdle == 0,
 		CurrentInterval: f.currentInterval, DisableCurrent: f.currentInterval == 0,
-		SpoolDir: f.spoolDir, MaxPollRecords: f.maxPoll, SessionTimeout: session, InstanceID: instanceID,
+		SpoolDir: f.spoolDir, MaxPollRecords: f.maxPoll, MaxOpenFiles: f.maxOpenFiles, SessionTimeout: session, InstanceID: instanceID,
 		OnStep:        lakeStepper(log, env.getenv(killAfterLakeStepEnv)),
 		ClientOptions: []kgo.Opt{kafkaLogOpt(log)}, Registerer: reg, Logger: log}, st, pool)
 	if err != nil {

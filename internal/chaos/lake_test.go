@@ -179,6 +179,9 @@ func TestChaos_LakeKill(t *testing.T) {
 	if err := final.Wait(); err != nil {
 		t.Fatalf("lake after SIGTERM: %v\n%s", err, logOf("final"))
 	}
+	if left, _ := os.ReadDir(spoolDir); len(left) != 0 {
+		t.Fatalf("the spool directory holds %d entries after the lake stopped (the first: %s)", len(left), left[0].Name())
+	}
 	events := 0
 	for _, r := range runs {
 		events += len(r)

@@ -170,7 +170,7 @@ func (l *Lake) PublishCurrent(ctx context.Context) (published bool, err error) {
 				return false, err
 			}
 			key = currentPrefix + gen + "/" + key[:strings.IndexByte(key, '/')] + "/" + currentFileName
-			if cur, err = newCurrentFile(l.spoolDir(), tenant, key); err != nil {
+			if cur, err = newCurrentFile(l.spool, tenant, key); err != nil {
 				return false, err
 			}
 		}

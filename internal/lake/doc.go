@@ -55,11 +55,12 @@
 //   - runstream_lake_events_skipped_total{reason="duplicate|dead_lettered"}
 //   - runstream_lake_gaps_total
 //   - runstream_lake_files_written_total, runstream_lake_bytes_written_total
-//   - runstream_lake_windows_committed_total{reason="records|interval|idle|converge"}
+//   - runstream_lake_windows_committed_total{reason="records|interval|files|idle|converge"}
 //   - runstream_lake_upload_errors_total, runstream_lake_blocked
 //   - runstream_lake_commit_seconds
 //   - runstream_lake_current_runs, runstream_lake_current_published_total
 //
-// Lag is the consumer group's (runstream_consumer_lag_records and
-// _seconds, `runstream lag --group runstream-lake`).
+// Lag is the consumer group's, which `runstream lake` exports itself
+// (package lag's gauges, with group="runstream-lake"; `runstream lag
+// --group runstream-lake`).
 package lake

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,7 @@ const (
 const (
 	closeRecords  = "records"
 	closeInterval = "interval"
+	closeFiles    = "files"
 	closeIdle     = "idle"
 	closeConverge = "converge"
 )
@@ -85,8 +87,17 @@ type Config struct {
 	CurrentInterval time.Duration
 	// DisableCurrent turns the current-state table off.
 	DisableCurrent bool
-	// SpoolDir holds the files of open windows; empty means the system's
-	// temporary directory.
+	// MaxOpenFiles closes a window before a record that would open one
+	// more file (tenant and date) than this; like the other rules it
+	// reads only the records. 0 means 64. With RowGroupBytes it bounds
+	// the memory of a window: about MaxOpenFiles * RowGroupBytes.
+	MaxOpenFiles int
+	// RowGroupBytes cuts a file's row group at this many raw bytes, so an
+	// open file holds at most that much in memory; 0 means 8 MiB.
+	RowGroupBytes int64
+	// SpoolDir holds the files of open windows, in a directory of the
+	// process's own below it (named after the group and the instance id,
+	// emptied at start); empty means the system's temporary directory.
 	SpoolDir string
 	// MaxPollRecords bounds one poll; 0 means 10,000.
 	MaxPollRecords int
@@ -121,6 +132,9 @@ func (c Config) Validate() error {
 	if len(c.Topic) > 150 {
 		errs = append(errs, fmt.Errorf("lake: topic %q is longer than 150 bytes; it is part of every file name", c.Topic))
 	}
+	if c.MaxOpenFiles < 0 || c.RowGroupBytes < 0 {
+		errs = append(errs, fmt.Errorf("lake: MaxOpenFiles and RowGroupBytes must be >= 0, got %d and %d", c.MaxOpenFiles, c.RowGroupBytes))
+	}
 	if c.RotateRecords < 0 || c.RotateInterval < 0 || c.FlushIdle < 0 || c.CurrentInterval < 0 || c.MaxPollRecords < 0 {
 		errs = append(errs, fmt.Errorf("lake: RotateRecords (--rotate-records), RotateInterval (--rotate-interval), FlushIdle (--flush-idle), CurrentInterval (--current-interval) and MaxPollRecords (--max-poll-records) must be >= 0, got %d, %v, %v, %v and %d",
 			c.RotateRecords, c.RotateInterval, c.FlushIdle, c.CurrentInterval, c.MaxPollRecords))
@@ -153,6 +167,12 @@ func (c *Config) setDefaults() {
 	if c.MaxPollRecords == 0 {
 		c.MaxPollRecords = 10_000
 	}
+	if c.MaxOpenFiles == 0 {
+		c.MaxOpenFiles = 64
+	}
+	if c.RowGroupBytes == 0 {
+		c.RowGroupBytes = 8 << 20
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -175,6 +195,12 @@ type Lake struct {
 	mu      sync.Mutex
 	windows map[string]*window // by stream
 	cons    *consumer.Consumer
+	// dead holds, per partition stream, the offset after the last record
+	// the consumer dead-lettered, for its window to cover at its next
+	// transaction.
+	dead map[string]int64
+	// spool is this process's directory of open windows' files.
+	spool string
 
 	// projecting is how run snapshots are folded: the current-state table
 	// keeps only how many artifacts an attempt has.
@@ -198,7 +224,7 @@ func New(cfg Config, st archive.Storage, pool *pgxpool.Pool) (*Lake, error) {
 		return nil, err
 	}
 	return &Lake{cfg: cfg, st: st, pool: pool, state: &stateDB{pool: pool, group: cfg.Group}, m: m,
-		log: cfg.Logger.With("component", "lake"), base: cfg.Logger, windows: map[string]*window{},
+		log: cfg.Logger.With("component", "lake"), base: cfg.Logger, windows: map[string]*window{}, dead: map[string]int64{},
 		projecting: reduce.Options{ArtifactCounts: true}, backoffBase: 200 * time.Millisecond, backoffMax: 30 * time.Second}, nil
 }
 
@@ -211,8 +237,12 @@ func (l *Lake) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("lake: %w", err)
+		return fmt.Errorf("lake: --lake-url (RUNSTREAM_LAKE_URL): %w", err)
 	}
+	if err := l.makeSpool(); err != nil {
+		return err
+	}
+	defer os.RemoveAll(l.spool)
 	if err := l.state.migrate(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -378,10 +408,34 @@ func (l *Lake) dropAll() {
 	}
 }
 
-// spoolDir is where open windows' files go.
-func (l *Lake) spoolDir() string {
-	if l.cfg.SpoolDir != "" {
-		return l.cfg.SpoolDir
+// makeSpool empties and creates this process's spool directory: files
+// a killed process left there are of windows never committed, which the
+// redo writes again.
+func (l *Lake) makeSpool() error {
+	root := l.cfg.SpoolDir
+	if root == "" {
+		root = os.TempDir()
 	}
-	return os.TempDir()
+	who := l.cfg.InstanceID
+	if who == "" {
+		who = fmt.Sprintf("pid%d", os.Getpid())
+	}
+	l.spool = filepath.Join(root, "runstream-lake-"+safeName(l.cfg.Group)+"-"+safeName(who))
+	if err := os.RemoveAll(l.spool); err != nil {
+		return fmt.Errorf("lake: emptying the spool directory %s (--spool-dir): %w", l.spool, err)
+	}
+	if err := os.MkdirAll(l.spool, 0o700); err != nil {
+		return fmt.Errorf("lake: creating the spool directory %s (--spool-dir must be a writable directory): %w", l.spool, err)
+	}
+	return nil
+}
+
+// safeName keeps the bytes of s a file name may hold safely.
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' {
+			return r
+		}
+		return '_'
+	}, s)
 }

@@ -176,6 +176,7 @@ type running struct {
 func (f *fixture) config(group string) lake.Config {
 	return lake.Config{Brokers: f.kafka.Brokers, Topic: f.topic, Group: group, Fetcher: f.store,
 		RotateRecords: 40, RotateInterval: time.Hour, FlushIdle: 300 * time.Millisecond, DisableCurrent: true,
+		MaxOpenFiles: 3, RowGroupBytes: 16 << 10,
 		SpoolDir: f.spool, MaxPollRecords: 100}
 }
 

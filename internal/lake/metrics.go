@@ -44,7 +44,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		windows: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "runstream_lake_windows_committed_total",
-			Help: "Windows (a partition's file set from one offset to the next) committed, by why they closed: records, interval, idle, converge.",
+			Help: "Windows (a partition's file set from one offset to the next) committed, by why they closed: records, interval, files (--max-open-files), idle, converge.",
 		}, []string{"reason"}),
 		uploadErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "runstream_lake_upload_errors_total",
@@ -74,7 +74,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range []string{"duplicate", "dead_lettered"} {
 		m.skipped.WithLabelValues(r)
 	}
-	for _, r := range []string{closeRecords, closeInterval, closeIdle, closeConverge} {
+	for _, r := range []string{closeRecords, closeInterval, closeFiles, closeIdle, closeConverge} {
 		m.windows.WithLabelValues(r)
 	}
 	if reg != nil {
@@ -100,6 +100,9 @@ func (l *Lake) hooks() consumer.Hooks {
 			l.skipped(ev)
 		},
 		Gap:          func(string, int64, int64) { m.gaps.Inc() },
-		DeadLettered: func(string, int32, int64, string) { dead.Inc() },
+		DeadLettered: func(topic string, partition int32, offset int64, _ string) {
+			dead.Inc()
+			l.deadLettered(topic, partition, offset)
+		},
 	}
 }

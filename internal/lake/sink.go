@@ -44,6 +44,15 @@ func (c *checkpoints) Transact(ctx context.Context, _ string, fn func(context.Co
 		return err
 	}
 	w.forgetClean(maxCleanRuns)
+	if w.isTopic {
+		l.mu.Lock()
+		after, ok := l.dead[w.stream]
+		delete(l.dead, w.stream)
+		l.mu.Unlock()
+		if ok && w.started && after > w.next {
+			w.next = after // the window covers a record dead-lettered at its end
+		}
+	}
 	tx := &lakeTx{l: l, w: w}
 	if err := fn(context.WithValue(ctx, windowKey, w), tx); err != nil {
 		return err
@@ -149,6 +158,8 @@ func (h *handler) Handle(ctx context.Context, ev consumer.Event) error {
 				reason = closeRecords
 			case !w.firstAt.IsZero() && at.Sub(w.firstAt) >= l.cfg.RotateInterval:
 				reason = closeInterval
+			case len(w.files) >= l.cfg.MaxOpenFiles && w.opens(&ev.RunEventRecord, at):
+				reason = closeFiles
 			}
 			if reason != "" {
 				if err := l.commit(ctx, w, ev.Offset, reason); err != nil {
@@ -165,7 +176,7 @@ func (h *handler) Handle(ctx context.Context, ev consumer.Event) error {
 	if ev.RunSeq <= r.seq {
 		return nil
 	}
-	if err := w.write(l.spoolDir(), &ev.RunEventRecord, at); err != nil {
+	if err := w.write(l.spool, l.cfg.RowGroupBytes, &ev.RunEventRecord, at); err != nil {
 		return err
 	}
 	l.cfg.OnStep("written")
@@ -447,4 +458,14 @@ func (l *Lake) skipped(ev *consumer.Event) {
 		w.next = ev.Offset + 1
 		w.touched = time.Now()
 	}
+}
+
+// deadLettered notes a record the consumer dead-lettered, for its
+// partition's window to cover at its next transaction (the consumer calls
+// the hook outside any).
+func (l *Lake) deadLettered(topic string, partition int32, offset int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := partitionStream(topic, partition)
+	l.dead[s] = max(l.dead[s], offset+1)
 }

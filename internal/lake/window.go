@@ -102,7 +102,7 @@ func (w *window) empty() bool {
 
 // write adds ev to its file, creating the file in dir when it is the
 // first of its tenant and date.
-func (w *window) write(dir string, ev *store.RunEventRecord, at time.Time) error {
+func (w *window) write(dir string, rowGroup int64, ev *store.RunEventRecord, at time.Time) error {
 	k := fileKey{ev.TenantID, at.UTC().Format(time.DateOnly)}
 	of := w.files[k]
 	if of == nil {
@@ -111,7 +111,7 @@ func (w *window) write(dir string, ev *store.RunEventRecord, at time.Time) error
 			return fmt.Errorf("creating a local file for the window of %s (set --spool-dir to a writable directory with room): %w", w.stream, err)
 		}
 		buf := bufio.NewWriterSize(f, 256<<10)
-		of = &openFile{f: f, buf: buf, w: archive.NewWriter(buf)}
+		of = &openFile{f: f, buf: buf, w: archive.NewWriterRowGroup(buf, rowGroup)}
 		w.files[k] = of
 		w.order = append(w.order, k)
 	}
@@ -183,4 +183,10 @@ func (w *window) abandon() {
 	w.discard()
 	w.loaded, w.started = false, false
 	w.pending = nil
+}
+
+// opens reports whether ev would open a file the window does not have.
+func (w *window) opens(ev *store.RunEventRecord, at time.Time) bool {
+	_, ok := w.files[fileKey{ev.TenantID, at.UTC().Format(time.DateOnly)}]
+	return !ok
 }
