@@ -99,7 +99,7 @@ func (l *Lake) hooks() consumer.Hooks {
 			dup.Inc()
 			l.skipped(ev)
 		},
-		Gap:          func(string, int64, int64) { m.gaps.Inc() },
+		Gap: func(string, int64, int64) { m.gaps.Inc() },
 		DeadLettered: func(topic string, partition int32, offset int64, _ string) {
 			dead.Inc()
 			l.deadLettered(topic, partition, offset)
