@@ -357,11 +357,27 @@ func (l *Lake) load(ctx context.Context, w *window) error {
 		return nil
 	}
 	if !w.isTopic {
+		// A convergence window is committed within its transaction, by
+		// the one process holding convergence's lease: keys pending here
+		// are of an attempt that died before its commit, and their events'
+		// checkpoints did not move. Nothing would write them again under
+		// those names, so they go now.
 		keys, err := l.state.pendingKeys(ctx, w.stream)
 		if err != nil {
 			return err
 		}
-		w.pending, w.loaded = keys, true
+		for _, k := range keys {
+			if err := l.st.Delete(ctx, k); err != nil {
+				return err
+			}
+		}
+		if len(keys) > 0 {
+			if err := l.state.clearPending(ctx, w.stream); err != nil {
+				return err
+			}
+			l.log.Info("deleted the files of a convergence repair that died before its commit", "files", len(keys))
+		}
+		w.loaded = true
 		return nil
 	}
 	st, err := l.state.loadPartition(ctx, w.topic, w.partition)

@@ -1,10 +1,12 @@
 package lake
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -39,6 +41,18 @@ func (c *checkpoints) Transact(ctx context.Context, _ string, fn func(context.Co
 	defer w.mu.Unlock()
 	if w.released {
 		return fmt.Errorf("lake: the window of %s was released", w.stream)
+	}
+	if !w.isTopic {
+		// A convergence repair reads the committed checkpoints and commits
+		// its files under the exclusive commit lock (stateDB.lock), and
+		// reads them afresh each time.
+		lctx, release, err := l.state.lock(ctx, true)
+		if err != nil {
+			return err
+		}
+		defer release()
+		ctx = lctx
+		clear(w.runs)
 	}
 	if err := l.load(ctx, w); err != nil {
 		return err
@@ -242,10 +256,7 @@ func (l *Lake) commit(ctx context.Context, w *window, next int64, reason string)
 		}
 	}()
 	for attempt := 1; ; attempt++ {
-		err := l.upload(ctx, w, files)
-		if err == nil {
-			err = l.state.commitWindow(ctx, c)
-		}
+		err := l.commitOnce(ctx, w, &files, c)
 		if err == nil {
 			l.cfg.OnStep("committed")
 			break
@@ -289,6 +300,104 @@ func (l *Lake) commit(ctx context.Context, w *window, next int64, reason string)
 		w.durable, w.durableOK = next, true
 	}
 	return nil
+}
+
+// commitOnce is one attempt at a window's commit, under the commit lock:
+// the check for runs a convergence repair moved past the window's
+// checkpoints (their events it already wrote leave the window's files),
+// the upload, and the state's commit.
+func (l *Lake) commitOnce(ctx context.Context, w *window, files *[]sealed, c *commit) error {
+	ctx, release, err := l.state.lock(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if w.isTopic {
+		base := map[string]int64{}
+		for id, r := range w.runs {
+			if r.seq > r.base {
+				base[id] = r.base
+			}
+		}
+		past, err := l.state.committedPast(ctx, base)
+		if err != nil {
+			return err
+		}
+		if len(past) > 0 {
+			if *files, err = l.drop(w, *files, past); err != nil {
+				return err
+			}
+			for id, seq := range past {
+				r := w.runs[id]
+				r.base = seq // what the lake has; the window's snapshot is kept only if newer
+				r.seq = max(r.seq, seq)
+			}
+		}
+	}
+	if err := l.upload(ctx, w, *files); err != nil {
+		return err
+	}
+	return l.state.commitWindow(ctx, c)
+}
+
+// drop rewrites the files holding events of the runs in past at or below
+// the runSeq given: a convergence repair committed them while the window
+// was open. A file left with no event goes.
+func (l *Lake) drop(w *window, files []sealed, past map[string]int64) ([]sealed, error) {
+	out := files[:0:0]
+	dropped := 0
+	for _, f := range files {
+		in, err := os.Open(f.path)
+		if err != nil {
+			return nil, fmt.Errorf("lake: reopening the local file of %s: %w", f.key, err)
+		}
+		tmp, err := os.CreateTemp(filepath.Dir(f.path), "lake-*.parquet")
+		if err != nil {
+			in.Close()
+			return nil, fmt.Errorf("lake: a local file to rewrite %s: %w", f.key, err)
+		}
+		buf := bufio.NewWriterSize(tmp, 256<<10)
+		wr := archive.NewWriterRowGroup(buf, l.cfg.RowGroupBytes)
+		kept, n := int64(0), 0
+		_, err = archive.Read(in, f.sum.Bytes, func(rec store.RunEventRecord) error {
+			if seq, ok := past[rec.RunID]; ok && rec.RunSeq <= seq {
+				n++
+				return nil
+			}
+			kept++
+			return wr.Write(rec)
+		})
+		in.Close()
+		var sum archive.Summary
+		if err == nil {
+			sum, err = wr.Close()
+		}
+		if err == nil {
+			err = buf.Flush()
+		}
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil || n == 0 || kept == 0 {
+			os.Remove(tmp.Name())
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lake: rewriting %s without the events a repair wrote: %w", f.key, err)
+		}
+		dropped += n
+		switch {
+		case n == 0:
+			out = append(out, f)
+		case kept == 0:
+			os.Remove(f.path)
+		default:
+			os.Remove(f.path)
+			out = append(out, sealed{key: f.key, path: tmp.Name(), sum: sum})
+		}
+	}
+	l.log.Warn("a convergence repair wrote some of this window's events while it was open; they leave the window's files",
+		"stream", w.stream, "offset", w.start, "runs", len(past), "events", dropped)
+	return out, nil
 }
 
 // seal closes the window's files, in key order, and returns them with

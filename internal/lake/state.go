@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/runstream/runstream/store"
@@ -107,6 +108,109 @@ type stateDB struct {
 	group string
 }
 
+// The commit lock. A partition's window commits under it in shared mode,
+// from the check of its runs' checkpoints to the commit: windows of
+// different partitions commit at once. A convergence repair holds it
+// exclusively from its read of the checkpoints to its commit. So a
+// window never commits events a repair committed meanwhile (the check
+// finds the repair's checkpoints, and the window drops what they cover),
+// and a repair never writes what a window committed (its read finds the
+// window's). It is a session lock on a connection of its own, which every
+// statement of the commit uses (so waiting holders cannot starve the pool
+// of the connections their commits need), released when the process dies.
+const commitLockKey = `hashtextextended('runstream lake commit ' || $1, 0)`
+
+type connCtxKey int
+
+const lockConnKey connCtxKey = 0
+
+// querier is what the state's statements run on: the pool, or the
+// connection holding the commit lock.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// db is the connection holding the commit lock when ctx carries one, else
+// the pool.
+func (s *stateDB) db(ctx context.Context) querier {
+	if c, ok := ctx.Value(lockConnKey).(*pgxpool.Conn); ok {
+		return c
+	}
+	return s.pool
+}
+
+// lock takes the commit lock (exclusive for a convergence repair, shared
+// for a window) and returns a context whose state statements use its
+// connection, and the function that releases it. A ctx that holds the lock
+// already is returned as is.
+func (s *stateDB) lock(ctx context.Context, exclusive bool) (context.Context, func(), error) {
+	if _, ok := ctx.Value(lockConnKey).(*pgxpool.Conn); ok {
+		return ctx, func() {}, nil
+	}
+	mode := "_shared"
+	if exclusive {
+		mode = ""
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("taking the lake's commit lock: %w", err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock`+mode+`(`+commitLockKey+`)`, s.group); err != nil {
+		conn.Release()
+		return nil, nil, fmt.Errorf("taking the lake's commit lock: %w", err)
+	}
+	release := func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock`+mode+`(`+commitLockKey+`)`, s.group); err != nil {
+			// The session goes, and its lock with it.
+			_ = conn.Conn().Close(uctx)
+		}
+		conn.Release()
+	}
+	return context.WithValue(ctx, lockConnKey, conn), release, nil
+}
+
+// committedPast returns, of the runs whose window checkpoints are given
+// (run -> the checkpoint the window started from), those whose committed
+// checkpoint is past it: a convergence repair wrote their events after
+// the window read them.
+func (s *stateDB) committedPast(ctx context.Context, base map[string]int64) (map[string]int64, error) {
+	if len(base) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, 0, len(base))
+	for id := range base {
+		ids = append(ids, id)
+	}
+	rows, err := s.db(ctx).Query(ctx, `SELECT run_id, run_seq FROM lake_runs WHERE group_id = $1 AND run_id = ANY($2)`, s.group, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading the lake's run checkpoints before a commit: %w", err)
+	}
+	defer rows.Close()
+	var out map[string]int64
+	for rows.Next() {
+		var id string
+		var seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			return nil, fmt.Errorf("reading the lake's run checkpoints before a commit: %w", err)
+		}
+		if seq > base[id] {
+			if out == nil {
+				out = map[string]int64{}
+			}
+			out[id] = seq
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the lake's run checkpoints before a commit: %w", err)
+	}
+	return out, nil
+}
+
 func (s *stateDB) migrate(ctx context.Context) error {
 	// One session at a time: concurrent CREATE TABLE IF NOT EXISTS can
 	// fail on the catalog's unique index.
@@ -136,7 +240,7 @@ type partitionState struct {
 
 func (s *stateDB) loadPartition(ctx context.Context, topic string, partition int32) (partitionState, error) {
 	var st partitionState
-	err := s.pool.QueryRow(ctx, `SELECT next_offset FROM lake_partitions WHERE group_id = $1 AND topic = $2 AND partition = $3`,
+	err := s.db(ctx).QueryRow(ctx, `SELECT next_offset FROM lake_partitions WHERE group_id = $1 AND topic = $2 AND partition = $3`,
 		s.group, topic, partition).Scan(&st.nextOffset)
 	switch {
 	case err == nil:
@@ -154,7 +258,7 @@ func partitionStream(topic string, partition int32) string {
 
 func (s *stateDB) pendingKeys(ctx context.Context, stream string) ([]string, error) {
 	var keys []string
-	err := s.pool.QueryRow(ctx, `SELECT keys FROM lake_pending WHERE group_id = $1 AND stream = $2`, s.group, stream).Scan(&keys)
+	err := s.db(ctx).QueryRow(ctx, `SELECT keys FROM lake_pending WHERE group_id = $1 AND stream = $2`, s.group, stream).Scan(&keys)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("reading the lake's pending uploads of %s: %w", stream, err)
 	}
@@ -163,11 +267,19 @@ func (s *stateDB) pendingKeys(ctx context.Context, stream string) ([]string, err
 
 // setPending records keys as the objects stream is about to upload.
 func (s *stateDB) setPending(ctx context.Context, stream string, keys []string) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO lake_pending (group_id, stream, keys) VALUES ($1, $2, $3)
+	_, err := s.db(ctx).Exec(ctx, `INSERT INTO lake_pending (group_id, stream, keys) VALUES ($1, $2, $3)
 		ON CONFLICT (group_id, stream) DO UPDATE SET keys = EXCLUDED.keys, updated_at = clock_timestamp()`,
 		s.group, stream, keys)
 	if err != nil {
 		return fmt.Errorf("recording the lake's pending uploads of %s: %w", stream, err)
+	}
+	return nil
+}
+
+// clearPending forgets stream's pending keys.
+func (s *stateDB) clearPending(ctx context.Context, stream string) error {
+	if _, err := s.db(ctx).Exec(ctx, `DELETE FROM lake_pending WHERE group_id = $1 AND stream = $2`, s.group, stream); err != nil {
+		return fmt.Errorf("clearing the lake's pending uploads of %s: %w", stream, err)
 	}
 	return nil
 }
@@ -186,7 +298,7 @@ func (s *stateDB) loadRuns(ctx context.Context, ids []string) (map[string]runSta
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT run_id, run_seq, tenant_id, snapshot FROM lake_runs WHERE group_id = $1 AND run_id = ANY($2)`, s.group, ids)
+	rows, err := s.db(ctx).Query(ctx, `SELECT run_id, run_seq, tenant_id, snapshot FROM lake_runs WHERE group_id = $1 AND run_id = ANY($2)`, s.group, ids)
 	if err != nil {
 		return nil, fmt.Errorf("reading the lake's run checkpoints: %w", err)
 	}
@@ -266,7 +378,7 @@ func (s *stateDB) commitWindow(ctx context.Context, c *commit) error {
 			s.group, c.topic, c.partition, c.next)
 	}
 	b.Queue(`DELETE FROM lake_pending WHERE group_id = $1 AND stream = $2`, s.group, c.stream)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.db(ctx), func(tx pgx.Tx) error {
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
