@@ -16,9 +16,9 @@ import (
 
 	"github.com/runstream/runstream/internal/bench/appendbench"
 	"github.com/runstream/runstream/internal/bench/etlbench"
-	"github.com/runstream/runstream/internal/bench/lakebench"
 	"github.com/runstream/runstream/internal/bench/exportbench"
 	"github.com/runstream/runstream/internal/bench/harness"
+	"github.com/runstream/runstream/internal/bench/lakebench"
 	"github.com/runstream/runstream/internal/bench/listbench"
 	"github.com/runstream/runstream/internal/bench/projectbench"
 	"github.com/runstream/runstream/internal/bench/readbench"
