@@ -111,7 +111,7 @@ func TestChaos_LakeKill(t *testing.T) {
 		t.Cleanup(func() { logf.Close() })
 		cmd := exec.Command(bin, "lake", "--kafka-brokers", strings.Join(k.Brokers, ","), "--topic", topic,
 			"--lake-url", "file://"+lakeDir, "--lake-schema", lakeSchema, "--spool-dir", spoolDir,
-			"--rotate-records", "60", "--flush-idle", "500ms", "--current-interval", "1s", "--http-addr", "127.0.0.1:0",
+			"--rotate-records", "25", "--flush-idle", "500ms", "--current-interval", "1s", "--http-addr", "127.0.0.1:0",
 			"--instance-id", "lake-0", "--log-level", "debug")
 		cmd.Env = append(os.Environ(), "RUNSTREAM_POSTGRES_URL="+pgURL, "RUNSTREAM_KILL_AFTER_LAKE_STEP="+killAfter)
 		cmd.Stdout, cmd.Stderr = logf, logf
@@ -157,14 +157,14 @@ func TestChaos_LakeKill(t *testing.T) {
 	}
 
 	publish(20)
-	steps := []string{"written:150", "uploaded:2", "committed:1", "written:400", "current-written:1", "current-swapped:1", "uploaded:5", "committed:3"}
+	steps := []string{"written:150", "uploaded:2", "committed:1", "written:40", "current-written:1", "current-swapped:1", "uploaded:4", "committed:3"}
 	for i, step := range steps {
 		label := fmt.Sprintf("kill-%d-%s", i, strings.ReplaceAll(step, ":", "-"))
 		cmd := start(label, step)
 		killedBy(cmd, label)
 		consistent(label)
 		t.Logf("%s: killed and consistent", label)
-		publish(6)
+		publish(8)
 	}
 	final := start("final", "")
 	testenv.WaitUntil(t, 3*time.Minute, func() error {
