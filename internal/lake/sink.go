@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runstream/runstream/consumer"
@@ -524,26 +526,41 @@ func (l *Lake) flushIdle(ctx context.Context) {
 		}
 		cons := l.cons
 		l.mu.Unlock()
-		flushed := false
+		// The quiet windows commit side by side (each under its own
+		// lock; the commit lock is shared), at most idleCommits at once.
+		var flushed atomic.Bool
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, idleCommits)
 		for _, w := range ws {
 			if !w.mu.TryLock() {
 				continue // a transaction is writing it: not idle
 			}
-			if !w.released && w.started && (!w.empty() || w.next > w.durable || !w.durableOK) && w.next > w.start &&
-				time.Since(w.touched) >= l.cfg.FlushIdle {
-				if err := l.commit(ctx, w, w.next, closeIdle); err != nil {
-					w.mu.Unlock()
-					return // ctx ended
-				}
-				flushed = true
+			if w.released || !w.started || (w.empty() && w.next <= w.durable && w.durableOK) || w.next <= w.start ||
+				time.Since(w.touched) < l.cfg.FlushIdle {
+				w.mu.Unlock()
+				continue
 			}
-			w.mu.Unlock()
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { w.mu.Unlock(); <-sem; wg.Done() }()
+				if l.commit(ctx, w, w.next, closeIdle) == nil {
+					flushed.Store(true)
+				}
+			}()
 		}
-		if flushed && cons != nil {
+		wg.Wait()
+		if ctx.Err() != nil {
+			return
+		}
+		if flushed.Load() && cons != nil {
 			cons.CommitDurable(ctx)
 		}
 	}
 }
+
+// idleCommits bounds the quiet windows flushIdle commits at once.
+const idleCommits = 4
 
 // skipped moves a partition's window past a record the consumer skipped
 // as a duplicate: nothing to write, but the window covers its offset, so
