@@ -43,7 +43,8 @@
 // each time with more runs on the topic. After every kill each event file
 // reads back whole, no (runId, runSeq) is in two files and the manifest
 // names only whole files; at the end every event is in the lake exactly
-// once and the current-state table equals the reducer's projection.
+// once, the current-state table equals the reducer's projection, and
+// DuckDB's answers to docs/LAKE.md's queries equal the store's.
 //
 // TestChaos_BrokerStop (broker_stop_test.go) appends at a steady rate
 // (1,000 events/s under make chaos, 150 under make test) while the broker

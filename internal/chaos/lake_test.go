@@ -36,8 +36,10 @@ import (
 // between kills. After every kill every event file reads back whole, no
 // (runId, runSeq) is in two files, and the manifest names only whole
 // files; at the end every run's events are in the lake exactly once, byte
-// for byte the store's records, and the current-state table equals the
-// reducer's projection of every run.
+// for byte the store's records, the current-state table equals the
+// reducer's projection of every run, and DuckDB's answers to
+// docs/LAKE.md's queries equal the store's (when scripts/test-duckdb.sh
+// installed DuckDB's Node API).
 func TestChaos_LakeKill(t *testing.T) {
 	if os.Getenv("RUNSTREAM_CHAOS") == "" && !testenv.Require() && os.Getenv("RUNSTREAM_TEST_POSTGRES_URL") == "" {
 		t.Skip("the lake kill cases run under make test or make chaos (RUNSTREAM_CHAOS=short|full, or RUNSTREAM_TEST_REQUIRE=1)")
@@ -178,6 +180,14 @@ func TestChaos_LakeKill(t *testing.T) {
 	}
 	if err := final.Wait(); err != nil {
 		t.Fatalf("lake after SIGTERM: %v\n%s", err, logOf("final"))
+	}
+	// DuckDB's answers to docs/LAKE.md's queries, after the faults.
+	if root := testenv.ModuleRoot(t); laketest.DuckDBReady(root) {
+		if err := laketest.DuckDB(ctx, root, lakeDir, pool, runs, t.Logf); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		t.Log("DuckDB's Node API is not installed (scripts/test-duckdb.sh installs it): the DuckDB queries were not run")
 	}
 	if left, _ := os.ReadDir(spoolDir); len(left) != 0 {
 		t.Fatalf("the spool directory holds %d entries after the lake stopped (the first: %s)", len(left), left[0].Name())
