@@ -27,9 +27,13 @@ import (
 // so it reads every partition beside the projectors and the ETL.
 const DefaultGroup = "runstream-lake"
 
-// Defaults of [Config].
+// Defaults of [Config]. At about 110 bytes an event in Parquet, a
+// window of DefaultRotateRecords makes files of about 70 MB (one tenant
+// on the partition): large enough that readers do not pay for small
+// files, while an hour of record time still closes a window on a quiet
+// topic.
 const (
-	DefaultRotateRecords   = 500_000
+	DefaultRotateRecords   = 640_000
 	DefaultRotateInterval  = time.Hour
 	DefaultFlushIdle       = time.Minute
 	DefaultCurrentInterval = 5 * time.Minute
