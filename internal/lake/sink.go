@@ -161,7 +161,10 @@ func (h *handler) Handle(ctx context.Context, ev consumer.Event) error {
 		if w.started && ev.Offset < w.start {
 			return nil // in a window committed already (the Kafka commit trailed it)
 		}
-		if !w.started {
+		if !w.started || (w.next == w.start && ev.Offset > w.start && w.empty()) {
+			// The window's first record: after the committed position when
+			// records before it are gone from the topic (its retention),
+			// and the window is named after the first record it holds.
 			w.start, w.next, w.started = ev.Offset, ev.Offset, true
 		}
 		if w.next > w.start {
