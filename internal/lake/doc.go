@@ -32,7 +32,11 @@
 // Convergence (consumer.Config.Heads) brings runs behind the store (a
 // dead-lettered tail) up to it: their missing events go to files of their
 // own, <topic>.converge.<micros>.parquet, committed before the pass goes
-// on.
+// on. A repair and a partition's open window never both write an event:
+// windows commit under the group's commit lock held shared, after reading
+// their runs' committed checkpoints (what a repair committed meanwhile
+// leaves their files), repairs read and commit under it exclusively
+// (stateDB.lock).
 //
 // # Current state
 //
