@@ -259,6 +259,12 @@ type Consumer struct {
 	log     *slog.Logger
 	cl      *kgo.Client
 	skips   skipReport // partitions restarted past records no longer in the topic (dataloss.go)
+	// deferred is Checkpoints as a DeferredCheckpoints, nil when it is not
+	// one (deferred.go).
+	deferred DeferredCheckpoints
+	// running are Run's workers, for CommitDurable; nil outside Run.
+	runMu   sync.Mutex
+	running *workers
 }
 
 // New returns a consumer; call Run.
@@ -274,7 +280,8 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Consumer{cfg: cfg, handler: h, log: log.With("component", "consumer", "group", cfg.Group)}, nil
+	d, _ := cfg.Checkpoints.(DeferredCheckpoints)
+	return &Consumer{cfg: cfg, handler: h, log: log.With("component", "consumer", "group", cfg.Group), deferred: d}, nil
 }
 
 // FetchGap is the default gap filler: it pages through f.
@@ -335,6 +342,14 @@ func (c *Consumer) Run(ctx context.Context) error {
 	c.cl = cl
 	defer kgroup.Close(cl, c.cfg.Group, c.cfg.InstanceID, c.log)
 	defer ws.stopAll()
+	c.runMu.Lock()
+	c.running = ws
+	c.runMu.Unlock()
+	defer func() {
+		c.runMu.Lock()
+		c.running = nil
+		c.runMu.Unlock()
+	}()
 	conv, closeConv, err := c.converger()
 	if err != nil {
 		return err
@@ -390,7 +405,10 @@ func (ws *workers) fail(err error) {
 }
 
 type worker struct {
+	tp    topicPartition
 	limit int // records queued beyond which dispatch waits
+	// committed is the offset last committed (DeferredCheckpoints only).
+	committed int64
 
 	mu     sync.Mutex
 	queued [][]*kgo.Record // polls' records not yet taken, in order
@@ -412,7 +430,7 @@ func (ws *workers) dispatch(tp topicPartition, recs []*kgo.Record) {
 	ws.mu.Lock()
 	w := ws.m[tp]
 	if w == nil {
-		w = &worker{limit: ws.c.cfg.MaxQueuedRecords, ready: make(chan struct{}, 1), room: make(chan struct{}, 1),
+		w = &worker{tp: tp, limit: ws.c.cfg.MaxQueuedRecords, ready: make(chan struct{}, 1), room: make(chan struct{}, 1),
 			quit: make(chan struct{}), done: make(chan struct{})}
 		ws.m[tp] = w
 		go ws.run(w)
@@ -487,13 +505,15 @@ func (ws *workers) run(w *worker) {
 			if len(recs) == 0 {
 				continue
 			}
-			if err := c.partition(ws.ctx, recs, &w.items); err != nil {
+			if err := c.partition(context.WithValue(ws.ctx, partitionKey, w.tp), recs, &w.items); err != nil {
 				if ws.ctx.Err() == nil {
 					ws.fail(err)
 				}
 				return
 			}
-			if err := c.cl.CommitRecords(ws.ctx, recs[len(recs)-1]); err != nil && ws.ctx.Err() == nil {
+			if c.deferred != nil {
+				c.commitDurable(ws.ctx, w)
+			} else if err := c.cl.CommitRecords(ws.ctx, recs[len(recs)-1]); err != nil && ws.ctx.Err() == nil {
 				c.log.Warn("committing offsets failed; records will be redelivered and skipped as duplicates", "err", err)
 			}
 			clear(recs) // the buffer is reused: let the records go
@@ -521,6 +541,7 @@ func (ws *workers) stopPartitions(_ context.Context, _ *kgo.Client, lost map[str
 	ws.mu.Unlock()
 	for _, w := range stopped {
 		<-w.done
+		ws.c.released(w)
 	}
 }
 
@@ -535,6 +556,7 @@ func (ws *workers) stopAll() {
 	}
 	for _, w := range all {
 		<-w.done
+		ws.c.released(w)
 	}
 }
 

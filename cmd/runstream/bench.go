@@ -18,6 +18,7 @@ import (
 	"github.com/runstream/runstream/internal/bench/etlbench"
 	"github.com/runstream/runstream/internal/bench/exportbench"
 	"github.com/runstream/runstream/internal/bench/harness"
+	"github.com/runstream/runstream/internal/bench/lakebench"
 	"github.com/runstream/runstream/internal/bench/listbench"
 	"github.com/runstream/runstream/internal/bench/projectbench"
 	"github.com/runstream/runstream/internal/bench/readbench"
@@ -35,6 +36,7 @@ func benchCommands() []command {
 		benchRelay.command(),
 		benchProject.command(),
 		benchETL.command(),
+		benchLake.command(),
 		benchRead.command(),
 		benchExport.command(),
 		benchList.command(),
@@ -499,6 +501,50 @@ var benchETL = benchTarget[etlCLI, *etlbench.Report]{
 	},
 	measure: func(ctx context.Context, cli etlCLI) (*etlbench.Report, error) {
 		return etlbench.Run(ctx, cli.Config)
+	},
+}
+
+// lakeCLI is bench lake's flags.
+type lakeCLI struct {
+	lakebench.Config
+	partitions int
+}
+
+var benchLake = benchTarget[lakeCLI, *lakebench.Report]{
+	name:    "lake",
+	summary: "lake sink: events/s into Parquet files vs the ETL's Postgres sink on the same topic; file sizes, bytes per event",
+	about: "Measures the lake sink (runstream lake) against the analytics ETL (runstream etl) on the same\n" +
+		"topic in the same run. Each round fills a fresh topic (in-process kfake, --partitions partitions)\n" +
+		"with --events records of realistic runs, then runs both sinks on it, each in a group and a schema\n" +
+		"of its own, timed from its start until its group committed every offset; the sinks take turns\n" +
+		"going first. The lake writes to a local directory (its windows closed by --rotate-records, by\n" +
+		"default the whole partition, and by a 200 ms quiet spell at the end) and its files are checked:\n" +
+		"every event exactly once, byte for byte. Reports both rates and their ratio (target: the lake at\n" +
+		"least 50% of the ETL's), the files' mean size, and Parquet bytes per event beside the topic's\n" +
+		"record value and the store's run_events row (measured once on --store-sample appended events).\n" +
+		"The report is the round with the median ratio, every round listed.",
+	flags: func(fs *flag.FlagSet, cli *lakeCLI) {
+		fs.StringVar(&cli.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL URL; the ETL's tables, the lake's state and the store sample go in fresh schemas (dropped at the end)")
+		fs.IntVar(&cli.partitions, "partitions", 6, "partitions of the fresh topic (in-process kfake)")
+		fs.IntVar(&cli.Events, "events", 300_000, "records pre-filled into the topic")
+		fs.IntVar(&cli.Rounds, "rounds", 3, "rounds (fresh topic, lake and tables each); the report is the round with the median ratio")
+		fs.IntVar(&cli.ActiveRuns, "active-runs", 2000, "runs in flight at once while the topic is filled")
+		fs.Int64Var(&cli.RotateRecords, "rotate-records", 0, "the lake's --rotate-records; 0: --events (each partition's records in one window)")
+		fs.IntVar(&cli.StoreSample, "store-sample", 20_000, "events appended to a fresh store to measure its bytes per event")
+		fs.StringVar(&cli.Dir, "dir", "", "directory of the lake and its spool (empty: a temporary one, removed at the end)")
+	},
+	check: func(cli *lakeCLI) error {
+		errs := benchPositive(harness.Flag("events", cli.Events), harness.Flag("rounds", cli.Rounds),
+			harness.Flag("active-runs", cli.ActiveRuns), harness.Flag("store-sample", cli.StoreSample))
+		cli.Partitions = benchPartitions(cli.partitions, &errs)
+		return benchFlagErrors(errs, cli.Validate())
+	},
+	wire: func(cli *lakeCLI, stderr io.Writer) {
+		cli.Logger = benchLogger(stderr)
+		cli.Progress = benchPhaseLine(stderr, 8, "/s", nil)
+	},
+	measure: func(ctx context.Context, cli lakeCLI) (*lakebench.Report, error) {
+		return lakebench.Run(ctx, cli.Config)
 	},
 }
 

@@ -87,6 +87,7 @@ func commands() []command {
 		{"migrate", "apply the Postgres schema (idempotent)", runMigrate},
 		{"retention", "keep the store bounded: retention run|status (partitions ahead; old runs archived to Parquet, verified, then dropped)", runStoreRetention},
 		{"etl", "analytics sink: the topic into Postgres tables runs and step_attempts, effectively once", runEtl},
+		{"lake", "lake sink: the topic as Parquet files in a directory or S3 bucket, exactly once, plus a current-state table", runLake},
 		{"bench", "load generators and reports, each with its baseline: bench " + benchNames(), runBench},
 		{"version", "version, commit and Go version of this binary (also --version, -v)", runVersion},
 		{"help", "help for a command: help <command> [subcommand]; help alone (or help help) prints this list", nil},

@@ -76,6 +76,11 @@ func TestRun_UsageErrors(t *testing.T) {
 		{[]string{"api"}, map[string]string{"RUNSTREAM_SNAPSHOT_TTL": "-1h"}, "--snapshot-ttl (RUNSTREAM_SNAPSHOT_TTL) must be 0"},
 		{[]string{"rebuild", "--all", "--snapshot-ttl", "59s"}, nil, "at least 1m0s, got 59s"},
 		{[]string{"etl", "--etl-retention", "240h"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1", "RUNSTREAM_POSTGRES_URL": "postgres://x"}, "--etl-retention"},
+		{[]string{"lake"}, nil, "--lake-url (RUNSTREAM_LAKE_URL) is required"},
+		{[]string{"lake", "--lake-url", "lake"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1", "RUNSTREAM_POSTGRES_URL": "postgres://x"}, "is a relative path"},
+		{[]string{"lake", "--lake-url", "/tmp"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1", "RUNSTREAM_ROTATE_RECORDS": "0"}, "--postgres-url (RUNSTREAM_POSTGRES_URL) is required"},
+		{[]string{"lake", "--lake-url", "/tmp", "--rotate-records", "0"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1", "RUNSTREAM_POSTGRES_URL": "postgres://x"}, "--rotate-records (RUNSTREAM_ROTATE_RECORDS) must be >= 1"},
+		{[]string{"lake", "--lake-url", "/tmp"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1", "RUNSTREAM_POSTGRES_URL": "postgres://x", "RUNSTREAM_LAKE_SCHEMA": "Lake"}, "--lake-schema (RUNSTREAM_LAKE_SCHEMA)"},
 		{[]string{"dev", "--snapshot-encoding", "zstd"}, nil, `--snapshot-encoding must be json or gzip, got "zstd" (RUNSTREAM_SNAPSHOT_ENCODING)`},
 	} {
 		var out testenv.Buffer

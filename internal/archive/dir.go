@@ -61,7 +61,7 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader, size int64) erro
 
 func (d *Dir) put(ctx context.Context, final string, r io.Reader, size int64) (err error) {
 	if fi, err := os.Stat(d.root); err != nil {
-		return fmt.Errorf("the archive directory: %w (create it, or point --archive-url at an existing directory)", err)
+		return fmt.Errorf("the archive directory: %w (create it, or point the URL (--archive-url, --lake-url) at an existing directory)", err)
 	} else if !fi.IsDir() {
 		return fmt.Errorf("the archive path %s is not a directory", d.root)
 	}
@@ -247,7 +247,7 @@ func (d *Dir) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 // Check writes, reads and deletes a probe file.
 func (d *Dir) Check(ctx context.Context) error {
 	if err := checkProbe(ctx, d); err != nil {
-		return fmt.Errorf("archive URL %s cannot be written: %w; make the directory exist and be writable by this user, or choose another --archive-url", d.url, err)
+		return fmt.Errorf("archive URL %s cannot be written: %w; make the directory exist and be writable by this user, or choose another URL (--archive-url, --lake-url)", d.url, err)
 	}
 	// The probe's directory, when empty (another Check may be using it).
 	_ = os.Remove(filepath.Join(d.root, probeDir))

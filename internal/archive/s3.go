@@ -299,7 +299,7 @@ func (s *S3) Check(ctx context.Context) error {
 		return fmt.Errorf("archive URL %s cannot be written: %w; check the endpoint, that the server is up, and the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)", s.url, describeS3(err))
 	}
 	if !ok {
-		return fmt.Errorf("archive URL %s cannot be written: bucket %q does not exist; create it, or fix the bucket in --archive-url", s.url, s.cfg.Bucket)
+		return fmt.Errorf("archive URL %s cannot be written: bucket %q does not exist; create it, or fix the bucket in the URL (--archive-url, --lake-url)", s.url, s.cfg.Bucket)
 	}
 	if err := checkProbe(ctx, s); err != nil {
 		return fmt.Errorf("archive URL %s cannot be written: %w; check that the credentials may put, get and delete objects in the bucket", s.url, err)

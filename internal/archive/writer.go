@@ -73,6 +73,18 @@ func NewWriter(w io.Writer) *Writer {
 	}
 }
 
+// NewWriterRowGroup is [NewWriter] with row groups cut at rowGroupBytes
+// of raw bytes instead of 64 MiB (0 keeps that): a process that holds many
+// files open at once (the lake, one per tenant and date of a window)
+// bounds its memory with a smaller one.
+func NewWriterRowGroup(w io.Writer, rowGroupBytes int64) *Writer {
+	wr := NewWriter(w)
+	if rowGroupBytes > 0 {
+		wr.groupLimit = rowGroupBytes
+	}
+	return wr
+}
+
 // Write adds rec as the next row. It refuses a record whose persistedAt is
 // not in the store's form ([store.FormatPersistedAt]), since the file
 // could not give it back byte for byte. After an error the Writer is

@@ -35,6 +35,17 @@
 // prints byte for byte what it printed before, and no local file of a
 // killed pass is left.
 //
+// TestChaos_LakeKill (lake_test.go) runs `runstream lake` and kills it
+// with SIGKILL after each step that makes its files durable (an event
+// into an open window, a file uploaded before its window's commit, the
+// commit before the Kafka offset, a current-state generation before and
+// after its manifest swap: RUNSTREAM_KILL_AFTER_LAKE_STEP), restarting it
+// each time with more runs on the topic. After every kill each event file
+// reads back whole, no (runId, runSeq) is in two files and the manifest
+// names only whole files; at the end every event is in the lake exactly
+// once, the current-state table equals the reducer's projection, and
+// DuckDB's answers to docs/LAKE.md's queries equal the store's.
+//
 // TestChaos_BrokerStop (broker_stop_test.go) appends at a steady rate
 // (1,000 events/s under make chaos, 150 under make test) while the broker
 // is stopped (3 minutes; 15 s in the short version), then starts it

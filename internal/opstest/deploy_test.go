@@ -140,6 +140,8 @@ func TestAlertRulesContract(t *testing.T) {
 		"SNAPSHOT_FRESHNESS_LOW":                  "P2", // freshness: what users feel
 		"API_APPENDS_FAILING":                     "P1", // engines fail steps or spool
 		"STORE_UNREACHABLE":                       "P1", // nothing can be appended
+		"LAKE_UPLOAD_FAILING":                     "P3", // the lake's bucket refuses writes: nothing lost, files stop
+		"LAKE_LAG_HIGH":                           "P3", // the lake behind by more than its rotation
 	}
 	got := map[string]string{}
 	for _, r := range loadRules(t, filepath.Join(root, "deploy", "prometheus", "alerts.yml")) {

@@ -27,9 +27,10 @@ import (
 )
 
 // TestPrometheusScrapesDev runs a real Prometheus against `runstream dev
-// --demo` with the shipped alert rules: the pipeline's counters move, every
-// series a rule reads exists, and every rule evaluates with health "ok"
-// after those series appeared. Then dev must stop on SIGTERM with status 0.
+// --demo` and a `runstream lake` on its broker, with the shipped alert
+// rules: the pipeline's counters move, every series a rule reads exists,
+// and every rule evaluates with health "ok" after those series appeared.
+// Then the lake and dev must stop on SIGTERM with status 0.
 func TestPrometheusScrapesDev(t *testing.T) {
 	promBin := "/usr/bin/prometheus"
 	if _, err := os.Stat(promBin); err != nil {
@@ -70,7 +71,18 @@ func TestPrometheusScrapesDev(t *testing.T) {
 		t.Fatalf("runstream dev exited: %v\n%s", dev.err, dev.logTail())
 	}
 
-	// Prometheus scraping dev's /metrics every second, with alerts.yml.
+	// runstream lake beside it, on dev's broker (its state in the test's
+	// schema): the lake's alerts read its own /metrics.
+	lakeAddr, lakeDir := freeAddr(t), filepath.Join(tmp, "lake")
+	if err := os.Mkdir(lakeDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lake := startProcess(t, "runstream lake", filepath.Join(tmp, "lake.log"), devEnv(pgURL, redisURL), bin, "lake",
+		"--kafka-brokers", brokerAddr, "--lake-url", "file://"+lakeDir, "--lake-schema", schema,
+		"--spool-dir", tmp, "--http-addr", lakeAddr)
+
+	// Prometheus scraping dev's and the lake's /metrics every second,
+	// with alerts.yml.
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 1s
@@ -81,7 +93,10 @@ scrape_configs:
   - job_name: runstream-dev
     static_configs:
       - targets: [%q]
-`, filepath.Join(root, "deploy", "prometheus", "alerts.yml"), apiAddr)
+  - job_name: runstream-lake
+    static_configs:
+      - targets: [%q]
+`, filepath.Join(root, "deploy", "prometheus", "alerts.yml"), apiAddr, lakeAddr)
 	cfgPath := filepath.Join(tmp, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -166,6 +181,9 @@ scrape_configs:
 	}
 
 	prom.stop(t, 20*time.Second)
+	if code := lake.stop(t, 20*time.Second); code != 0 {
+		t.Fatalf("runstream lake exited with status %d after SIGTERM, want 0 (graceful shutdown)\n%s", code, lake.logTail())
+	}
 	if code := dev.stop(t, 20*time.Second); code != 0 {
 		t.Fatalf("runstream dev exited with status %d after SIGTERM, want 0 (graceful shutdown)\n%s", code, dev.logTail())
 	}

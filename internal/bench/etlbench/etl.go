@@ -178,7 +178,7 @@ func runRound(ctx context.Context, cfg Config, label string) (rep *Report, err e
 	rep = &Report{Broker: harness.InProcessBroker, Partitions: cfg.Partitions, Batch: cfg.Batch, MaxQueued: cfg.MaxQueued, PoolConns: cfg.PoolConns,
 		Batching: !cfg.DisableBatching, Events: int64(cfg.Events), ActiveRuns: cfg.ActiveRuns, Target: TargetRatio}
 
-	runs, order := generate(uint64(time.Now().UnixNano()), cfg.Events, cfg.ActiveRuns)
+	runs, order := Generate(uint64(time.Now().UnixNano()), cfg.Events, cfg.ActiveRuns)
 	rep.Runs = len(runs)
 	// What the check expects is worked out now, so that the records need
 	// not stay in memory while the sink is timed: a million of them are a

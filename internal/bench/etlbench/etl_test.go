@@ -87,7 +87,7 @@ func TestBenchETL_ConsistentWithBaseline(t *testing.T) {
 }
 
 func TestETLGenerate_RunsAreContiguousAndInterleaved(t *testing.T) {
-	runs, order := generate(42, 3000, 50)
+	runs, order := Generate(42, 3000, 50)
 	if len(order) != 3000 {
 		t.Fatalf("%d records, want 3000", len(order))
 	}
@@ -133,7 +133,7 @@ func TestETLVerify_FindsWrongAndMissingRows(t *testing.T) {
 		CREATE TABLE step_attempts (run_id text)`); err != nil {
 		t.Fatal(err)
 	}
-	runs, _ := generate(3, 300, 20)
+	runs, _ := Generate(3, 300, 20)
 	want := expect(runs)
 	if len(want) < 10 {
 		t.Fatalf("only %d runs expected from %d generated", len(want), len(runs))

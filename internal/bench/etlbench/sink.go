@@ -24,14 +24,14 @@ import (
 	"github.com/runstream/runstream/store"
 )
 
-// generate makes events records of realistic runs, active of them in
+// Generate makes events records of realistic runs, active of them in
 // flight at once: each record belongs to a random in-flight run, and a run
 // that has emitted its last event makes room for a new one. Each run's
 // records are its events as the store would hold them (engine retries with
 // a repeated idempotency key are dropped, as the store answers them as
 // duplicates; runSeq contiguous from 1), with persistedAt in topic order.
 // The runs still in flight at the end are cut short.
-func generate(seed uint64, events, active int) (runs [][]store.RunEventRecord, order []store.RunEventRecord) {
+func Generate(seed uint64, events, active int) (runs [][]store.RunEventRecord, order []store.RunEventRecord) {
 	rng := mrand.New(mrand.NewPCG(seed, 11))
 	start := time.Now().Add(-time.Hour)
 	type inFlight struct {

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -120,4 +122,19 @@ func Median[R any](n int, measure func(i int) (R, error), key func(R) float64) (
 	sorted := slices.Clone(all)
 	slices.SortStableFunc(sorted, func(a, b R) int { return cmp.Compare(key(a), key(b)) })
 	return sorted[(len(sorted)-1)/2], all, nil
+}
+
+// LoadAverage1 is /proc/loadavg's 1-minute average, 0 where there is no
+// /proc: the machine's load a report gives beside its figures.
+func LoadAverage1() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }

@@ -177,7 +177,7 @@ func measureShape(ctx context.Context, env *sseEnv, newAPI func() (*httpapi.Serv
 		if round%2 == 1 {
 			arms[0], arms[1] = arms[1], arms[0]
 		}
-		rr := SSERound{First: arms[0], Load1: load1()}
+		rr := SSERound{First: arms[0], Load1: harness.LoadAverage1()}
 		for _, arm := range arms {
 			ar, err := measureArm(ctx, env, newAPI, sh, runs, arm)
 			if err != nil {
@@ -453,20 +453,6 @@ func serverMemory() (heapAndStacks, rss uint64) {
 	runtime.ReadMemStats(&ms)
 	rss, _ = harness.ProcMemory("/proc/self/status")
 	return ms.HeapInuse + ms.StackInuse, rss
-}
-
-// load1 is the 1-minute load average, 0 when unknown.
-func load1() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
 }
 
 func median(v []float64) float64 {

@@ -225,7 +225,7 @@ func measureStoreGets(ctx context.Context, cfg Config, addr string, rep *StoreRe
 	lats := make([][]time.Duration, cfg.Clients)
 	deadline := time.Now().Add(cfg.Duration)
 	var wg sync.WaitGroup
-	rep.Load1 = load1()
+	rep.Load1 = harness.LoadAverage1()
 	start := time.Now()
 	for c := range cfg.Clients {
 		wg.Add(1)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -104,21 +103,6 @@ func (l *csvLog) write(rec []string) error {
 }
 
 func (l *csvLog) close() error { return l.f.Close() }
-
-// loadAverage1 is /proc/loadavg's 1-minute average, 0 where there is no
-// /proc.
-func loadAverage1() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
-}
 
 // progressLine is a sample as a line of stderr.
 func progressLine(w io.Writer, s Sample) {

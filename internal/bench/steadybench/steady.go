@@ -713,7 +713,7 @@ func (s *sampler) take(ctx context.Context) error {
 	defer cancel()
 	now := time.Now()
 	x := Sample{Elapsed: now.Sub(s.start), At: now, OpenRuns: s.app.open.Load(), Ended: s.app.finished.Load(),
-		Appended: s.app.persisted.Load(), Load1: loadAverage1(), Converge: s.heads.take()}
+		Appended: s.app.persisted.Load(), Load1: harness.LoadAverage1(), Converge: s.heads.take()}
 	m, err := readMemory(ctx, s.rdb)
 	if err != nil {
 		return err
