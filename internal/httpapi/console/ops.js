@@ -450,7 +450,7 @@ export function rebuildsPage(view) {
 }
 
 // rebuildTarget names what a rebuild rebuilds: a tenant, or runs by id.
-const rebuildTarget = b => (b.tenantId ? `tenant ${b.tenantId}` : 'selected runs');
+const rebuildTarget = b => (b.search ? 'a search' : b.tenantId ? `tenant ${b.tenantId}` : 'selected runs');
 
 // rebuildCounts says how many runs a rebuild handled, how many it wrote,
 // and why it skipped the others (a rebuild of runs Redis already holds
@@ -493,7 +493,7 @@ export function rebuildPage(view, id) {
       h('progress', { max: 100, value: pct, testid: 'rebuild-progress', 'aria-label': 'Rebuild progress' }),
       h('p', { testid: 'rebuild-counts' }, rebuildCounts(b, pct)),
       h('div', { class: 'run-meta' }, h('dl', {},
-        h('dt', {}, 'Rebuilds'), h('dd', { testid: 'rebuild-target' }, b.tenantId ? `every run of tenant ${b.tenantId}` : 'the runs selected by id'),
+        h('dt', {}, 'Rebuilds'), h('dd', { testid: 'rebuild-target' }, b.search ? `every run matching the search ${b.search}` : b.tenantId ? `every run of tenant ${b.tenantId}` : 'the runs selected by id'),
         h('dt', {}, 'Started'), h('dd', {}, when(b.startedAt)), h('dt', {}, 'Finished'), h('dd', {}, when(b.finishedAt)))),
       b.error ? h('div', { class: 'notice error', role: 'alert', testid: 'rebuild-error' }, b.error) : '');
     if (b.state === 'running') timer = setTimeout(poll, REBUILD_POLL_MS);

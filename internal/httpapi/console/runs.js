@@ -1,7 +1,7 @@
 // runstream console: the runs list (#/runs?status=&runIdPrefix=&engineRunRef=&plan=&from=&to=&sort=&order=&tenant=).
 // Every filter lives in the hash, so a view deep-links and survives a reload.
 
-import { h, api, watch, conn, token, when, dur, num, badge, staleBadge, keepFocus, hashParams, errorText, STATUSES, clock, FAILED_ATTEMPTS_TITLE } from './lib.js';
+import { h, api, watch, conn, token, when, dur, num, badge, staleBadge, keepFocus, hashParams, errorText, STATUSES, clock, FAILED_ATTEMPTS_TITLE, confirmDialog } from './lib.js';
 
 // Hash keys and the API parameters they become.
 const FIELDS = [
@@ -44,6 +44,11 @@ export function runsPage(view) {
   const msg = h('div', { class: 'notice error', role: 'alert', testid: 'runs-error', hidden: true });
   const more = h('button', { type: 'button', testid: 'load-more', hidden: true, onclick: () => load(true) }, 'Load more');
   const pageNote = h('span', { class: 'muted', testid: 'page-note' });
+  // A bulk action on every run the search matches, not only the pages
+  // loaded: a rebuild of their snapshots from the store (operators),
+  // followed on its own page.
+  const bulkOut = h('span', { role: 'status', testid: 'bulk-result' });
+  const bulk = h('button', { type: 'button', testid: 'bulk-rebuild', hidden: true, onclick: () => bulkRebuild() }, 'Rebuild all matching…');
 
   const tenantInput = h('input', { id: 'tenant', name: 'tenant', value: tenant, placeholder: 'server default', testid: 'tenant-input' });
   const tenantForm = h('form', { class: 'tenant', testid: 'tenant-form', onsubmit: e => {
@@ -85,7 +90,7 @@ export function runsPage(view) {
     } }, 'Clear')));
 
   view.append(h('div', { class: 'run-title' }, h('h1', {}, 'Runs'), tenantForm), search, filters, countNote, banners, msg, body,
-    h('div', { class: 'actions' }, more, pageNote));
+    h('div', { class: 'actions' }, more, pageNote), h('div', { class: 'actions wrap' }, bulk, bulkOut));
   document.title = 'Runs · runstream';
 
   const searching = () => !!(f.runIdPrefix || f.engineRunRef || f.plan || f.from || f.to);
@@ -167,6 +172,9 @@ export function runsPage(view) {
     kept ? h('span', { testid: 'retention-note' },
       ` The list and counts cover every open run and the runs that ended in the last ${span(kept)}; an older run is not listed but still opens by its id (#/runs/<runId>).`) : '');
     countNote.dataset.exact = String(!!exact);
+    bulk.hidden = !last || !(tenant || rows[0]?.tenantId) || (token && !conn.operator);
+    const n = matching();
+    bulk.textContent = n == null ? 'Rebuild all matching…' : `Rebuild all ${num(n)} matching…`;
     filters.dataset.scope = narrowed ? 'tenant' : 'list';
     filters.title = narrowed ? 'Counts of every run of the tenant, not of the search' : '';
 
@@ -227,6 +235,32 @@ export function runsPage(view) {
         td('Duration', { class: 'num', title: 'completedAt − startedAt by event time (payload sourceOccurredAt, else emittedAt)' }, dur(r.totalDurationMs)))))))));
   }
   const sortOf = c => (c === SORTS[f.sort] ? (f.order === 'asc' ? 'ascending' : 'descending') : null);
+  // matching says how many runs the search matches, when the API knows.
+  const matching = () => last?.matched ?? (searching() || f.status ? null : last?.total ?? null);
+  async function bulkRebuild() {
+    const t = tenant || rows[0]?.tenantId;
+    if (!t) return;
+    const p = new URLSearchParams({ tenantId: t });
+    if (f.status) p.set('status', f.status);
+    for (const [key, param] of FIELDS) if (f[key]) p.set(param, f[key]);
+    if (f.from) p.set('from', f.from);
+    if (f.to) p.set('to', f.to);
+    if (f.sort !== 'updatedAt') p.set('sort', f.sort);
+    if (f.order !== 'desc') p.set('order', f.order);
+    const n = matching();
+    const ok = await confirmDialog('Rebuild every matching run?',
+      `Rebuild the snapshots of ${n == null ? 'every run' : `all ${num(n)} run${n === 1 ? '' : 's'}`} of tenant ${t} this search matches${f.status ? ` (status ${f.status})` : ''}, `
+      + 'not only the ones listed, from the store? It runs in the background, page by page.', 'Rebuild');
+    if (!ok) return;
+    try {
+      const r = await api('/v1/rebuilds', { method: 'POST', body: JSON.stringify({ search: p.toString(), ...(ok.reason ? { reason: ok.reason } : {}) }) });
+      location.hash = `#/rebuilds/${encodeURIComponent(r.rebuild.id)}`;
+    } catch (e) {
+      bulkOut.className = 'error';
+      bulkOut.textContent = `Could not start the rebuild: ${errorText(e)}`;
+    }
+  }
+
   const tenantLabel = () => token && !conn.operator ? 'this token\'s tenant' : tenant ? `tenant ${tenant}` : 'the default tenant';
 
   // Live: patch the row now, re-read the first page (new runs, counts) soon.

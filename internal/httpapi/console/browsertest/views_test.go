@@ -491,13 +491,28 @@ func TestConsole_Views(t *testing.T) {
 	})()`, tenantRebuild, runsRebuild), "both rebuilds listed, newest first")
 	b.shots("rebuilds")
 
+	// ---- a bulk action: every run a search matches, not only the page ----
+	b.navigate(base + "/#/runs?tenant=" + tenant + "&status=FAILED")
+	b.waitText(`[data-testid=bulk-rebuild]`, fmt.Sprintf("Rebuild all %d matching", s.counts[store.RunFailed]))
+	b.do(chromedp.Click(chromedp.CSS(`[data-testid=bulk-rebuild]`)))
+	b.waitText(`[data-testid=confirm-text]`, fmt.Sprintf("Rebuild the snapshots of all %d runs of tenant %s this search matches (status FAILED), not only the ones listed", s.counts[store.RunFailed], tenant))
+	b.shots("runs-bulk-confirm")
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=confirm-reason]`), "a bad deploy's runs"),
+		chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
+	b.waitTrue(`location.hash.startsWith('#/rebuilds/')`, "the bulk rebuild's own page")
+	b.waitText(`[data-testid=rebuild-state]`, "DONE")
+	b.waitText(`[data-testid=rebuild-target]`, "every run matching the search tenantId="+tenant+"&status=FAILED")
+	b.waitText(`[data-testid=rebuild-counts]`, fmt.Sprintf("%d of %d runs handled (100%%)", s.counts[store.RunFailed], s.counts[store.RunFailed]))
+	b.shots("rebuild-bulk")
+
 	// ---- the audit log: each action above, newest first, with its reason ----
 	b.navigate(base + "/#/operator-actions")
-	b.waitTrue(`document.querySelectorAll('[data-testid=action-row]').length >= 6`, "the six actions above in the audit log")
+	b.waitTrue(`document.querySelectorAll('[data-testid=action-row]').length >= 7`, "the seven actions above in the audit log")
 	b.waitTrue(`(() => {
-		const rows = [...document.querySelectorAll('[data-testid=action-row]')].slice(0, 6).map(r => r.dataset.action);
-		return rows.join(',') === 'rebuild.start,rebuild.start,dead-letters.retry,dead-letter.retry,group.delete,group.reset-offsets';
-	})()`, "rebuilds, then retry all, then the one retry, then the group's delete and reset, newest first")
+		const rows = [...document.querySelectorAll('[data-testid=action-row]')].slice(0, 7).map(r => r.dataset.action);
+		return rows.join(',') === 'rebuild.start,rebuild.start,rebuild.start,dead-letters.retry,dead-letter.retry,group.delete,group.reset-offsets';
+	})()`, "the bulk rebuild, the rebuilds, then retry all, then the one retry, then the group's delete and reset, newest first")
+	b.waitText(`[data-testid=action-row][data-action="rebuild.start"] [data-testid=action-reason]`, "a bad deploy's runs")
 	b.waitText(`[data-testid=action-row][data-action="group.reset-offsets"] [data-testid=action-reason]`, "reprocess for the warehouse")
 	b.waitText(`[data-testid=action-row][data-action="dead-letter.retry"] [data-testid=action-reason]`, "the broker's limit was raised")
 	b.waitText(`[data-testid=action-row][data-action="dead-letter.retry"] [data-testid=action-target]`, "dead letter 900000001")
