@@ -77,6 +77,8 @@ func runAPI(ctx context.Context, env *environment, args []string) error {
 		if exporter, err = lag.NewExporter(kc, exported, 10*time.Second, reg, log); err != nil {
 			return err
 		}
+		cfg.LagHistory = lag.NewHistory()
+		exporter.KeepHistory(cfg.LagHistory)
 		if err := exporter.WatchOutbox(st.Outbox().HeadAge, reg); err != nil {
 			return err
 		}

@@ -106,6 +106,8 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
+	apiCfg.LagHistory = lag.NewHistory()
+	lagExp.KeepHistory(apiCfg.LagHistory)
 	if err := lagExp.WatchOutbox(st.Outbox().HeadAge, reg); err != nil {
 		return err
 	}

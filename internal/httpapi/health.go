@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/runstream/runstream/internal/lag"
@@ -74,7 +75,7 @@ func (s *Server) lag(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return &store.Error{Code: store.CodeUnavailable, Message: "measuring lag failed: the brokers did not answer; retry", Err: err}
 	}
-	writeJSON(w, http.StatusOK, withFreshness(rep, <-head))
+	writeJSON(w, http.StatusOK, s.withHistory(withFreshness(rep, <-head), true))
 	return nil
 }
 
@@ -91,6 +92,11 @@ type lagReport struct {
 	// (a store other than Postgres, or the read failed): FreshnessSeconds
 	// then counts the topic's unread records only.
 	FreshnessCountsOutbox bool `json:"freshnessCountsOutbox"`
+	// History is the group's lag over the last hour, a point a minute
+	// (lag.History), and PartitionHistory each partition's, keyed by the
+	// partition's number; absent without a history.
+	History          []lag.Point            `json:"history,omitempty"`
+	PartitionHistory map[string][]lag.Point `json:"partitionHistory,omitempty"`
 }
 
 // outboxHead is the age of the store's oldest unpublished commit; known
@@ -134,4 +140,25 @@ func (s *Server) readOutboxHead(ctx context.Context) <-chan outboxHead {
 // the outbox's head.
 func withFreshness(rep lag.Report, head outboxHead) lagReport {
 	return lagReport{Report: rep, FreshnessSeconds: lag.Unapplied(rep, head.age).Seconds(), FreshnessCountsOutbox: head.known}
+}
+
+// withHistory records rep's measurement in the API's lag history and
+// adds the group's last hour to its report, each partition's too when
+// perPartition (one group's report: every group's would be 60 points
+// times every partition of every group).
+func (s *Server) withHistory(lr lagReport, perPartition bool) lagReport {
+	h := s.cfg.LagHistory
+	if h == nil {
+		return lr
+	}
+	h.Record(lr.Report)
+	total, parts := h.Of(lr.Group)
+	lr.History = total
+	if perPartition && len(parts) > 0 {
+		lr.PartitionHistory = make(map[string][]lag.Point, len(parts))
+		for p, pts := range parts {
+			lr.PartitionHistory[strconv.Itoa(int(p))] = pts
+		}
+	}
+	return lr
 }

@@ -147,7 +147,7 @@ func (s *Server) lagGroups(w http.ResponseWriter, r *http.Request) error {
 	h := <-head
 	out.Groups = make([]lagReport, len(reps))
 	for i, rep := range reps {
-		out.Groups[i] = withFreshness(rep, h)
+		out.Groups[i] = s.withHistory(withFreshness(rep, h), false)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

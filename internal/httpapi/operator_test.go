@@ -561,7 +561,7 @@ func TestOperator_LagGroups(t *testing.T) {
 			member(t, k.Brokers, g, m[0], m[1], topic)
 		}
 	}
-	e := newEnv(t, httpapi.Config{AuthTokens: roleTokens,
+	e := newEnv(t, httpapi.Config{AuthTokens: roleTokens, LagHistory: lag.NewHistory(),
 		Lag:         func(ctx context.Context, g string) (lag.Report, error) { return lag.Measure(ctx, admin, g) },
 		TopicGroups: func(ctx context.Context, tp string) ([]string, error) { return lag.TopicGroups(ctx, admin, tp) }})
 
@@ -624,6 +624,34 @@ func TestOperator_LagGroups(t *testing.T) {
 	e3 := newEnv(t, httpapi.Config{AuthTokens: roleTokens})
 	if r := do(t, "GET", e3.url+"/v1/lag/groups", "tok-op", nil); r.status != http.StatusServiceUnavailable {
 		t.Fatalf("no brokers: %d, want 503", r.status)
+	}
+
+	// The last hour, from these measurements: the group's on both routes,
+	// each partition's on the one group's.
+	var hist struct {
+		Groups []struct {
+			Group            string                 `json:"group"`
+			History          []lag.Point            `json:"history"`
+			PartitionHistory map[string][]lag.Point `json:"partitionHistory"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal(do(t, "GET", e.url+"/v1/lag/groups", "tok-op", nil).body, &hist); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range hist.Groups {
+		if g.Group == "audit-sink" && (len(g.History) == 0 || g.History[len(g.History)-1].Records != 18 || g.PartitionHistory != nil) {
+			t.Fatalf("audit-sink's history on /v1/lag/groups: %+v, want its lag (18 records) and no partitions' (every group's would be too large)", g)
+		}
+	}
+	var one struct {
+		History          []lag.Point            `json:"history"`
+		PartitionHistory map[string][]lag.Point `json:"partitionHistory"`
+	}
+	if err := json.Unmarshal(do(t, "GET", e.url+"/v1/lag?group=audit-sink", "tok-op", nil).body, &one); err != nil {
+		t.Fatal(err)
+	}
+	if len(one.History) == 0 || len(one.PartitionHistory) != 4 || one.PartitionHistory["0"][len(one.PartitionHistory["0"])-1].Records != 3 {
+		t.Fatalf("audit-sink's history on /v1/lag: %+v, want the group's and its 4 partitions' (partition 0: 3 records behind)", one)
 	}
 }
 

@@ -68,6 +68,10 @@ type Config struct {
 	// offsets or assigned members), for GET /v1/lag/groups; nil reports
 	// LagGroups only.
 	TopicGroups func(ctx context.Context, topic string) ([]string, error)
+	// LagHistory keeps the groups' lag over the last hour (the exporter's
+	// measurements and the lag routes'): GET /v1/lag and /v1/lag/groups
+	// answer each group's with it; nil answers none.
+	LagHistory *lag.History
 	// ResetGroupOffsets and DeleteGroup change a consumer group of
 	// LagTopic for POST /v1/lag/groups/{group}/reset and DELETE
 	// /v1/lag/groups/{group} (lag.ResetOffsets, lag.DeleteGroup); nil

@@ -29,7 +29,12 @@ type Exporter struct {
 	// oldest unpublished commit; storeUp reports whether it answered.
 	outboxAge func(context.Context) (time.Duration, error)
 	storeUp   prometheus.Gauge
+	// history, when set (KeepHistory), records every measurement.
+	history *History
 }
+
+// KeepHistory records every group's measurement in h as well.
+func (e *Exporter) KeepHistory(h *History) { e.history = h }
 
 // NewExporter registers the gauges on reg. interval 0 means 10s.
 func NewExporter(cl *kgo.Client, groups []string, interval time.Duration, reg prometheus.Registerer, log *slog.Logger) (*Exporter, error) {
@@ -121,6 +126,7 @@ func (e *Exporter) refresh(ctx context.Context) {
 			}
 			continue
 		}
+		e.history.Record(rep)
 		e.unapplied.WithLabelValues(g).Set(Unapplied(rep, outbox).Seconds())
 		e.records.DeletePartialMatch(prometheus.Labels{"group": g})
 		e.seconds.DeletePartialMatch(prometheus.Labels{"group": g})

@@ -872,6 +872,12 @@ export interface components {
             freshnessCountsOutbox: boolean;
             /** Format: date-time */
             at: string;
+            /** @description The group's lag over the last hour, a point a minute, oldest first, from the API's own measurements (its exporter's every 10 s and the lag routes'); absent when the API keeps none. */
+            history?: components["schemas"]["LagPoint"][];
+            /** @description Each partition's last hour, keyed by partition number: GET /v1/lag only (one group). */
+            partitionHistory?: {
+                [key: string]: components["schemas"]["LagPoint"][];
+            };
         };
         Health: {
             /** @constant */
@@ -1149,6 +1155,15 @@ export interface components {
             }[];
             /** @description More groups exist than listed. */
             truncated: boolean;
+        };
+        /** @description One minute of a lag series: the last measurement taken in it. */
+        LagPoint: {
+            /** Format: date-time */
+            at: string;
+            /** @description Lag in records. */
+            records: number;
+            /** @description Lag in seconds (the oldest unread record's age). */
+            seconds: number;
         };
     };
     responses: {

@@ -107,14 +107,15 @@ export function lagPage(view, group) {
       h('div', { class: 'card-head' },
         h('h2', {}, group ? g.group : h('a', { href: `#/lag/${encodeURIComponent(g.group)}`, testid: 'lag-group-link' }, g.group)),
         h('span', { class: 'muted' }, g.exists === false ? 'no committed offsets' : `state ${g.state || '—'} · ${num(g.members ?? members.length)} member${(g.members ?? members.length) === 1 ? '' : 's'}`),
-        g.exists === false ? '' : h('span', { class: `badge ${g.totalLag > 0 ? 's-paused' : 's-completed'}`, testid: 'lag-total' }, `lag ${num(g.totalLag)} records · ${secs(g.maxLagSeconds)}`)),
+        g.exists === false ? '' : h('span', { class: `badge ${g.totalLag > 0 ? 's-paused' : 's-completed'}`, testid: 'lag-total' }, `lag ${num(g.totalLag)} records · ${secs(g.maxLagSeconds)}`),
+        spark(g.history, 'lag-spark')),
       freshness(g)), [
       g.note ? h('p', { class: 'muted small' }, g.note) : '',
       members.length ? h('ul', { class: 'members', testid: 'lag-members' }, members.map(m => h('li', { testid: 'lag-member' },
         h('span', { class: 'mono' }, m.clientId || '—'), m.instanceId ? [' · instance ', h('span', { class: 'mono' }, m.instanceId)] : '',
         ' · host ', h('span', { class: 'mono' }, m.host || '—')))) : '',
       !(g.partitions || []).length ? h('p', { class: 'muted' }, 'No partitions to report.') : h('div', { class: 'table-box' }, h('table', { class: 'lag cards', testid: 'lag-table' },
-        h('thead', {}, h('tr', {}, ['Partition', 'Committed', 'End', 'Lag (records)', 'Lag (seconds)', 'Owner (client id · instance · host)']
+        h('thead', {}, h('tr', {}, ['Partition', 'Committed', 'End', 'Lag (records)', 'Lag (seconds)', 'Owner (client id · instance · host)', ...(group ? ['Last hour'] : [])]
           .map((c, i) => h('th', { scope: 'col', class: i && i < 5 ? 'num' : '' }, c)))),
         h('tbody', {}, (g.partitions || []).map(p => h('tr', { testid: 'lag-partition', 'data-partition': p.partition },
           td('Partition', { class: 'num' }, p.partition),
@@ -122,11 +123,36 @@ export function lagPage(view, group) {
           td('End', { class: 'num' }, num(p.end)),
           td('Lag (records)', { class: 'num', testid: 'lag-records' }, num(p.lag)),
           td('Lag (seconds)', { class: 'num' }, secs(p.lagSeconds)),
-          td('Owner', { testid: 'lag-owner' }, p.error ? h('span', { class: 'error' }, p.error) : who(p.owner) || p.member || '—'))))))]);
+          td('Owner', { testid: 'lag-owner' }, p.error ? h('span', { class: 'error' }, p.error) : who(p.owner) || p.member || '—'),
+          group ? td('Last hour', {}, spark(g.partitionHistory?.[p.partition], 'lag-partition-spark')) : '')))))]);
   }
 
   refresh();
   return () => { gone = true; clearTimeout(timer); };
+}
+
+// spark draws a lag series (points a minute apart, oldest first) as a
+// small line, with a word on its trend: is the group catching up or
+// falling behind? Nothing for fewer than two points.
+const SVG = 'http://www.w3.org/2000/svg';
+export function spark(points, testid) {
+  if (!points || points.length < 2) return h('span', { class: 'muted small', testid }, points?.length ? 'one minute measured' : '');
+  const w = 120, ht = 24, top = Math.max(1, ...points.map(p => p.records));
+  const svg = document.createElementNS(SVG, 'svg');
+  svg.setAttribute('viewBox', `0 0 ${w} ${ht}`);
+  svg.setAttribute('width', w);
+  svg.setAttribute('height', ht);
+  svg.setAttribute('class', 'spark');
+  svg.setAttribute('role', 'img');
+  const line = document.createElementNS(SVG, 'polyline');
+  line.setAttribute('points', points.map((p, i) => `${(i * (w - 2) / (points.length - 1) + 1).toFixed(1)},${(ht - 2 - p.records * (ht - 4) / top).toFixed(1)}`).join(' '));
+  svg.append(line);
+  const first = points[0].records, last = points[points.length - 1].records;
+  const trend = last > first * 1.1 + 10 ? 'growing' : last < first * 0.9 - 10 ? 'shrinking' : 'flat';
+  const label = `lag over the last ${points.length} minutes: ${num(first)} to ${num(last)} records, ${trend}`;
+  svg.setAttribute('aria-label', label);
+  return h('span', { class: 'spark-box', testid, 'data-trend': trend, title: label }, svg,
+    h('span', { class: `small trend ${trend}` }, trend === 'growing' ? ' ↗ growing' : trend === 'shrinking' ? ' ↘ shrinking' : ' → flat'));
 }
 
 // healthy is a group that needs no look, folded in the overview: it has

@@ -339,7 +339,17 @@ func TestConsole_Views(t *testing.T) {
 	b.waitTrue(`location.hash === '#/lag/console-test-etl' && document.querySelectorAll('[data-testid=lag-group]').length === 1`, "the one group's deep link")
 	b.waitText(`[data-testid=lag-owner]`, "etl-instance-1")
 	b.waitText(`[data-testid=lag-freshness-value]`, "events visible within")
+	// The last hour: the group's line in its head, each partition's in its row.
+	b.waitTrue(`!!document.querySelector('[data-testid=lag-spark]') && document.querySelectorAll('[data-testid=lag-partition-spark]').length === document.querySelectorAll('[data-testid=lag-partition]').length`,
+		"the group's and every partition's last hour")
 	b.shots("lag-group")
+	// A line of three minutes, growing, drawn as the console draws it.
+	b.eval(`(import('/ops.js').then(m => {
+		const e = m.spark([{at: '2026-11-29T08:00:00Z', records: 10, seconds: 1}, {at: '2026-11-29T08:01:00Z', records: 400, seconds: 5},
+			{at: '2026-11-29T08:02:00Z', records: 900, seconds: 9}], 'probe');
+		window.__spark = e.dataset.trend + ':' + e.querySelector('polyline').getAttribute('points').split(' ').length + ':' + e.title;
+	}), '')`)
+	b.waitTrue(`window.__spark === 'growing:3:lag over the last 3 minutes: 10 to 900 records, growing'`, "a growing three-minute line")
 	b.waitText(`[data-testid=group-admin-busy]`, "1 member: stop its consumers to reset or delete it")
 	b.waitTrue(`document.querySelector('[data-testid=group-reset-preview]').disabled && document.querySelector('[data-testid=group-delete]').disabled`,
 		"no reset or delete of a group with a member")
