@@ -409,12 +409,23 @@ func TestRun_RelayDLQListAndRetry(t *testing.T) {
 		t.Fatalf("dlq list --json = %s (%v)", out.String(), err)
 	}
 	out.Reset()
-	if err := run(ctx, []string{"relay", "dlq", "retry", "--all"}, getenv, &out, &out); err != nil || !strings.Contains(out.String(), "moved 1") {
-		t.Fatalf("dlq retry --all: %v %s", err, out.String())
+	if err := run(ctx, []string{"relay", "dlq", "retry", "--all", "--error-code", "INVALID_RECORD"}, getenv, &out, &out); err == nil {
+		t.Fatal("dlq retry with two selections was accepted")
+	}
+	out.Reset()
+	if err := run(ctx, []string{"relay", "dlq", "retry", "--error-code", "INVALID_RECORD", "--reason", "schema fixed"}, getenv, &out, &out); err != nil || !strings.Contains(out.String(), "moved 1") {
+		t.Fatalf("dlq retry --error-code: %v %s", err, out.String())
 	}
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE run_id = $1`, ev.RunID).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("outbox rows after retry: %d, %v", n, err)
+	}
+	// The retry is in the audit log, by the OS user and host.
+	var actor, action, target, reason string
+	var count int64
+	if err := pool.QueryRow(ctx, `SELECT actor, action, target, count, reason FROM operator_actions ORDER BY id DESC LIMIT 1`).Scan(&actor, &action, &target, &count, &reason); err != nil ||
+		!strings.HasPrefix(actor, "cli ") || action != "dead-letters.retry" || target != "dead letters with error INVALID_RECORD" || count != 1 || reason != "schema fixed" {
+		t.Fatalf("the audit log after a CLI retry: %q %q %q %d %q (%v)", actor, action, target, count, reason, err)
 	}
 }
 

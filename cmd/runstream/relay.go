@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"log/slog"
+	"os"
+	"os/user"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -144,7 +147,7 @@ func runRelay(ctx context.Context, env *environment, args []string) error {
 
 func runDLQ(ctx context.Context, env *environment, args []string) error {
 	if len(args) == 0 || (args[0] != "list" && args[0] != "retry") {
-		fmt.Fprint(env.stderr, "Usage: runstream relay dlq list [--run ID] [--limit N] [--json]\n       runstream relay dlq retry (--id N[,N...] | --all)\n\nDead letters are events the relay gave up publishing after repeated broker refusals\n(alert EVENT_BUS_DELIVERY_FAILED). They are still in the store; retry moves them\nback to the outbox so the relay publishes them again.\n")
+		fmt.Fprint(env.stderr, "Usage: runstream relay dlq list [--run ID] [--limit N] [--json]\n       runstream relay dlq retry (--id N[,N...] | --error-code CODE | --run ID | --all) [--reason TEXT]\n\nDead letters are events the relay gave up publishing after repeated broker refusals\n(alert EVENT_BUS_DELIVERY_FAILED). They are still in the store; retry moves them\nback to the outbox so the relay publishes them again, and records it in the audit\nlog of operator actions (GET /v1/operator-actions).\n")
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			return flag.ErrHelp
 		}
@@ -153,7 +156,9 @@ func runDLQ(ctx context.Context, env *environment, args []string) error {
 	sub := args[0]
 	fs := flag.NewFlagSet("relay dlq "+sub, flag.ContinueOnError)
 	pgURL := fs.String("postgres-url", defaultPostgresURL, "PostgreSQL URL of the Append Authority")
-	runID := fs.String("run", "", "only this run's dead letters (list)")
+	runID := fs.String("run", "", "only this run's dead letters (list), or retry every dead letter of this run (retry)")
+	errorCode := fs.String("error-code", "", "retry every dead letter of this error code, as GET /v1/dead-letters/groups?by=error names it (retry)")
+	reason := fs.String("reason", "", "why, for the audit log (retry; at most 500 bytes)")
 	limit := fs.Int("limit", 100, "most dead letters listed")
 	asJSON := fs.Bool("json", false, "print JSON (list)")
 	ids := fs.String("id", "", "dead-letter ids to retry, comma-separated (retry)")
@@ -170,8 +175,17 @@ func runDLQ(ctx context.Context, env *environment, args []string) error {
 			}
 			list = append(list, n)
 		}
-		if len(list) == 0 && !*all {
-			return usageError{fmt.Errorf("say which dead letters to retry: --id N[,N...] or --all")}
+		given := 0
+		for _, g := range []bool{len(list) > 0, *all, *errorCode != "", *runID != ""} {
+			if g {
+				given++
+			}
+		}
+		if given != 1 {
+			return usageError{fmt.Errorf("say which dead letters to retry, one way: --id N[,N...], --error-code CODE, --run ID or --all")}
+		}
+		if len(*reason) > 500 {
+			return usageError{fmt.Errorf("--reason: at most 500 bytes, got %d", len(*reason))}
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -185,12 +199,13 @@ func runDLQ(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	if sub == "retry" {
-		n, err := postgres.NewOutbox(pool).RetryDeadLetters(cctx, list, *all)
+		sel := postgres.DeadLetterSelection{IDs: list, All: *all, ErrorCode: *errorCode, RunID: *runID}
+		n, err := postgres.NewOutbox(pool).RetrySelected(cctx, sel)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(env.stdout, "moved %d dead letter(s) back to the outbox; the relay publishes them next\n", n)
-		return nil
+		return recordCLIAction(cctx, env, pool, "dead-letters.retry", dlqTarget(sel), n, *reason)
 	}
 	dls, err := postgres.NewOutbox(pool).ListDeadLetters(cctx, *runID, *limit)
 	if err != nil {
@@ -233,4 +248,37 @@ func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h minLevel) WithGroup(name string) slog.Handler {
 	return minLevel{h.Handler.WithGroup(name), h.min}
+}
+
+// dlqTarget says which dead letters a retry named, for the audit log.
+func dlqTarget(sel postgres.DeadLetterSelection) string {
+	switch {
+	case sel.All:
+		return "all dead letters"
+	case sel.ErrorCode != "":
+		return "dead letters with error " + sel.ErrorCode
+	case sel.RunID != "":
+		return "dead letters of run " + sel.RunID
+	}
+	return fmt.Sprintf("%d dead letters by id", len(sel.IDs))
+}
+
+// recordCLIAction writes an operator action done from the command line to
+// the audit log, naming the OS user and host as its actor. The action is
+// done: a failure to record it is reported on stderr and exits 1.
+func recordCLIAction(ctx context.Context, env *environment, pool *pgxpool.Pool, action, target string, count int64, reason string) error {
+	st, err := postgres.New(pool, postgres.Config{})
+	if err != nil {
+		return err
+	}
+	who := "unknown"
+	if u, err := user.Current(); err == nil {
+		who = u.Username
+	}
+	host, _ := os.Hostname()
+	a := postgres.OperatorAction{Actor: fmt.Sprintf("cli %s@%s", who, host), Action: action, Target: target, Count: count, Reason: reason}
+	if err := st.RecordOperatorAction(ctx, a); err != nil {
+		return fmt.Errorf("the action is done, but the audit log did not take it: %w", err)
+	}
+	return nil
 }
