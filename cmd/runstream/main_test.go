@@ -471,6 +471,12 @@ func TestRun_Rebuild(t *testing.T) {
 	if !strings.Contains(out.String(), "rebuilt 0 of 3 runs; skipped: 3 already current in Redis\n") {
 		t.Fatalf("rebuild --all again printed %q; want 0 of 3 rebuilt, 3 skipped as current", out.String())
 	}
+	// Each rebuild is in the audit log of operator actions.
+	var rebuilds, resyncs int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE action = 'rebuild.start' AND count = 3 AND actor LIKE 'cli %'),
+		count(*) FILTER (WHERE action = 'run.resync') FROM operator_actions`).Scan(&rebuilds, &resyncs); err != nil || rebuilds != 2 || resyncs != 1 {
+		t.Fatalf("the audit log after two rebuilds --all and one --run: %d rebuilds, %d resyncs (%v)", rebuilds, resyncs, err)
+	}
 	out.Reset()
 	if err := run(ctx, []string{"rebuild", "--run", ids[0]}, getenv, &out, &out); err != nil || !strings.Contains(out.String(), "not written: Redis already holds a snapshot as new") {
 		t.Fatalf("rebuild --run of a current run: %v, printed %q; want exit 0 saying Redis holds it", err, out.String())

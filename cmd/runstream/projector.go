@@ -149,6 +149,7 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 	runID := fs.String("run", "", "rebuild this run's snapshot")
 	all := fs.Bool("all", false, "rebuild every run's snapshot")
 	batch := fs.Int("batch", 200, "runs per Redis pipeline with --all")
+	reason := fs.String("reason", "", "why, for the audit log of operator actions (at most 500 bytes)")
 	var sf snapshotFlags
 	sf.register(fs)
 	if err := parseFlags(fs, env, args, "runstream rebuild (--run ID | --all) [flags]",
@@ -160,6 +161,9 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 	}
 	if *batch < 1 {
 		return usageError{fmt.Errorf("--batch must be >= 1")}
+	}
+	if len(*reason) > 500 {
+		return usageError{fmt.Errorf("--reason: at most 500 bytes, got %d", len(*reason))}
 	}
 	policy, err := sf.policy()
 	if err != nil {
@@ -194,7 +198,7 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 		default:
 			fmt.Fprintf(env.stdout, "rebuilt run %q\n", *runID)
 		}
-		return nil
+		return recordCLIAction(ctx, env, pool, "run.resync", "run "+*runID, 1, *reason)
 	}
 	total, err := st.CountRuns(ctx)
 	if err != nil {
@@ -222,7 +226,7 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 	}
 	bar.done()
 	fmt.Fprintln(env.stdout, rebuildSummary(sum, seen, policy.TTL))
-	return nil
+	return recordCLIAction(ctx, env, pool, "rebuild.start", "runstream rebuild --all: every run", seen, *reason)
 }
 
 // rebuildSummary is rebuild --all's last line: how many of the runs seen
