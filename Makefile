@@ -36,6 +36,7 @@ test-unit:
 # test` runs its short version. Failed runs keep their logs in test-artifacts/.
 chaos:
 	@scripts/netns-deps.sh
+	@scripts/duckdb-deps.sh
 	@eval "$$(scripts/up.sh)" && RUNSTREAM_TEST_REQUIRE=1 RUNSTREAM_CHAOS=full \
 	  RUNSTREAM_TEST_POSTGRES_URL="$${RUNSTREAM_TEST_POSTGRES_URL:-$$RUNSTREAM_POSTGRES_URL}" \
 	  RUNSTREAM_TEST_REDIS_URL="$${RUNSTREAM_TEST_REDIS_URL:-$$RUNSTREAM_REDIS_URL}" \

@@ -19,21 +19,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 name=test-duckdb
-. scripts/node-test-lib.sh
 
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  echo "$name: installing nodejs and npm (Debian packages) for DuckDB's Node API" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >&2
-fi
-require_node 18 "the DuckDB archive check"
+scripts/duckdb-deps.sh
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/runstream-duckdb-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 go run ./internal/interop/duckdb/gen -dir "$work"
 cd internal/interop/duckdb
-npm_install
 node check.mjs "$work"
 
 cd "$root"
