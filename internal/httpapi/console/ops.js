@@ -131,27 +131,18 @@ export function lagPage(view, group) {
   return () => { gone = true; clearTimeout(timer); };
 }
 
-// spark draws a lag series (points a minute apart, oldest first) as a
-// small line, with a word on its trend: is the group catching up or
+// spark draws a lag series (points a minute apart, oldest first) as a row
+// of small bars, with a word on its trend: is the group catching up or
 // falling behind? Nothing for fewer than two points.
-const SVG = 'http://www.w3.org/2000/svg';
 export function spark(points, testid) {
   if (!points || points.length < 2) return h('span', { class: 'muted small', testid }, points?.length ? 'one minute measured' : '');
-  const w = 120, ht = 24, top = Math.max(1, ...points.map(p => p.records));
-  const svg = document.createElementNS(SVG, 'svg');
-  svg.setAttribute('viewBox', `0 0 ${w} ${ht}`);
-  svg.setAttribute('width', w);
-  svg.setAttribute('height', ht);
-  svg.setAttribute('class', 'spark');
-  svg.setAttribute('role', 'img');
-  const line = document.createElementNS(SVG, 'polyline');
-  line.setAttribute('points', points.map((p, i) => `${(i * (w - 2) / (points.length - 1) + 1).toFixed(1)},${(ht - 2 - p.records * (ht - 4) / top).toFixed(1)}`).join(' '));
-  svg.append(line);
+  const top = Math.max(1, ...points.map(p => p.records));
   const first = points[0].records, last = points[points.length - 1].records;
   const trend = last > first * 1.1 + 10 ? 'growing' : last < first * 0.9 - 10 ? 'shrinking' : 'flat';
   const label = `lag over the last ${points.length} minutes: ${num(first)} to ${num(last)} records, ${trend}`;
-  svg.setAttribute('aria-label', label);
-  return h('span', { class: 'spark-box', testid, 'data-trend': trend, title: label }, svg,
+  const bars = h('span', { class: 'spark', role: 'img', 'aria-label': label },
+    points.map(p => h('i', { style: { height: `${Math.max(1, Math.round(p.records * 22 / top))}px` }, title: `${num(p.records)} records` })));
+  return h('span', { class: 'spark-box', testid, 'data-trend': trend, title: label }, bars,
     h('span', { class: `small trend ${trend}` }, trend === 'growing' ? ' ↗ growing' : trend === 'shrinking' ? ' ↘ shrinking' : ' → flat'));
 }
 

@@ -347,7 +347,7 @@ func TestConsole_Views(t *testing.T) {
 	b.eval(`(import('/ops.js').then(m => {
 		const e = m.spark([{at: '2026-11-29T08:00:00Z', records: 10, seconds: 1}, {at: '2026-11-29T08:01:00Z', records: 400, seconds: 5},
 			{at: '2026-11-29T08:02:00Z', records: 900, seconds: 9}], 'probe');
-		window.__spark = e.dataset.trend + ':' + e.querySelector('polyline').getAttribute('points').split(' ').length + ':' + e.title;
+		window.__spark = e.dataset.trend + ':' + e.querySelectorAll('.spark i').length + ':' + e.title;
 	}), '')`)
 	b.waitTrue(`window.__spark === 'growing:3:lag over the last 3 minutes: 10 to 900 records, growing'`, "a growing three-minute line")
 	b.waitText(`[data-testid=group-admin-busy]`, "1 member: stop its consumers to reset or delete it")
