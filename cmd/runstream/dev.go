@@ -178,7 +178,7 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	base := "http://" + addr
 	fmt.Fprintf(env.stdout, "runstream dev is up:\n"+
 		"  HTTP API   %s  (curl %s/v1/runs/<runId>/events)\n"+
-		"  console    %s/  (web console: runs, run pages; lag, dead letters, rebuilds for operators)\n"+
+		"  console    %s/  (web console: runs, run pages; lag, dead letters, rebuilds, retention, audit log for operators)\n"+
 		"  metrics    %s/metrics\n"+
 		"  Kafka      %s, topic %q\n"+
 		"  projector  group %q -> Redis snapshots (curl %s/v1/runs/<runId>/snapshot)\n"+
