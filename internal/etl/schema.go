@@ -3,13 +3,8 @@ package etl
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
-	"regexp"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/runstream/runstream/store/postgres"
@@ -21,17 +16,9 @@ const DefaultSchema = "runstream_etl"
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// schemaName is what CheckSchema accepts: a plain lowercase identifier, so
-// it needs no quoting in SQL, in search_path or in psql.
-var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
-
-// CheckSchema reports whether name can be the ETL's schema.
-func CheckSchema(name string) error {
-	if !schemaName.MatchString(name) {
-		return fmt.Errorf("schema name %q must be lowercase letters, digits and '_', starting with a letter or '_', at most 63 characters", name)
-	}
-	return nil
-}
+// CheckSchema reports whether name can be the ETL's schema
+// (postgres.CheckSchemaName).
+func CheckSchema(name string) error { return postgres.CheckSchemaName(name) }
 
 // Connect opens a pool on url whose connections use schema (empty means
 // [DefaultSchema]) as their search_path, creating the schema when absent.
@@ -41,31 +28,7 @@ func Connect(ctx context.Context, url, schema string) (*pgxpool.Pool, error) {
 	if schema == "" {
 		schema = DefaultSchema
 	}
-	if err := CheckSchema(schema); err != nil {
-		return nil, err
-	}
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("parsing the ETL database URL: %w", err)
-	}
-	if cfg.ConnConfig.ConnectTimeout == 0 {
-		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("opening the ETL database pool: %w", err)
-	}
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		pool.Close()
-		hint := postgres.ConnectHint(err, cfg.ConnConfig.User, "RUNSTREAM_ETL_DATABASE_URL")
-		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "42501" {
-			hint = "may this user create schemas?"
-		}
-		return nil, fmt.Errorf("creating schema %s in the ETL database at %s:%d: %w (%s)",
-			schema, cfg.ConnConfig.Host, cfg.ConnConfig.Port, err, hint)
-	}
-	return pool, nil
+	return postgres.ConnectSchema(ctx, url, schema, "the ETL database", "RUNSTREAM_ETL_DATABASE_URL")
 }
 
 // Migrate applies the embedded migrations not yet recorded in

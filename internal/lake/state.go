@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,16 +19,9 @@ import (
 // given.
 const DefaultSchema = "runstream_lake"
 
-var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
-
-// CheckSchema reports whether name can be the lake's state schema: a plain
-// lowercase identifier, so that it needs no quoting.
-func CheckSchema(name string) error {
-	if !schemaName.MatchString(name) {
-		return fmt.Errorf("schema name %q must be lowercase letters, digits and '_', starting with a letter or '_', at most 63 characters", name)
-	}
-	return nil
-}
+// CheckSchema reports whether name can be the lake's state schema
+// (postgres.CheckSchemaName).
+func CheckSchema(name string) error { return postgres.CheckSchemaName(name) }
 
 // Connect opens a pool on url whose connections use schema (empty:
 // [DefaultSchema]) as their search_path, creating the schema when absent.
@@ -38,27 +30,7 @@ func Connect(ctx context.Context, url, schema string) (*pgxpool.Pool, error) {
 	if schema == "" {
 		schema = DefaultSchema
 	}
-	if err := CheckSchema(schema); err != nil {
-		return nil, err
-	}
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("parsing the lake's state database URL: %w", err)
-	}
-	if cfg.ConnConfig.ConnectTimeout == 0 {
-		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("opening the lake's state database pool: %w", err)
-	}
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("creating schema %s for the lake's state at %s:%d: %w (%s)", schema,
-			cfg.ConnConfig.Host, cfg.ConnConfig.Port, err, postgres.ConnectHint(err, cfg.ConnConfig.User, "RUNSTREAM_POSTGRES_URL"))
-	}
-	return pool, nil
+	return postgres.ConnectSchema(ctx, url, schema, "the lake's state database", "RUNSTREAM_POSTGRES_URL")
 }
 
 // The lake's state, in its schema. What is in the bucket is decided here:
