@@ -162,8 +162,8 @@ func runRebuild(ctx context.Context, env *environment, args []string) error {
 	if *batch < 1 {
 		return usageError{fmt.Errorf("--batch must be >= 1")}
 	}
-	if len(*reason) > 500 {
-		return usageError{fmt.Errorf("--reason: at most 500 bytes, got %d", len(*reason))}
+	if err := checkReasonFlag(*reason); err != nil {
+		return err
 	}
 	policy, err := sf.policy()
 	if err != nil {

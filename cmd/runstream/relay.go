@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runstream/runstream/internal/config"
+	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/internal/relay"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
@@ -184,8 +185,8 @@ func runDLQ(ctx context.Context, env *environment, args []string) error {
 		if given != 1 {
 			return usageError{fmt.Errorf("say which dead letters to retry, one way: --id N[,N...], --error-code CODE, --run ID or --all")}
 		}
-		if len(*reason) > 500 {
-			return usageError{fmt.Errorf("--reason: at most 500 bytes, got %d", len(*reason))}
+		if err := checkReasonFlag(*reason); err != nil {
+			return err
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -261,6 +262,14 @@ func dlqTarget(sel postgres.DeadLetterSelection) string {
 		return "dead letters of run " + sel.RunID
 	}
 	return fmt.Sprintf("%d dead letters by id", len(sel.IDs))
+}
+
+// checkReasonFlag refuses a --reason longer than the audit log takes.
+func checkReasonFlag(reason string) error {
+	if len(reason) > httpapi.MaxReasonBytes {
+		return usageError{fmt.Errorf("--reason: at most %d bytes, got %d", httpapi.MaxReasonBytes, len(reason))}
+	}
+	return nil
 }
 
 // recordCLIAction writes an operator action done from the command line to

@@ -17,8 +17,9 @@ import (
 // optional "reason" in the request's JSON body). GET /v1/operator-actions
 // reads it, newest first.
 
-// maxReasonBytes bounds a reason: a sentence or two, not a document.
-const maxReasonBytes = 500
+// MaxReasonBytes bounds an operator action's reason: a sentence or two,
+// not a document (the API's and the command line's).
+const MaxReasonBytes = 500
 
 // Actions recorded.
 const (
@@ -34,8 +35,8 @@ const (
 // control characters (it is shown in consoles and logs as it is).
 func checkReason(reason string) error {
 	switch {
-	case len(reason) > maxReasonBytes:
-		return badRequest("reason", fmt.Sprintf("a reason is at most %d bytes, got %d; say why in a sentence", maxReasonBytes, len(reason)))
+	case len(reason) > MaxReasonBytes:
+		return badRequest("reason", fmt.Sprintf("a reason is at most %d bytes, got %d; say why in a sentence", MaxReasonBytes, len(reason)))
 	case !utf8.ValidString(reason):
 		return badRequest("reason", "reason must be UTF-8 text")
 	}

@@ -243,12 +243,7 @@ func (s *Server) retryDeadLetters(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	all := req.All != nil && *req.All
-	given := 0
-	for _, g := range []bool{req.All != nil, req.IDs != nil, req.ErrorCode != "", req.RunID != ""} {
-		if g {
-			given++
-		}
-	}
+	given := countTrue(req.All != nil, req.IDs != nil, req.ErrorCode != "", req.RunID != "")
 	switch {
 	case req.All != nil && !*req.All:
 		return badRequest("all", `all must be true when given ({"all":true} retries every dead letter); name letters with ids instead`)

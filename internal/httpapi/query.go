@@ -56,3 +56,15 @@ func queryIdentifier(q url.Values, name string) (string, error) {
 	}
 	return v, nil
 }
+
+// countTrue counts the true ones among bs: how many of a request's
+// mutually exclusive selectors were given.
+func countTrue(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}

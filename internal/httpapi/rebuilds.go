@@ -412,12 +412,7 @@ func (s *Server) startRebuild(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeStrict(raw, &req); err != nil {
 		return err
 	}
-	given := 0
-	for _, g := range []bool{req.TenantID != "", req.RunIDs != nil, req.Search != ""} {
-		if g {
-			given++
-		}
-	}
+	given := countTrue(req.TenantID != "", req.RunIDs != nil, req.Search != "")
 	switch {
 	case given > 1:
 		return badRequest("runIds", `give one of {"tenantId":"t"} (every run of the tenant), {"runIds":[...]} or {"search":"tenantId=t&status=FAILED"} (every run a runs-list search matches), not several`)
@@ -530,6 +525,7 @@ func (s *Server) runRebuild(ctx context.Context, rb *rebuildState, tenant string
 	for {
 		var page []string
 		var position string
+		last := false // the search's last page
 		if search != nil {
 			cp, err := snapshots.QueryCatalog(ctx, s.redis, search.CatalogQuery)
 			if err != nil {
@@ -538,13 +534,7 @@ func (s *Server) runRebuild(ctx context.Context, rb *rebuildState, tenant string
 			for _, e := range cp.Entries {
 				page = append(page, e.RunID)
 			}
-			if cp.Next == nil {
-				if len(page) == 0 {
-					return nil
-				}
-				search = nil // this page is the last
-				tenant, ids = "", nil
-			} else {
+			if last = cp.Next == nil; !last {
 				search.After = cp.Next
 				position = search.encodeCursor(cp.Next)
 				if len(page) == 0 { // a scan-limited page: go on
@@ -587,6 +577,9 @@ func (s *Server) runRebuild(ctx context.Context, rb *rebuildState, tenant string
 		}
 		if err := s.rebuilds.publish(ctx, rb, false); err != nil && ctx.Err() == nil {
 			s.log.Warn("publishing the rebuild's progress failed", "rebuild", rb.ID, "err", err)
+		}
+		if last {
+			return nil
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -120,13 +121,7 @@ func ResetOffsets(ctx context.Context, cl *kgo.Client, group, topic string, to R
 		return plan, fmt.Errorf("topic %q: %w", topic, bad.Err)
 	}
 	offs := kadm.Offsets{}
-	for _, p := range slices.Sorted(func(yield func(int32) bool) {
-		for p := range parts {
-			if !yield(p) {
-				return
-			}
-		}
-	}) {
+	for _, p := range slices.Sorted(maps.Keys(parts)) {
 		s, e, t := parts[p], ends[topic][p], targets[topic][p]
 		for _, l := range []kadm.ListedOffset{s, e, t} {
 			if l.Err != nil {

@@ -116,14 +116,20 @@ export function runsPage(view) {
     load(false);
   }
 
-  async function load(next) {
-    const p = query({ limit: 50 });
+  // withSearch adds the list's filters, sort and order to p: the list's
+  // requests and a bulk action on its search send the same ones.
+  const withSearch = p => {
     if (f.status) p.set('status', f.status);
     for (const [key, param] of FIELDS) if (f[key]) p.set(param, f[key]);
     if (f.from) p.set('from', f.from);
     if (f.to) p.set('to', f.to);
     if (f.sort !== 'updatedAt') p.set('sort', f.sort);
     if (f.order !== 'desc') p.set('order', f.order);
+    return p;
+  };
+
+  async function load(next) {
+    const p = withSearch(query({ limit: 50 }));
     if (next) p.set('cursor', cursor);
     const mine = epoch;
     loading = true;
@@ -240,13 +246,7 @@ export function runsPage(view) {
   async function bulkRebuild() {
     const t = tenant || rows[0]?.tenantId;
     if (!t) return;
-    const p = new URLSearchParams({ tenantId: t });
-    if (f.status) p.set('status', f.status);
-    for (const [key, param] of FIELDS) if (f[key]) p.set(param, f[key]);
-    if (f.from) p.set('from', f.from);
-    if (f.to) p.set('to', f.to);
-    if (f.sort !== 'updatedAt') p.set('sort', f.sort);
-    if (f.order !== 'desc') p.set('order', f.order);
+    const p = withSearch(new URLSearchParams({ tenantId: t }));
     const n = matching();
     const ok = await confirmDialog('Rebuild every matching run?',
       `Rebuild the snapshots of ${n == null ? 'every run' : `all ${num(n)} run${n === 1 ? '' : 's'}`} of tenant ${t} this search matches${f.status ? ` (status ${f.status})` : ''}, `
