@@ -14,9 +14,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/runstream/runstream/internal/kgroup"
 	"github.com/runstream/runstream/internal/retry"
+	"github.com/runstream/runstream/internal/tracing"
 	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/store"
 )
@@ -108,6 +111,16 @@ type Config struct {
 	// Checkpoints remember what was handled; nil means in memory (not
 	// durable: a restart redelivers).
 	Checkpoints Checkpoints
+	// TraceConsumer and TraceDBSystem shape the spans of records that
+	// carry a sampled traceparent, when the process exports spans
+	// (runstream's components set tracing up from the OTEL_* environment):
+	// each such record gets a process span, linked to the append that
+	// wrote it ("link", the default) or its child ("parent"), with the
+	// batch's checkpoint transaction (the handlers' writes and the
+	// checkpoints) as a child span whose db.system.name is TraceDBSystem
+	// ("postgresql" for pgcheckpoint; empty leaves it out).
+	TraceConsumer tracing.ConsumerMode
+	TraceDBSystem string
 	// OnGap fills gaps; nil means fetching them through Fetcher.
 	OnGap GapFunc
 	// Fetcher is used by the default gap filler. One of OnGap and Fetcher
@@ -606,6 +619,22 @@ func (c *Consumer) partition(ctx context.Context, recs []*kgo.Record, buf *[]ite
 		}
 		c.decode(it)
 	}
+	spans := tracing.StartProcess(ctx, c.cfg.TraceConsumer, c.cfg.Group, recs)
+	start := time.Now()
+	err := c.handleItems(ctx, items)
+	if spans != nil {
+		var attrs []attribute.KeyValue
+		if c.cfg.TraceDBSystem != "" {
+			attrs = append(attrs, semconv.DBSystemNameKey.String(c.cfg.TraceDBSystem))
+		}
+		spans.End("checkpoint transaction", start, err, attrs...)
+	}
+	return err
+}
+
+// handleItems handles a partition's items in one transaction, or one at a
+// time when that fails.
+func (c *Consumer) handleItems(ctx context.Context, items []item) error {
 	if err := c.batch(ctx, items); err == nil {
 		return nil
 	} else if ctx.Err() != nil {

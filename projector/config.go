@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/runstream/runstream/internal/tracing"
 	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
 )
@@ -24,6 +25,10 @@ type Config struct {
 	Group string
 	// MaxPollRecords bounds one batch; 0 means 5000.
 	MaxPollRecords int
+	// TraceConsumer says how the process span of a traced record relates
+	// to the append's context it carries: linked (the default) or its
+	// child (internal/tracing; spans exist only with tracing set up).
+	TraceConsumer tracing.ConsumerMode
 	// ResyncBackoffBase and ResyncBackoffMax bound the retries of resyncs
 	// that failed (the store is unreachable) and of Redis failures; 0 means
 	// 200ms and 30s.

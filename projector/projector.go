@@ -13,9 +13,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/runstream/runstream/internal/kgroup"
 	"github.com/runstream/runstream/internal/retry"
+	"github.com/runstream/runstream/internal/tracing"
 	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/snapshots"
@@ -357,15 +360,19 @@ type batchInFlight struct {
 	recs  []*kgo.Record
 	start time.Time
 	runs  *runsInFlight
+	// spans are the process spans of its traced records.
+	spans *tracing.Process
 }
 
 // startBatch reads, reduces and sends the writes of a batch's runs. It
 // returns an error only when Redis failed (nothing of the batch was
 // written); the caller then retries the batch without committing.
 func (p *Projector) startBatch(ctx context.Context, recs []*kgo.Record, runs []*runEvents) (*batchInFlight, error) {
-	b := &batchInFlight{recs: recs, start: time.Now()}
+	b := &batchInFlight{recs: recs, start: time.Now(),
+		spans: tracing.StartProcess(ctx, p.cfg.TraceConsumer, p.cfg.Group, recs)}
 	fl, err := p.startRuns(ctx, runs)
 	if err != nil {
+		b.spans.End(writeSpanName, b.start, err, semconv.DBSystemNameRedis)
 		return nil, err
 	}
 	b.runs = fl
@@ -375,7 +382,8 @@ func (p *Projector) startBatch(ctx context.Context, recs []*kgo.Record, runs []*
 // finishBatch waits for a started batch's writes and redoes the runs whose
 // guarded write lost to another writer. An error means Redis failed; the
 // caller retries the batch without committing.
-func (p *Projector) finishBatch(ctx context.Context, b *batchInFlight) error {
+func (p *Projector) finishBatch(ctx context.Context, b *batchInFlight) (err error) {
+	defer func() { b.spans.End(writeSpanName, b.start, err, semconv.DBSystemNameRedis) }()
 	runs, err := p.finishRuns(ctx, b.runs)
 	for attempt := 1; err == nil && len(runs) > 0; attempt++ {
 		if attempt > 5 {
@@ -386,11 +394,20 @@ func (p *Projector) finishBatch(ctx context.Context, b *batchInFlight) error {
 	return err
 }
 
+// writeSpanName names the child span of a record's process span that
+// covers its batch's snapshot reads, reduction and guarded Redis writes.
+const writeSpanName = "write snapshots"
+
 // abandon waits for the writes of a batch that will not be committed (the
 // projector is stopping): its records are seen again, as duplicates.
 func (p *Projector) abandon(b *batchInFlight) {
 	b.runs.bw.wait()
+	b.spans.End(writeSpanName, b.start, errAbandoned, semconv.DBSystemNameRedis)
 }
+
+// errAbandoned ends the spans of a batch the projector stopped before
+// committing.
+var errAbandoned = errors.New("the projector stopped before committing the batch; its records are processed again")
 
 // A batch's writes go out in pipelines of writeChunkSize, at most
 // writesInFlight at a time, while the batch's next runs are reduced.
@@ -792,6 +809,16 @@ func (p *Projector) resync(ctx context.Context, re *runEvents, cur store.RunSnap
 	mode := "full"
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	// A resync is a span of its own (a child of the convergence pass
+	// that asked for it, if any).
+	outcome := "ok"
+	var spanErr error
+	rctx, span := tracing.Start(rctx, "resync run", attribute.String("runstream.run_id", runID),
+		attribute.Int64("runstream.resync.from", pre))
+	defer func() {
+		tracing.End(span, spanErr, attribute.String("runstream.resync.mode", mode),
+			attribute.String("runstream.resync.outcome", outcome))
+	}()
 	var next store.RunSnapshot
 	var err error
 	if usable {
@@ -827,11 +854,13 @@ func (p *Projector) resync(ctx context.Context, re *runEvents, cur store.RunSnap
 		}
 	}
 	if err != nil {
+		outcome, spanErr = "error", err
 		p.m.resyncs.WithLabelValues(mode, "error").Inc()
 		warn("resync failed; the run stays stale and is retried", "runId", runID, "mode", mode, "err", err)
 		return cur, false
 	}
 	if next.LastEventSeq <= pre && (mustAdvance || next.LastEventSeq == 0) {
+		outcome = "no_advance"
 		p.m.resyncs.WithLabelValues(mode, "no_advance").Inc()
 		warn("resync did not advance the watermark; the run stays stale", "runId", runID, "mode", mode, "watermark", pre)
 		return cur, false

@@ -30,6 +30,10 @@ const (
 	// dead-letter table ([MarkRedelivered]), and on no other: later events
 	// of its run may be on the topic before it.
 	HeaderRedelivered = "redelivered"
+	// HeaderTraceParent is the W3C trace context of the append that wrote
+	// the event ([SetTraceParent]), on records whose append was traced
+	// and sampled; readers that do not trace ignore it.
+	HeaderTraceParent = "traceparent"
 )
 
 // New builds the Kafka record of an event on topic: key runId, value the

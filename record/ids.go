@@ -35,6 +35,22 @@ func MarkRedelivered(r *kgo.Record) {
 	r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderRedelivered, Value: []byte("true")})
 }
 
+// SetTraceParent adds the [HeaderTraceParent] header to a record built by
+// [New].
+func SetTraceParent(r *kgo.Record, traceParent string) {
+	r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderTraceParent, Value: []byte(traceParent)})
+}
+
+// TraceParent returns r's [HeaderTraceParent], "" when it has none.
+func TraceParent(r *kgo.Record) string {
+	for i := range r.Headers {
+		if h := &r.Headers[i]; h.Key == HeaderTraceParent {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
 // Redelivered reports whether r carries [HeaderRedelivered] "true": a
 // consumer that holds nothing of the record's run must not take it for
 // the run's current state (its later events came before it), and reads

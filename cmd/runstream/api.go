@@ -42,6 +42,11 @@ func runAPI(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
+	stopTracing, err := startTracing(ctx, env, "api", reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	log.Info("starting runstream api", "config", &f)
 	pool, err := openPostgres(ctx, log, f.postgresURL)
 	if err != nil {

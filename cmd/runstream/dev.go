@@ -47,6 +47,11 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	reg := newRegistry()
+	stopTracing, err := startTracing(ctx, env, "dev", reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	apiCfg, err := f.apiConfig(log, reg)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/runstream/runstream/consumer"
 	"github.com/runstream/runstream/internal/config"
 	"github.com/runstream/runstream/internal/etl"
+	"github.com/runstream/runstream/internal/tracing"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -25,6 +26,7 @@ type etlFlags struct {
 	apiURL, apiToken, pgURL string
 	maxPoll, maxQueued      int
 	retention               time.Duration
+	trace                   string
 	httpAddr                string
 	logLevel, logFormat     string
 	member                  memberFlags
@@ -67,6 +69,7 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 	fs.StringVar(&f.logFormat, "log-format", "json", "json or text")
 	f.member.register(fs)
 	f.member.getenv = env.getenv
+	traceConsumerFlag(fs, &f.trace)
 	f.converge.register(fs)
 	if err := parseFlags(fs, env, args, "runstream etl [flags]",
 		"Analytics sink: consumes the run-event topic into Postgres tables runs and step_attempts\n"+
@@ -148,9 +151,18 @@ func runEtl(ctx context.Context, env *environment, args []string) error {
 		return fmt.Errorf("%w (--etl-database-url, --etl-schema)", err)
 	}
 	defer pool.Close()
+	traceMode, err := tracing.ParseConsumerMode(f.trace)
+	if err != nil {
+		return usageError{err}
+	}
 	reg := newRegistry()
+	stopTracing, err := startTracing(ctx, env, "etl", reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	e, err := etl.New(etl.Config{Brokers: brokers, Topic: f.topic, Group: f.group, Fetcher: fetcher,
-		MaxPollRecords: f.maxPoll, MaxQueuedRecords: f.maxQueued, Retention: f.retention, SessionTimeout: session, InstanceID: instanceID,
+		TraceConsumer: traceMode, MaxPollRecords: f.maxPoll, MaxQueuedRecords: f.maxQueued, Retention: f.retention, SessionTimeout: session, InstanceID: instanceID,
 		Heads: heads, ConvergeInterval: convInterval, ConvergeGrace: convGrace, DisableConvergence: convOff, ClientOptions: []kgo.Opt{kafkaLogOpt(log)}, Registerer: reg, Logger: log}, pool)
 	if err != nil {
 		return usageError{err}

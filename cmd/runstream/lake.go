@@ -155,6 +155,11 @@ func runLake(ctx context.Context, env *environment, args []string) error {
 	}
 	defer pool.Close()
 	reg := newRegistry()
+	stopTracing, err := startTracing(ctx, env, "lake", reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	l, err := lake.New(lake.Config{Brokers: brokers, Topic: f.topic, Group: f.group, Fetcher: stor, Heads: stor,
 		ConvergeInterval: convInterval, ConvergeGrace: convGrace, DisableConvergence: convOff,
 		RotateRecords: f.rotateRecords, RotateInterval: f.rotateInterval,

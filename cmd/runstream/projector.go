@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/runstream/runstream/internal/config"
+	"github.com/runstream/runstream/internal/tracing"
 	"github.com/runstream/runstream/projector"
 	"github.com/runstream/runstream/snapshots"
 	"github.com/runstream/runstream/store"
@@ -25,6 +26,7 @@ type projectorFlags struct {
 	maxPoll   int
 	lagHighMs int
 	cacheMB   int
+	trace     string
 	converge  convergeFlags
 	member    memberFlags
 }
@@ -35,6 +37,7 @@ func (f *projectorFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.lagHighMs, "lag-high-ms", 5000, "projection lag that raises PROJECTOR_LAG_HIGH")
 	fs.IntVar(&f.cacheMB, "snapshot-cache-mb", projector.DefaultSnapshotCacheBytes>>20,
 		"MiB of decoded snapshots the projector keeps to skip reading them back from Redis (0 disables the cache)")
+	traceConsumerFlag(fs, &f.trace)
 	f.converge.register(fs)
 	f.member.register(fs)
 }
@@ -48,6 +51,10 @@ func (f *projectorFlags) config(brokers []string, topic string, log *slog.Logger
 	}
 	if f.cacheMB < 0 {
 		return projector.Config{}, usageError{fmt.Errorf("--snapshot-cache-mb must be >= 0 (0 disables the cache)")}
+	}
+	traceMode, err := tracing.ParseConsumerMode(f.trace)
+	if err != nil {
+		return projector.Config{}, usageError{err}
 	}
 	convInterval, convGrace, convOff, err := f.converge.values()
 	if err != nil {
@@ -63,7 +70,7 @@ func (f *projectorFlags) config(brokers []string, topic string, log *slog.Logger
 		LagHighThreshold:   time.Duration(f.lagHighMs) * time.Millisecond,
 		SnapshotCacheBytes: int64(f.cacheMB) << 20, DisableSnapshotCache: f.cacheMB == 0,
 		ConvergeInterval: convInterval, ConvergeGrace: convGrace, DisableConvergence: convOff,
-		SessionTimeout: session, InstanceID: instanceID,
+		SessionTimeout: session, InstanceID: instanceID, TraceConsumer: traceMode,
 		Registerer: reg, Logger: log}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{err}
@@ -108,6 +115,11 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
+	stopTracing, err := startTracing(ctx, env, "projector", reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	policy, err := sf.policy()
 	if err != nil {
 		return err

@@ -117,6 +117,11 @@ func runRelay(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
+	stopTracing, err := startTracing(ctx, env, "relay", reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	client, err := newKafkaClient(config.Brokers(*brokers), rf.compression, log)
 	if err != nil {
 		return err

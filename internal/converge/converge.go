@@ -54,7 +54,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/runstream/runstream/internal/tracing"
 	"github.com/runstream/runstream/store"
 )
 
@@ -297,6 +299,10 @@ func (c *Converger) Pass(ctx context.Context) (Result, error) {
 		return res, fmt.Errorf("reading the convergence cursor: %w", err)
 	}
 	start := time.Now()
+	// A pass is a span of its own (sampled as any root span), its repairs
+	// (resyncs from the store) children of it.
+	ctx, span := tracing.Start(ctx, "converge "+c.cfg.Consumer, attribute.String("runstream.consumer", c.cfg.Consumer),
+		attribute.Bool("runstream.converge.full", !ok))
 	if !ok {
 		res.Full = true
 		err = c.full(ctx, horizon, &res)
@@ -308,6 +314,12 @@ func (c *Converger) Pass(ctx context.Context) (Result, error) {
 	if res.Full {
 		mode = "full"
 	}
+	found := 0
+	for _, n := range res.Found {
+		found += n
+	}
+	tracing.End(span, err, attribute.Int("runstream.converge.checked", res.Checked),
+		attribute.Int("runstream.converge.behind", found), attribute.Int("runstream.converge.unrepaired", res.Failed))
 	if err != nil {
 		return res, err
 	}
@@ -315,10 +327,6 @@ func (c *Converger) Pass(ctx context.Context) (Result, error) {
 	c.m.passTime.WithLabelValues(mode).Observe(time.Since(start).Seconds())
 	if !res.Cursor.IsZero() {
 		c.m.cursorAge.Set(max(time.Since(res.Cursor).Seconds(), 0))
-	}
-	found := 0
-	for _, n := range res.Found {
-		found += n
 	}
 	if found > 0 || res.Full {
 		c.log.Info("convergence pass", "mode", mode, "checked", res.Checked, "behind", res.Found,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/runstream/runstream/consumer"
 	"github.com/runstream/runstream/consumer/pgcheckpoint"
+	"github.com/runstream/runstream/internal/tracing"
 	"github.com/runstream/runstream/store"
 )
 
@@ -36,6 +37,9 @@ type Config struct {
 	// Fetcher fills gaps from the store: consumer.HTTPFetcher for the API,
 	// or a store.Store (required: gaps are filled, never skipped).
 	Fetcher consumer.Fetcher
+	// TraceConsumer says how a traced record's process span relates to
+	// the append's context it carries (consumer.Config.TraceConsumer).
+	TraceConsumer tracing.ConsumerMode
 	// MaxPollRecords bounds one poll (all partitions); 0 means 20,000.
 	// Each partition's share of a poll is written in one transaction, so
 	// larger polls mean fewer, larger transactions, and fewer writes: a
@@ -243,6 +247,8 @@ func (e *ETL) Run(ctx context.Context) error {
 		Topic:              e.cfg.Topic,
 		Group:              e.cfg.Group,
 		Checkpoints:        checkpoints,
+		TraceConsumer:      e.cfg.TraceConsumer,
+		TraceDBSystem:      "postgresql",
 		Fetcher:            e.cfg.Fetcher,
 		MaxPollRecords:     e.cfg.MaxPollRecords,
 		MaxQueuedRecords:   e.cfg.MaxQueuedRecords,

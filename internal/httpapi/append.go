@@ -7,6 +7,9 @@ import (
 	"io"
 	"net/http"
 
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/runstream/runstream/internal/tracing"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/validate"
 )
@@ -68,6 +71,11 @@ func (s *Server) appendEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		s.noteConflict(r, &ev, err)
 		return err
+	}
+	if tracing.Enabled() {
+		tracing.Annotate(r.Context(), attribute.String("runstream.run_id", ev.RunID), attribute.String("runstream.event_id", res.EventID),
+			attribute.Int64("runstream.run_seq", res.RunSeq), attribute.String("runstream.event_type", ev.EventType),
+			attribute.Bool("runstream.idempotent", res.Idempotent))
 	}
 	status := http.StatusCreated
 	if res.Idempotent {

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/runstream/runstream/internal/tracing"
 	"github.com/runstream/runstream/store"
 )
 
@@ -203,15 +205,25 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach Flush on the real writer.
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-func (s *Server) instrument(route string, next http.Handler) http.Handler {
+// instrument counts and times every request of pattern. With tracing on,
+// an authenticated request that is not a stream is a server span too
+// (internal/tracing); health probes, metrics scrapes and long-lived
+// streams are not traced.
+func (s *Server) instrument(pattern string, how route, next http.Handler) http.Handler {
+	traced := how&authed != 0 && how&stream == 0
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
+		var span trace.Span
+		if traced {
+			r, span = tracing.StartServer(r, pattern)
+		}
 		next.ServeHTTP(rec, r)
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
-		s.metrics.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		tracing.EndServer(span, rec.status)
+		s.metrics.requests.WithLabelValues(pattern, strconv.Itoa(rec.status)).Inc()
+		s.metrics.latency.WithLabelValues(pattern).Observe(time.Since(start).Seconds())
 	})
 }

@@ -278,7 +278,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	handle := func(pattern string, h handlerFunc, how route) {
 		s.patterns = append(s.patterns, pattern)
-		mux.Handle(pattern, s.instrument(pattern, s.adapt(h, how)))
+		mux.Handle(pattern, s.instrument(pattern, how, s.adapt(h, how)))
 	}
 	handle("POST /v1/events", s.appendEvent, authed)
 	handle("POST /v1/events:batch", s.appendBatch, authed)

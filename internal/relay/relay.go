@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runstream/runstream/internal/retry"
+	"github.com/runstream/runstream/internal/tracing"
 	"github.com/runstream/runstream/record"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -313,6 +314,9 @@ func (r *Relay) round(ctx context.Context, shards []int32, st *roundState) (res 
 				if rs[wave].Redelivered {
 					record.MarkRedelivered(rec)
 				}
+				if tp := rs[wave].TraceParent; tp != "" {
+					record.SetTraceParent(rec, tp)
+				}
 				batch = append(batch, rs[wave])
 				recs = append(recs, rec)
 			}
@@ -321,7 +325,9 @@ func (r *Relay) round(ctx context.Context, shards []int32, st *roundState) (res 
 			break
 		}
 		start := time.Now()
+		send := tracing.StartSend(ctx, r.cfg.Topic, recs)
 		errs, ok := r.produce(ctx, recs)
+		send.End(errs)
 		if !ok {
 			return res, nil // shutting down: unacknowledged rows stay for the next relay
 		}

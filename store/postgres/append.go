@@ -9,12 +9,21 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/runstream/runstream/internal/tracing"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/validate"
 )
 
-const appendSQL = `SELECT o_status, o_event_id::text, o_run_seq, o_persisted_at, o_differs
+// appendSQL and appendTracedSQL append one event; the second also gives
+// the outbox row the append's trace context (migration 0021). An untraced
+// append calls the same 15 arguments it always did: it costs nothing more
+// with tracing off, and works on a schema migrated to any earlier version.
+const (
+	appendSQL = `SELECT o_status, o_event_id::text, o_run_seq, o_persisted_at, o_differs
 FROM runstream_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::json, $15)`
+	appendTracedSQL = `SELECT o_status, o_event_id::text, o_run_seq, o_persisted_at, o_differs
+FROM runstream_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::json, $15, $16)`
+)
 
 // Statuses returned by runstream_append (migrations/0001, 0014).
 const (
@@ -24,7 +33,11 @@ const (
 	statusRunArchived    = 3
 )
 
-func appendArgs(w *store.RunEventWrite) []any {
+// appendCall is the statement and arguments of runstream_append for w.
+// traceParent is the W3C traceparent of the append's sampled span ("" when
+// tracing is off or the span is not sampled): migration 0021 keeps it in
+// the outbox row, in the same statement, for the relay to carry on.
+func appendCall(w *store.RunEventWrite, traceParent string) (string, []any) {
 	var step, payload any
 	if w.StepID != "" {
 		step = w.StepID
@@ -32,9 +45,13 @@ func appendArgs(w *store.RunEventWrite) []any {
 	if len(w.Payload) > 0 {
 		payload = string(w.Payload)
 	}
-	return []any{w.RunID, w.TenantID, w.ProjectID, w.EnvironmentID, w.PlanID, w.PlanVersion,
+	args := []any{w.RunID, w.TenantID, w.ProjectID, w.EnvironmentID, w.PlanID, w.PlanVersion,
 		w.EventID, w.EventType, w.IdempotencyKey, step, int32(w.EngineAttemptID),
 		int32(w.LogicalAttemptID), w.EmittedAt, payload, ShardOf(w.RunID)}
+	if traceParent == "" {
+		return appendSQL, args
+	}
+	return appendTracedSQL, append(args, traceParent)
 }
 
 // scanAppend reads one runstream_append row of w into an AppendResult.
@@ -107,10 +124,12 @@ func (s *Store) AppendValidated(ctx context.Context, w *store.RunEventWrite) (st
 	return s.groups.append(ctx, w)
 }
 
-// appendOne appends w in a transaction of its own.
-func (s *Store) appendOne(ctx context.Context, w *store.RunEventWrite) (store.AppendResult, error) {
+// appendOne appends w in a transaction of its own; traceParent is the
+// append span's (see appendArgs).
+func (s *Store) appendOne(ctx context.Context, w *store.RunEventWrite, traceParent string) (store.AppendResult, error) {
 	start := time.Now()
-	res, err := s.scanAppend(s.pool.QueryRow(ctx, appendSQL, appendArgs(w)...), w)
+	sql, args := appendCall(w, traceParent)
+	res, err := s.scanAppend(s.pool.QueryRow(ctx, sql, args...), w)
 	s.metrics.appendTime.WithLabelValues("single").Observe(time.Since(start).Seconds())
 	if err != nil {
 		return store.AppendResult{}, classify(fmt.Errorf("appending event %s to run %q: %w", w.EventID, w.RunID, err))
@@ -149,7 +168,7 @@ func (s *Store) AppendBatch(ctx context.Context, writes []store.RunEventWrite) [
 		}
 		valid = append(valid, i)
 	}
-	s.appendValidatedBatch(ctx, writes, valid, out)
+	s.appendValidatedBatch(ctx, writes, valid, out, nil)
 	return out
 }
 
@@ -166,20 +185,30 @@ func (s *Store) AppendValidatedBatch(ctx context.Context, writes []store.RunEven
 		}
 		valid = append(valid, i)
 	}
-	s.appendValidatedBatch(ctx, writes, valid, out)
+	s.appendValidatedBatch(ctx, writes, valid, out, nil)
 	return out
 }
 
-func (s *Store) appendValidatedBatch(ctx context.Context, writes []store.RunEventWrite, valid []int, out []BatchResult) {
+// appendValidatedBatch appends writes[valid] in one transaction. Their
+// trace parents are parents[i], or with parents nil the span's of ctx (one
+// request's batch).
+func (s *Store) appendValidatedBatch(ctx context.Context, writes []store.RunEventWrite, valid []int, out []BatchResult, parents []string) {
 	if len(valid) == 0 {
 		return
+	}
+	parentOf := func(int) string { return "" }
+	if parents != nil {
+		parentOf = func(i int) string { return parents[i] }
+	} else if p := tracing.Parent(ctx); p != "" {
+		parentOf = func(int) string { return p }
 	}
 	sort.SliceStable(valid, func(a, b int) bool { return writes[valid[a]].RunID < writes[valid[b]].RunID })
 	start := time.Now()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		for _, i := range valid {
-			b.Queue(appendSQL, appendArgs(&writes[i])...)
+			sql, args := appendCall(&writes[i], parentOf(i))
+			b.Queue(sql, args...)
 		}
 		br := tx.SendBatch(ctx, b)
 		for _, i := range valid {
@@ -211,7 +240,7 @@ func (s *Store) appendValidatedBatch(ctx context.Context, writes []store.RunEven
 	}
 	s.log.Warn("batch append failed; retrying its items one transaction each", "err", err, "events", len(valid))
 	for _, i := range valid {
-		res, err := s.appendOne(ctx, &writes[i])
+		res, err := s.appendOne(ctx, &writes[i], parentOf(i))
 		out[i] = BatchResult{Result: res, Err: err}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runstream/runstream/internal/tracing"
 	"github.com/runstream/runstream/store"
 )
 
@@ -41,22 +42,24 @@ const maxGroup = 256
 const groupTimeout = 30 * time.Second
 
 type queuedAppend struct {
-	w    *store.RunEventWrite
-	res  store.AppendResult
-	err  error
-	done chan struct{} // closed once res and err are set
+	w      *store.RunEventWrite
+	parent string // the caller's trace parent (see appendCall)
+	res    store.AppendResult
+	err    error
+	done   chan struct{} // closed once res and err are set
 }
 
 func (g *appendGroups) append(ctx context.Context, w *store.RunEventWrite) (store.AppendResult, error) {
+	parent := tracing.Parent(ctx)
 	g.mu.Lock()
 	if g.active < g.limit {
 		g.active++
 		g.mu.Unlock()
-		res, err := g.s.appendOne(ctx, w)
+		res, err := g.s.appendOne(ctx, w, parent)
 		g.release()
 		return res, err
 	}
-	q := &queuedAppend{w: w, done: make(chan struct{})}
+	q := &queuedAppend{w: w, parent: parent, done: make(chan struct{})}
 	g.queue = append(g.queue, q)
 	g.mu.Unlock()
 	select {
@@ -99,17 +102,18 @@ func (g *appendGroups) run(group []*queuedAppend) {
 	defer cancel()
 	if len(group) == 1 {
 		q := group[0]
-		q.res, q.err = g.s.appendOne(ctx, q.w)
+		q.res, q.err = g.s.appendOne(ctx, q.w, q.parent)
 		close(q.done)
 		return
 	}
 	writes := make([]store.RunEventWrite, len(group))
 	valid := make([]int, len(group))
+	parents := make([]string, len(group))
 	for i, q := range group {
-		writes[i], valid[i] = *q.w, i
+		writes[i], valid[i], parents[i] = *q.w, i, q.parent
 	}
 	out := make([]BatchResult, len(group))
-	g.s.appendValidatedBatch(ctx, writes, valid, out)
+	g.s.appendValidatedBatch(ctx, writes, valid, out, parents)
 	for i, q := range group {
 		q.res, q.err = out[i].Result, out[i].Err
 		close(q.done)

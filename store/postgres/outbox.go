@@ -41,6 +41,9 @@ type OutboxRow struct {
 	// Redelivered is set on a dead letter moved back by RetryDeadLetters:
 	// later events of its run may already be published.
 	Redelivered bool
+	// TraceParent is the W3C trace context of the append that wrote the
+	// row, when it was traced and sampled (migration 0021), else "".
+	TraceParent string
 	Record      store.RunEventRecord
 }
 
@@ -71,14 +74,14 @@ const readHeadSQL = `WITH blocked AS (
 	SELECT DISTINCT run_id FROM outbox
 	WHERE next_attempt_at IS NOT NULL AND next_attempt_at > clock_timestamp() AND shard = ANY($1)),
 head AS (
-	SELECT o.id, o.attempts, o.run_id, o.run_seq, o.redelivered,
+	SELECT o.id, o.attempts, o.run_id, o.run_seq, o.redelivered, coalesce(o.trace_parent, '') AS trace_parent,
 		coalesce(CASE WHEN o.attempts = 0 AND current_setting('track_commit_timestamp')::bool
 			THEN pg_xact_commit_timestamp(o.xmin) END, o.created_at) AS committed_at
 	FROM outbox o
 	WHERE o.shard = ANY($1) AND o.run_id NOT IN (SELECT run_id FROM blocked)
 		AND o.id NOT IN (SELECT unnest($3::bigint[]))
 	ORDER BY o.id LIMIT $2)
-SELECT h.id, h.attempts, h.committed_at, h.redelivered,
+SELECT h.id, h.attempts, h.committed_at, h.redelivered, h.trace_parent,
 	e.run_id, e.run_seq, e.event_id::text, e.event_type, e.idempotency_key, e.tenant_id,
 	e.project_id, e.environment_id, e.plan_id, e.plan_version, coalesce(e.step_id, ''),
 	e.engine_attempt_id, e.logical_attempt_id, e.emitted_at, e.persisted_at, e.payload::text
@@ -107,7 +110,7 @@ func (o *Outbox) ReadHead(ctx context.Context, shards []int32, limit int, skip [
 			persisted time.Time
 			payload   *string
 		)
-		err := row.Scan(&r.ID, &r.Attempts, &r.CommittedAt, &r.Redelivered,
+		err := row.Scan(&r.ID, &r.Attempts, &r.CommittedAt, &r.Redelivered, &r.TraceParent,
 			&r.Record.RunID, &r.Record.RunSeq, &r.Record.EventID, &r.Record.EventType, &r.Record.IdempotencyKey, &r.Record.TenantID,
 			&r.Record.ProjectID, &r.Record.EnvironmentID, &r.Record.PlanID, &r.Record.PlanVersion, &r.Record.StepID,
 			&eng, &log, &r.Record.EmittedAt, &persisted, &payload)
