@@ -37,7 +37,7 @@ test-unit:
 chaos:
 	@scripts/netns-deps.sh
 	@scripts/duckdb-deps.sh
-	@eval "$$(scripts/up.sh)" && RUNSTREAM_TEST_REQUIRE=1 RUNSTREAM_CHAOS=full \
+	@eval "$$(scripts/up.sh)" && jaeger=$$(scripts/jaeger-deps.sh) && eval "$$jaeger" && RUNSTREAM_TEST_REQUIRE=1 RUNSTREAM_CHAOS=full \
 	  RUNSTREAM_TEST_POSTGRES_URL="$${RUNSTREAM_TEST_POSTGRES_URL:-$$RUNSTREAM_POSTGRES_URL}" \
 	  RUNSTREAM_TEST_REDIS_URL="$${RUNSTREAM_TEST_REDIS_URL:-$$RUNSTREAM_REDIS_URL}" \
 	  RUNSTREAM_ARTIFACTS_DIR="$${RUNSTREAM_ARTIFACTS_DIR:-$$PWD/test-artifacts}" \

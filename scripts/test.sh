@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make test: installs what the tests need, checks formatting, the alert
-# rules, vet and the linter, starts the real servers, then runs every test
+# make test: installs what the tests need (and builds Jaeger for the trace
+# tests, in the background), checks formatting, the alert rules, vet and
+# the linter, starts the real servers, then runs every test
 # with -race against them: the main module's packages in the foreground,
 # and at the same time, in the background, the console's browser tests,
 # the API against its OpenAPI document, the TypeScript client and the
@@ -279,6 +280,17 @@ slowest_packages() {
 }
 
 stage install install_packages
+# Jaeger for the trace tests (testenv.StartJaeger): scripts/jaeger-deps.sh
+# builds it from internal/testenv/jaegertool into a cache outside the
+# checkout, once (about three minutes from an empty Go build cache on two
+# cores, seconds from a warm one, nothing when it is there), so it starts
+# here in the background, and the stages running tests wait for it
+# (jaeger-wait) and get RUNSTREAM_JAEGER_BINARY from what it printed.
+jaeger_build() {
+  scripts/jaeger-deps.sh >"$1"
+}
+export -f jaeger_build
+bg_stage jaeger jaeger_build "$work/jaeger.env"
 stage gofmt gofmt_check
 stage alert-rules alert_rules
 stage servers servers
@@ -311,10 +323,12 @@ export -f browser_tests openapi_tests clients_tests
 export openapi_norace
 # The stages below run the binary: wait for its build (bg_wait would
 # report it at the end with the others).
+# bg_pid NAME: the process of background stage NAME.
+bg_pid() {
+  awk -v name="$1" '$1 == name { print $2 }' "$work/bg"
+}
 wait_binary() {
-  local name pid t0
-  read -r name pid t0 <"$work/bg"
-  wait "$pid"
+  wait "$(bg_pid binary)"
   if [ ! -x "$RUNSTREAM_TEST_BINARY" ]; then
     log "the runstream binary did not build:"
     cat "$work/binary.log" >&2
@@ -322,6 +336,18 @@ wait_binary() {
   fi
 }
 stage binary-wait wait_binary
+# The trace tests run Jaeger: wait for its build and export
+# RUNSTREAM_JAEGER_BINARY to the stages below.
+wait_jaeger() {
+  wait "$(bg_pid jaeger)"
+  if ! grep -q '^export RUNSTREAM_JAEGER_BINARY=' "$work/jaeger.env" 2>/dev/null; then
+    log "Jaeger did not build (scripts/jaeger-deps.sh):"
+    cat "$work/jaeger.log" >&2
+    return 1
+  fi
+  eval "$(cat "$work/jaeger.env")"
+}
+stage jaeger-wait wait_jaeger
 bg_stage browser browser_tests
 bg_stage openapi openapi_tests
 bg_stage clients clients_tests
