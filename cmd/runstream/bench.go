@@ -62,6 +62,15 @@ func runBench(ctx context.Context, env *environment, args []string) error {
 	}
 	for _, c := range subs {
 		if c.name == args[0] {
+			// The benchmarks that run components in this process (the
+			// API of bench append, the projector of bench project) trace
+			// as those would when OTEL_EXPORTER_OTLP_ENDPOINT is set: to
+			// measure what tracing costs.
+			stop, err := startTracing(ctx, env, "bench", nil, slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+			if err != nil {
+				return err
+			}
+			defer stop()
 			return c.run(ctx, env, args[1:])
 		}
 	}

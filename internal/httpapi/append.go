@@ -72,7 +72,7 @@ func (s *Server) appendEvent(w http.ResponseWriter, r *http.Request) error {
 		s.noteConflict(r, &ev, err)
 		return err
 	}
-	if tracing.Enabled() {
+	if tracing.Recording(r.Context()) {
 		tracing.Annotate(r.Context(), attribute.String("runstream.run_id", ev.RunID), attribute.String("runstream.event_id", res.EventID),
 			attribute.Int64("runstream.run_seq", res.RunSeq), attribute.String("runstream.event_type", ev.EventType),
 			attribute.Bool("runstream.idempotent", res.Idempotent))
