@@ -17,9 +17,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/internal/testenv/testkafka"
+	"github.com/runstream/runstream/internal/tracing"
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/projector"
 	"github.com/runstream/runstream/snapshots"
@@ -266,6 +269,10 @@ func TestProjector_ReplayEquivalence(t *testing.T) {
 // effect, not stale.
 func TestProjector_GapResyncs(t *testing.T) {
 	t.Parallel()
+	// With tracing on, the resync is a span of its own (other tests'
+	// spans are recorded too; this one's is found by its run).
+	spans := tracetest.NewSpanRecorder()
+	t.Cleanup(tracing.Install(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))))
 	f := newFixture(t)
 	ctx := context.Background()
 	id := workload.NewIdentity("tenant_a")
@@ -299,6 +306,22 @@ func TestProjector_GapResyncs(t *testing.T) {
 	}
 	if got := counter(t, run.reg, "runstream_projector_resyncs_total", "ok"); got != 1 {
 		t.Fatalf("successful resyncs = %v, want 1", got)
+	}
+	resyncSpans := 0
+	for _, sp := range spans.Ended() {
+		attrs := map[string]string{}
+		for _, a := range sp.Attributes() {
+			attrs[string(a.Key)] = a.Value.Emit()
+		}
+		if sp.Name() == "resync run" && attrs["runstream.run_id"] == id.RunID {
+			resyncSpans++
+			if attrs["runstream.resync.outcome"] != "ok" || attrs["runstream.resync.from"] != "3" {
+				t.Errorf("resync span attributes %v; want outcome ok from watermark 3", attrs)
+			}
+		}
+	}
+	if resyncSpans != 1 {
+		t.Errorf("%d resync spans of the run, want 1", resyncSpans)
 	}
 	// A duplicate of event 3 afterwards changes nothing.
 	f.publish(t, recs[2:3])

@@ -257,3 +257,16 @@ func Setup(ctx context.Context, component string, getenv func(string) string, re
 		return tp.Shutdown(ctx)
 	}, nil
 }
+
+// Install makes tp the global TracerProvider and turns the traced paths
+// on, as Setup does with the exporting one; restore puts back what was
+// there. Tests install an in-memory recorder with it.
+func Install(tp trace.TracerProvider) (restore func()) {
+	prev, was := otel.GetTracerProvider(), enabled.Load()
+	otel.SetTracerProvider(tp)
+	enabled.Store(true)
+	return func() {
+		enabled.Store(was)
+		otel.SetTracerProvider(prev)
+	}
+}
