@@ -311,7 +311,7 @@ func TestProjector_GapResyncs(t *testing.T) {
 	for _, sp := range spans.Ended() {
 		attrs := map[string]string{}
 		for _, a := range sp.Attributes() {
-			attrs[string(a.Key)] = a.Value.Emit()
+			attrs[string(a.Key)] = a.Value.String()
 		}
 		if sp.Name() == "resync run" && attrs["runstream.run_id"] == id.RunID {
 			resyncSpans++

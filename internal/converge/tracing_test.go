@@ -40,7 +40,7 @@ func TestConverge_PassIsASpan(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, a := range passes[1].Attributes() {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	if attrs["runstream.converge.behind"] != "1" || attrs["runstream.converge.full"] != "false" || attrs["runstream.consumer"] != "test" {
 		t.Errorf("the second pass's attributes: %v; want one run behind, a window pass of consumer test", attrs)

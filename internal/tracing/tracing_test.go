@@ -260,7 +260,7 @@ func TestProcess_LinksOrParentsTracedRecordsOnly(t *testing.T) {
 			}
 			attrs := map[string]string{}
 			for _, a := range proc.Attributes() {
-				attrs[string(a.Key)] = a.Value.Emit()
+				attrs[string(a.Key)] = a.Value.String()
 			}
 			for k, v := range map[string]string{"messaging.system": "kafka", "messaging.operation.type": "process",
 				"messaging.destination.name": "run-events", "messaging.consumer.group.name": "g", "messaging.kafka.offset": "7",
