@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/runstream/runstream/internal/retry"
 	"github.com/runstream/runstream/store"
 )
@@ -488,6 +490,11 @@ func (c *Client) post(ctx context.Context, url string, body []byte) (answer, err
 	req.Header.Set("Content-Type", "application/json")
 	if c.auth != "" {
 		req.Header.Set("Authorization", c.auth)
+	}
+	// An engine that traces its work (OpenTelemetry) passes its span in
+	// ctx: the append continues its trace, and so does every hop after it.
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		req.Header.Set("traceparent", "00-"+sc.TraceID().String()+"-"+sc.SpanID().String()+"-"+sc.TraceFlags().String())
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

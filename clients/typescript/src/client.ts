@@ -43,6 +43,9 @@ export type BatchItemOutcome = AppendOutcome | { spooled?: undefined; error: Err
  *
  * @typeParam C - the event types of the producer's own that `allowEventTypes` lists
  */
+/** A W3C traceparent, version 00 (what OpenTelemetry's propagator writes). */
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
 export interface ClientOptions<C extends string = never> {
   /** The API's base URL, e.g. http://127.0.0.1:8080. Required. */
   url: string;
@@ -121,6 +124,16 @@ export interface ClientOptions<C extends string = never> {
    * @defaultValue process.emitWarning
    */
   onWarning?: (message: string) => void;
+  /**
+   * Returns the W3C traceparent of the caller's current span, so that an
+   * append continues the engine's trace through runstream (the API's span,
+   * the relay, the projector). Called once per append or appendBatch, at
+   * the call, in the caller's context. With OpenTelemetry:
+   * `() => { const c: Record<string, string> = {}; propagation.inject(context.active(), c); return c.traceparent; }`.
+   * A value that is not a traceparent is not sent.
+   * @defaultValue none: no traceparent header
+   */
+  traceparent?: () => string | undefined;
 }
 
 /** What a drain did. */
@@ -170,6 +183,7 @@ export class RunstreamClient<const C extends string = never> {
   private readonly backoffMaxMs: number;
   private readonly warn: (m: string) => void;
   private readonly headers: Record<string, string>;
+  private readonly traceparentHook?: () => string | undefined;
   private spoolPromise: Promise<Spool> | null = null;
   private runLocks = new Map<string, Promise<void>>();
   private inflight = new Set<Promise<unknown>>();
@@ -203,6 +217,7 @@ export class RunstreamClient<const C extends string = never> {
     this.backoffBaseMs = opts.backoffBaseMs ?? 50;
     this.backoffMaxMs = opts.backoffMaxMs ?? 1000;
     this.warn = opts.onWarning ?? ((m) => process.emitWarning(m, "RunstreamWarning"));
+    this.traceparentHook = opts.traceparent;
     this.headers = { "content-type": "application/json" };
     if (this.token) this.headers.authorization = `Bearer ${this.token}`;
   }
@@ -233,7 +248,8 @@ export class RunstreamClient<const C extends string = never> {
     }
     const bad = validateEvent(ev);
     if (bad) return Promise.reject(bad);
-    return this.track(this.withRuns([ev.runId], () => this.appendLocked(ev, started + this.writeLatencyBudgetMs)));
+    const tp = this.currentTraceparent();
+    return this.track(this.withRuns([ev.runId], () => this.appendLocked(ev, started + this.writeLatencyBudgetMs, tp)));
   }
 
   /**
@@ -262,9 +278,10 @@ export class RunstreamClient<const C extends string = never> {
     if (valid.length === 0) return Promise.resolve(out as BatchItemOutcome[]);
     const runs = [...new Set(valid.map((v) => v.ev.runId))];
     const deadline = started + this.writeLatencyBudgetMs;
+    const tp = this.currentTraceparent();
     return this.track(
       this.withRuns(runs, async () => {
-        await this.batchLocked(valid, out, deadline);
+        await this.batchLocked(valid, out, deadline, tp);
         return out as BatchItemOutcome[];
       }),
     );
@@ -300,7 +317,19 @@ export class RunstreamClient<const C extends string = never> {
     return ev as SpooledEvent;
   }
 
-  private async appendLocked(ev: SpooledEvent, deadline: number): Promise<AppendOutcome> {
+  /** The caller's traceparent from the traceparent option, if it gives a valid one. */
+  private currentTraceparent(): string | undefined {
+    if (!this.traceparentHook) return undefined;
+    let tp: unknown;
+    try {
+      tp = this.traceparentHook();
+    } catch {
+      return undefined; // tracing never fails an append
+    }
+    return typeof tp === "string" && TRACEPARENT.test(tp) ? tp : undefined;
+  }
+
+  private async appendLocked(ev: SpooledEvent, deadline: number, traceparent?: string): Promise<AppendOutcome> {
     const spool = await this.spoolIfAny();
     if (spool && spool.pendingFor(ev.runId) > 0) {
       const drained = await this.drainRun(spool, ev.runId, deadline);
@@ -308,13 +337,13 @@ export class RunstreamClient<const C extends string = never> {
         return this.pastBudget(ev, `run ${ev.runId} has ${spool.pendingFor(ev.runId)} spooled events the API did not take within the budget`, drained.cause);
       }
     }
-    const r = await this.post<AppendResult>("/v1/events", JSON.stringify(ev), deadline);
+    const r = await this.post<AppendResult>("/v1/events", JSON.stringify(ev), deadline, traceparent);
     if (r.ok) return { ...r.value, spooled: false };
     if (r.permanent) throw r.permanent;
     return this.pastBudget(ev, describeCause(r.cause), r.cause);
   }
 
-  private async batchLocked(valid: { i: number; ev: SpooledEvent }[], out: (BatchItemOutcome | undefined)[], deadline: number) {
+  private async batchLocked(valid: { i: number; ev: SpooledEvent }[], out: (BatchItemOutcome | undefined)[], deadline: number, traceparent?: string) {
     const spool = await this.spoolIfAny();
     let send = valid;
     const late: { i: number; ev: SpooledEvent; reason: string; cause?: unknown }[] = [];
@@ -346,6 +375,7 @@ export class RunstreamClient<const C extends string = never> {
         "/v1/events:batch",
         body,
         deadline,
+        traceparent,
       );
       if (!r.ok) {
         if (r.permanent) throw r.permanent;
@@ -401,7 +431,8 @@ export class RunstreamClient<const C extends string = never> {
 
   // ---- HTTP with retries -----------------------------------------------------
 
-  private async post<T>(path: string, body: string, deadline: number): Promise<Sent<T> | NotSent> {
+  private async post<T>(path: string, body: string, deadline: number, traceparent?: string): Promise<Sent<T> | NotSent> {
+    const headers = traceparent ? { ...this.headers, traceparent } : this.headers;
     let cause: unknown;
     for (let attempt = 0; ; attempt++) {
       const remaining = deadline - Date.now();
@@ -410,7 +441,7 @@ export class RunstreamClient<const C extends string = never> {
       try {
         const res = await this.fetchFn(this.url + path, {
           method: "POST",
-          headers: this.headers,
+          headers,
           body,
           signal: AbortSignal.timeout(remaining),
         });

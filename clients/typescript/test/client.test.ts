@@ -46,6 +46,38 @@ test("append: 201 inserted, then 200 for the duplicate with the first write's me
   assert.equal(stored[0].tenantId, api.tenant);
 });
 
+test("traceparent: the hook's value goes with each append and batch, read at the call; an invalid one or a throwing hook sends none", async (t) => {
+  const sent: (string | null)[] = [];
+  const capture: typeof fetch = async (i, init) => {
+    sent.push(new Headers(init?.headers).get("traceparent"));
+    return fetch(i, init);
+  };
+  let current: string | undefined = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  const c = new RunstreamClient({
+    url: api.url, writeLatencyBudgetMs: SLOW_OK, token: api.token, fetch: capture,
+    traceparent: () => {
+      if (current === "throw") throw new Error("no tracer");
+      return current;
+    },
+  });
+  t.after(() => c.close());
+  const run = newRun();
+  const appended = c.append(input(run, "RunStarted"));
+  current = "00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01"; // after the call: not this append's
+  await appended;
+  await c.appendBatch([input(run, "RunQueued")]);
+  current = "not a traceparent";
+  await c.append(input(run, "StepStarted"));
+  current = "throw";
+  await c.append(input(run, "StepCompleted"));
+  assert.deepEqual(sent, [
+    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+    "00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01",
+    null,
+    null,
+  ]);
+});
+
 test("appendBatch: results in order, one per event; local and API refusals per item", async (t) => {
   const c = new RunstreamClient({ url: api.url, writeLatencyBudgetMs: SLOW_OK, token: api.token });
   t.after(() => c.close());
