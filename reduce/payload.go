@@ -204,6 +204,9 @@ func (p payload) artifacts(countOnly bool) (refs []store.ArtifactRef, ok bool) {
 	}
 	refs = make([]store.ArtifactRef, 0, len(items))
 	for _, item := range items {
+		if !isObject(item) {
+			continue // not an artifact reference (a bare string, a number): no decoding will make it one
+		}
 		f, fast := fastObject(fieldBuf[:0], item)
 		if !fast {
 			if f = decodePayload(item); f == nil {
@@ -236,6 +239,19 @@ func (p payload) artifacts(countOnly bool) (refs []store.ArtifactRef, ok bool) {
 		refs = append(refs, ref)
 	}
 	return refs, true
+}
+
+// isObject reports whether raw is a JSON object (its first byte past
+// white space is '{').
+func isObject(raw json.RawMessage) bool {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c == '{'
+	}
+	return false
 }
 
 // occurredAt is when the event happened at its source: payload

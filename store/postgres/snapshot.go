@@ -46,17 +46,20 @@ func (s *Store) ProjectSnapshot(ctx context.Context, runID string) (store.RunSna
 // Postgres evaluates before the scan and prunes the other partitions by
 // (a join on it would read every partition's index). Both kinds share the leading columns (seq, tenant, a time, a
 // JSON text); the event columns follow, empty on the head row. No column
-// but the time is NULL, so every value scans into a plain Go value.
+// but the time is NULL, so every value scans into a plain Go value. The
+// events carry what the reducer reads, not their eventId or idempotency
+// key: a projection never shows them, and leaving them out spares
+// Postgres their text and the API two strings a row.
 const projectSQL = `WITH head AS (
 	SELECT r.tenant_id, r.terminal_at, r.run_epoch, c.last_event_seq, c.snapshot
 	FROM runs r LEFT JOIN run_snapshots c ON c.run_id = r.run_id
 	WHERE r.run_id = $1)
 SELECT 0 AS kind, coalesce(last_event_seq, 0) AS seq, tenant_id, terminal_at AS at,
-	coalesce(snapshot::text, '') AS body, '', '', '', '', '', '', '', '', 0, 0, ''
+	coalesce(snapshot::text, '') AS body, '', '', '', '', '', '', 0, 0, ''
 FROM head
 UNION ALL
 (SELECT 1, e.run_seq, e.tenant_id, e.persisted_at, coalesce(e.payload::text, ''),
-	e.event_id::text, e.event_type, e.idempotency_key, e.project_id, e.environment_id, e.plan_id,
+	e.event_type, e.project_id, e.environment_id, e.plan_id,
 	e.plan_version, coalesce(e.step_id, ''), e.engine_attempt_id, e.logical_attempt_id, e.emitted_at
 FROM run_events e
 WHERE e.run_id = $1 AND e.run_epoch = (SELECT run_epoch FROM head)
@@ -81,6 +84,7 @@ func (s *Store) ProjectSnapshotOf(ctx context.Context, runID, tenant string) (st
 		terminalAt pgtype.Timestamptz
 		headSeen   bool
 		events     = make([]store.RunEventRecord, 0, 32)
+		persisted  = make([]pgtype.Timestamptz, 0, 32)
 	)
 	for rows.Next() {
 		var (
@@ -91,7 +95,7 @@ func (s *Store) ProjectSnapshotOf(ctx context.Context, runID, tenant string) (st
 			eng  int32
 			log  int32
 		)
-		if err := rows.Scan(&kind, &r.RunSeq, &r.TenantID, &at, &body, &r.EventID, &r.EventType, &r.IdempotencyKey,
+		if err := rows.Scan(&kind, &r.RunSeq, &r.TenantID, &at, &body, &r.EventType,
 			&r.ProjectID, &r.EnvironmentID, &r.PlanID, &r.PlanVersion, &r.StepID,
 			&eng, &log, &r.EmittedAt); err != nil {
 			rows.Close()
@@ -108,13 +112,19 @@ func (s *Store) ProjectSnapshotOf(ctx context.Context, runID, tenant string) (st
 			continue
 		}
 		r.RunID, r.EngineAttemptID, r.LogicalAttemptID = runID, int64(eng), int64(log)
-		if at.Valid {
-			r.PersistedAt = store.FormatPersistedAt(at.Time)
-		}
 		if body != "" {
 			r.Payload = []byte(body)
 		}
 		events = append(events, r)
+		persisted = append(persisted, at)
+	}
+	// The reducer reads persistedAt for the run's updatedAt (its last
+	// event's) and terminalAt (its terminal event's) only: the others are
+	// not formatted.
+	for i := range events {
+		if ev := &events[i]; persisted[i].Valid && (i == len(events)-1 || terminalEvent(ev.EventType)) {
+			ev.PersistedAt = store.FormatPersistedAt(persisted[i].Time)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return store.RunSnapshot{}, classify(fmt.Errorf("reading run %q for its snapshot: %w", runID, err))
@@ -149,6 +159,12 @@ func (s *Store) ProjectSnapshotOf(ctx context.Context, runID, tenant string) (st
 		}
 	}
 	return snap, nil
+}
+
+// terminalEvent reports whether an event of type t ends its run (the
+// types migration 0010's terminal_at follows).
+func terminalEvent(t string) bool {
+	return t == store.EventRunCompleted || t == store.EventRunFailed || t == store.EventRunCancelled
 }
 
 func (s *Store) checkpoint(ctx context.Context, snap store.RunSnapshot) error {
