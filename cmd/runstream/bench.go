@@ -412,6 +412,7 @@ var benchProject = benchTarget[projectCLI, *projectbench.Report]{
 		fs.IntVar(&cli.RepairRuns, "repair-runs", 100000, "finished runs of the repair phase, in the store and not in Redis, timed until convergence rebuilt them (0 skips it)")
 		fs.IntVar(&cli.BacklogEvents, "backlog-events", 100000, "records of the backlog phase: published a minute late, caught up in alternated rounds for runs Redis holds and for runs it lacks (0 skips it)")
 		fs.IntVar(&cli.BacklogRounds, "backlog-rounds", 3, "rounds of each kind of the backlog phase")
+		fs.IntVar(&cli.TracedEvery, "traced-every", 0, "put a sampled traceparent on one record in this many of the catch-up and memory topics (10: the records of a 10% sampler), to measure tracing's cost with OTEL_EXPORTER_OTLP_ENDPOINT set (0: none)")
 		fs.BoolVar(&cli.converge, "converge", true, "run the projectors with convergence passes, as in production (--converge=false measures without them)")
 		fs.DurationVar(&cli.SnapshotTTL, "snapshot-ttl", snapshots.DefaultTTL, "the projectors' --snapshot-ttl, as in production (0 measures without the expiry of terminal runs)")
 		fs.IntVar(&cli.Events, "events", 1_000_000, "events pre-filled into the catch-up topic")

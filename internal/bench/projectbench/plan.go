@@ -140,6 +140,9 @@ func (b *bench) fill(ctx context.Context, kafka *harness.Broker, plans []*plan, 
 		if err != nil {
 			return nil, err
 		}
+		if every := b.cfg.TracedEvery; every > 0 && k%every == 0 {
+			record.SetTraceParent(kr, fmt.Sprintf("00-%032x-%016x-01", k+1, k+1))
+		}
 		// Stamped as the relay would have published it, just after it was
 		// persisted: the topic is a history being caught up on.
 		if t, err := time.Parse(time.RFC3339Nano, rec.PersistedAt); err == nil {

@@ -109,6 +109,12 @@ type Config struct {
 	BacklogEventsPerRun int
 	// BacklogRounds is how many rounds of each kind; 0 means 3.
 	BacklogRounds int
+	// TracedEvery puts a sampled traceparent header on one record in
+	// TracedEvery of the topics it fills (catch-up and memory; 10: a 10%
+	// sampler at the API), for
+	// measuring what tracing costs the projector (with OTEL_* set, the
+	// bench traces as the projector would); 0 puts none.
+	TracedEvery int
 	// Events pre-filled into the catch-up topic; 0 means 1,000,000.
 	Events int
 	// Runs the catch-up's events are spread over; 0 means 10,000.
@@ -174,7 +180,7 @@ func (c Config) Validate() error {
 		harness.Flag("duration", c.Duration), harness.Flag("appenders", c.Appenders), harness.Flag("latency-runs", c.LatencyRuns),
 		harness.Flag("memory-runs", c.MemoryRuns), harness.Flag("memory-events", c.MemoryEvents), harness.Flag("repair-runs", c.RepairRuns),
 		harness.Flag("backlog-events", c.BacklogEvents), harness.Flag("backlog-events-per-run", c.BacklogEventsPerRun),
-		harness.Flag("backlog-rounds", c.BacklogRounds))...)
+		harness.Flag("backlog-rounds", c.BacklogRounds), harness.Flag("traced-every", c.TracedEvery))...)
 	return errors.Join(errs...)
 }
 
