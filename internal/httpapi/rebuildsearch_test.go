@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/internal/testenv"
@@ -108,5 +111,99 @@ func TestOperator_RebuildSearch(t *testing.T) {
 	log := getJSON[operatorActionsPage](t, e.url+"/v1/operator-actions?limit=3", "tok-op").Actions
 	if len(log) < 2 || log[1].Target != "rebuild "+started.ID+": the runs matching tenantId="+tenant+"&status=RUNNING&limit=7" || log[1].Count != runs || log[1].Reason != "bulk" {
 		t.Fatalf("the audit log: %+v", log)
+	}
+}
+
+// A search rebuild whose API process stops mid-way (its lease no longer
+// renewed) reads as failed on another replica, with the runs-list cursor
+// it had reached (position); a rebuild started from that cursor does the
+// rest: a bulk action over many runs is never lost, nor started over.
+func TestOperator_SearchRebuildAbandonedReportsWhereItStopped(t *testing.T) {
+	t.Parallel()
+	pool := migratedPool(t, 20)
+	st, err := postgres.New(pool, postgres.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := testenv.StartRedis(t)
+	admin := quickRedis(t, redis.Options{Addr: rp.Addr})
+	runnerRedis := redisUser(t, admin, rp.Addr, "runner")
+	cfg := httpapi.WithRebuildLease(httpapi.Config{AuthTokens: roleTokens}, 600*time.Millisecond)
+	runner := newEnvOn(t, cfg, pool, runnerRedis)
+	other := newEnvOn(t, cfg, pool, admin)
+	const runs = 3000
+	ids := appendRuns(t, st, "tenant_a", runs)
+	// The catalog the search pages through, then every snapshot lost, so
+	// that the search rebuild has all of them to write.
+	r := do(t, "POST", other.url+"/v1/rebuilds", "tok-op", []byte(`{"tenantId":"tenant_a"}`))
+	if r.status != http.StatusAccepted {
+		t.Fatalf("the tenant's rebuild: %d %s", r.status, r.body)
+	}
+	if rb := waitRebuild(t, other.url, rebuildOf(t, r.body).ID); rb.State != "done" || rb.Written != runs {
+		t.Fatalf("the tenant's rebuild: %+v", rb)
+	}
+	for chunk := range slices.Chunk(ids, 500) {
+		keys := make([]string, len(chunk))
+		for i, id := range chunk {
+			keys[i] = snapshots.Key(id)
+		}
+		if err := admin.Del(context.Background(), keys...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	const search = "tenantId=tenant_a&status=RUNNING&limit=50"
+	r = do(t, "POST", runner.url+"/v1/rebuilds", "tok-op", mustJSON(t, map[string]any{"search": search}))
+	if r.status != http.StatusAccepted {
+		t.Fatalf("the search rebuild: %d %s", r.status, r.body)
+	}
+	rb := rebuildOf(t, r.body)
+	// Wait until it is past its first page, then cut its process off.
+	testenv.WaitFor(t, 30*time.Second, "the search rebuild past its first page", func() bool {
+		return rebuildOf(t, do(t, "GET", other.url+"/v1/rebuilds/"+rb.ID, "tok-op", nil).body).Done >= 100
+	})
+	cutOffRedisUser(t, admin, "runner")
+	var state struct {
+		Rebuild struct {
+			rebuildJSON
+			Search   string `json:"search"`
+			Position string `json:"position"`
+		} `json:"rebuild"`
+	}
+	testenv.WaitFor(t, 15*time.Second, "the other replica to report the search rebuild abandoned", func() bool {
+		if err := json.Unmarshal(do(t, "GET", other.url+"/v1/rebuilds/"+rb.ID, "tok-op", nil).body, &state); err != nil {
+			t.Fatal(err)
+		}
+		return state.Rebuild.State != "running"
+	})
+	got := state.Rebuild
+	if got.State != "failed" || got.Done >= runs || got.Position == "" || got.Search != search {
+		t.Fatalf("the abandoned search rebuild: state %s, done %d of %d, position %q, search %q; want failed mid-way with its cursor and search",
+			got.State, got.Done, runs, got.Position, got.Search)
+	}
+	// Continued from where it stopped, on the replica that is still up.
+	r = do(t, "POST", other.url+"/v1/rebuilds", "tok-op", mustJSON(t, map[string]any{"search": search, "cursor": got.Position}))
+	if r.status != http.StatusAccepted {
+		t.Fatalf("the continued rebuild: %d %s", r.status, r.body)
+	}
+	rest := waitRebuild(t, other.url, rebuildOf(t, r.body).ID)
+	if rest.State != "done" || rest.Done+got.Done < runs || rest.Done > runs-got.Done+50 {
+		t.Fatalf("the continued rebuild: %+v; the first did %d of %d: want the rest, at most one page done twice", rest, got.Done, runs)
+	}
+	t.Logf("abandoned after %d of %d runs at cursor %s; the continued rebuild did %d", got.Done, runs, got.Position, rest.Done)
+	missing := 0
+	for chunk := range slices.Chunk(ids, 500) {
+		keys := make([]string, len(chunk))
+		for i, id := range chunk {
+			keys[i] = snapshots.Key(id)
+		}
+		n, err := admin.Exists(context.Background(), keys...).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing += len(chunk) - int(n)
+	}
+	if missing != 0 {
+		t.Fatalf("%d of %d snapshots still missing after the abandoned and the continued rebuild", missing, runs)
 	}
 }
