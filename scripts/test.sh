@@ -282,7 +282,7 @@ slowest_packages() {
 stage install install_packages
 # Jaeger for the trace tests (testenv.StartJaeger): scripts/jaeger-deps.sh
 # builds it from internal/testenv/jaegertool into a cache outside the
-# checkout, once (about three minutes from an empty Go build cache on two
+# checkout, once (three minutes alone from an empty Go build cache on two
 # cores, seconds from a warm one, nothing when it is there), so it starts
 # here in the background, and the stages running tests wait for it
 # (jaeger-wait) and get RUNSTREAM_JAEGER_BINARY from what it printed.
