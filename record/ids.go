@@ -14,18 +14,15 @@ func IDs(r *kgo.Record) (runID string, runSeq int64, ok bool) {
 	if len(r.Key) == 0 {
 		return "", 0, false
 	}
-	for i := range r.Headers {
-		h := &r.Headers[i]
-		if h.Key != HeaderRunSeq {
-			continue
-		}
-		seq, err := strconv.ParseInt(string(h.Value), 10, 64)
-		if err != nil || seq < 1 {
-			return "", 0, false
-		}
-		return string(r.Key), seq, true
+	v, ok := Header(r, HeaderRunSeq)
+	if !ok {
+		return "", 0, false
 	}
-	return "", 0, false
+	seq, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || seq < 1 {
+		return "", 0, false
+	}
+	return string(r.Key), seq, true
 }
 
 // MarkRedelivered adds the [HeaderRedelivered] header to a record built by
@@ -41,14 +38,21 @@ func SetTraceParent(r *kgo.Record, traceParent string) {
 	r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderTraceParent, Value: []byte(traceParent)})
 }
 
-// TraceParent returns r's [HeaderTraceParent], "" when it has none.
-func TraceParent(r *kgo.Record) string {
+// Header returns the value of r's first header named key; ok is false
+// when it has none.
+func Header(r *kgo.Record, key string) (value []byte, ok bool) {
 	for i := range r.Headers {
-		if h := &r.Headers[i]; h.Key == HeaderTraceParent {
-			return string(h.Value)
+		if h := &r.Headers[i]; h.Key == key {
+			return h.Value, true
 		}
 	}
-	return ""
+	return nil, false
+}
+
+// TraceParent returns r's [HeaderTraceParent], "" when it has none.
+func TraceParent(r *kgo.Record) string {
+	v, _ := Header(r, HeaderTraceParent)
+	return string(v)
 }
 
 // Redelivered reports whether r carries [HeaderRedelivered] "true": a
@@ -57,10 +61,6 @@ func TraceParent(r *kgo.Record) string {
 // the run from the store instead. A record without the header is in its
 // run's order, however late it was published (a relay backlog).
 func Redelivered(r *kgo.Record) bool {
-	for i := range r.Headers {
-		if h := &r.Headers[i]; h.Key == HeaderRedelivered {
-			return string(h.Value) == "true"
-		}
-	}
-	return false
+	v, _ := Header(r, HeaderRedelivered)
+	return string(v) == "true"
 }

@@ -68,7 +68,7 @@ func StartSend(ctx context.Context, topic string, recs []*kgo.Record) *Send {
 	for _, r := range recs {
 		if sc, ok := ParseParent(record.TraceParent(r)); ok && sc.IsSampled() {
 			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
-				semconv.MessagingKafkaMessageKey(string(r.Key)), semconv.MessagingMessageID(header(r, record.HeaderEventID))}})
+				semconv.MessagingKafkaMessageKey(string(r.Key)), semconv.MessagingMessageID(eventID(r))}})
 		}
 	}
 	if len(links) == 0 {
@@ -103,13 +103,10 @@ func (s *Send) End(errs []error) {
 	s.span.End()
 }
 
-func header(r *kgo.Record, key string) string {
-	for i := range r.Headers {
-		if r.Headers[i].Key == key {
-			return string(r.Headers[i].Value)
-		}
-	}
-	return ""
+// eventID is r's eventId header ("" without one).
+func eventID(r *kgo.Record) string {
+	v, _ := record.Header(r, record.HeaderEventID)
+	return string(v)
 }
 
 // Process holds the process spans of the traced records of one consumer
@@ -146,7 +143,7 @@ func StartProcess(ctx context.Context, mode ConsumerMode, group string, recs []*
 			semconv.MessagingDestinationPartitionID(strconv.Itoa(int(r.Partition))),
 			semconv.MessagingKafkaOffset(int(r.Offset)),
 			semconv.MessagingKafkaMessageKey(string(r.Key)),
-			semconv.MessagingMessageID(header(r, record.HeaderEventID)),
+			semconv.MessagingMessageID(eventID(r)),
 			semconv.MessagingBatchMessageCount(len(recs)))
 		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...)}
 		pctx := ctx
