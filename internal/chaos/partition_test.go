@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runstream/runstream/internal/testenv"
 )
 
 // Partitions, not crashes: a component is cut off from a server by
@@ -157,7 +159,7 @@ func (h *harness) listenAddr(name string) string {
 	if ns, ok := h.netns[name]; ok {
 		return ns.IP + ":8080"
 	}
-	return freeAddr(h.t)
+	return testenv.FreeAddr(h.t)
 }
 
 // newComponent is newProc for a runstream component listening on addr,

@@ -202,17 +202,6 @@ func tcpOpen(addr string) func(ctx context.Context) error {
 	}
 }
 
-// freeAddr returns a loopback address whose port was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // childEnv is the test's environment without RUNSTREAM_* variables, so
 // that the children are configured by their flags alone (make test exports
 // the shared servers' URLs, which must not leak into the chaos cluster).

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -49,7 +48,7 @@ func TestPrometheusScrapesDev(t *testing.T) {
 	bin := testenv.BuildRunstream(t, tmp)
 
 	// runstream dev on free loopback ports, with a fast demo workload.
-	apiAddr, brokerAddr, promAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	apiAddr, brokerAddr, promAddr := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
 	dev := startProcess(t, "runstream dev", filepath.Join(tmp, "dev.log"), devEnv(pgURL, redisURL), bin, "dev",
 		"--demo", "--demo-event-delay", "20ms",
 		"--http-addr", apiAddr, "--broker-addr", brokerAddr, "--data-dir", filepath.Join(tmp, "data"))
@@ -73,7 +72,7 @@ func TestPrometheusScrapesDev(t *testing.T) {
 
 	// runstream lake beside it, on dev's broker (its state in the test's
 	// schema): the lake's alerts read its own /metrics.
-	lakeAddr, lakeDir := freeAddr(t), filepath.Join(tmp, "lake")
+	lakeAddr, lakeDir := testenv.FreeAddr(t), filepath.Join(tmp, "lake")
 	if err := os.Mkdir(lakeDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -200,17 +199,6 @@ func devEnv(pgURL, redisURL string) []string {
 	}
 	return append(env, "RUNSTREAM_POSTGRES_URL="+pgURL, "RUNSTREAM_REDIS_URL="+redisURL,
 		"RUNSTREAM_LOG_LEVEL=warn")
-}
-
-// freeAddr returns a loopback address whose port was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // process is a child process whose output goes to a log file.

@@ -127,6 +127,14 @@ func StartPostgres(t testing.TB, settings ...string) *PostgresProcess {
 	return p
 }
 
+// FreeAddr returns a loopback address (127.0.0.1:port) whose port was
+// free a moment ago, for a server a test starts: another process may take
+// it before the server binds it.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+}
+
 func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -48,7 +48,7 @@ func TestTracing_OneAppendThroughEveryHop(t *testing.T) {
 	if redisURL == "" {
 		testenv.Missing(t, "RUNSTREAM_TEST_REDIS_URL")
 	}
-	broker, err := devbroker.Start(devbroker.Config{Addr: freeAddr(t), Partitions: 2})
+	broker, err := devbroker.Start(devbroker.Config{Addr: testenv.FreeAddr(t), Partitions: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,12 +59,12 @@ func TestTracing_OneAppendThroughEveryHop(t *testing.T) {
 	t.Cleanup(func() { dropSchema(t, etlSchema) })
 
 	env := append(childEnv(), "OTEL_EXPORTER_OTLP_ENDPOINT="+j.OTLPEndpoint(), "OTEL_BSP_SCHEDULE_DELAY=100")
-	apiAddr := freeAddr(t)
+	apiAddr := testenv.FreeAddr(t)
 	start(t, bin, "api", env, apiAddr, "--postgres-url="+pgURL, "--redis-url="+redisURL)
-	start(t, bin, "relay", env, freeAddr(t), "--postgres-url="+pgURL, "--kafka-brokers="+brokers, "--topic="+topic, "--partitions=2")
-	start(t, bin, "projector", env, freeAddr(t), "--postgres-url="+pgURL, "--redis-url="+redisURL, "--kafka-brokers="+brokers,
+	start(t, bin, "relay", env, testenv.FreeAddr(t), "--postgres-url="+pgURL, "--kafka-brokers="+brokers, "--topic="+topic, "--partitions=2")
+	start(t, bin, "projector", env, testenv.FreeAddr(t), "--postgres-url="+pgURL, "--redis-url="+redisURL, "--kafka-brokers="+brokers,
 		"--topic="+topic, "--group=traced-projector", "--trace-consumer=parent")
-	start(t, bin, "etl", env, freeAddr(t), "--postgres-url="+pgURL, "--etl-database-url="+testenv.PostgresURL(t), "--etl-schema="+etlSchema,
+	start(t, bin, "etl", env, testenv.FreeAddr(t), "--postgres-url="+pgURL, "--etl-database-url="+testenv.PostgresURL(t), "--etl-schema="+etlSchema,
 		"--kafka-brokers="+brokers, "--topic="+topic, "--group=traced-etl")
 
 	// The engine's own span: the append continues it.
@@ -206,7 +206,7 @@ func TestTracing_AStuckCollectorNeverFailsAppends(t *testing.T) {
 	}()
 	env := append(childEnv(), "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+stuck.Addr().String(),
 		"OTEL_BSP_MAX_QUEUE_SIZE=8", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE=4", "OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_BSP_EXPORT_TIMEOUT=600000")
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	start(t, bin, "api", env, addr, "--postgres-url="+pgURL, "--redis-url="+redisURL)
 	for i := range 40 {
 		ev := workload.Event(workload.NewIdentity("tenant_stuck"), store.EventRunStarted, "", 1, 1, time.Now(), nil)
@@ -256,16 +256,6 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // childEnv is the test's environment without RUNSTREAM_* and OTEL_*
