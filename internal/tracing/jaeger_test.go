@@ -41,13 +41,7 @@ func TestTracing_OneAppendThroughEveryHop(t *testing.T) {
 		t.Skip("runs five processes")
 	}
 	j := testenv.StartJaeger(t)
-	bin := testenv.BuildRunstream(t, t.TempDir())
-	_, schema := testenv.Postgres(t, 2)
-	pgURL := testenv.PostgresURLWithSchema(t, schema)
-	redisURL := os.Getenv("RUNSTREAM_TEST_REDIS_URL")
-	if redisURL == "" {
-		testenv.Missing(t, "RUNSTREAM_TEST_REDIS_URL")
-	}
+	bin, pgURL, redisURL := components(t)
 	broker, err := devbroker.Start(devbroker.Config{Addr: testenv.FreeAddr(t), Partitions: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -176,13 +170,7 @@ func TestTracing_OneAppendThroughEveryHop(t *testing.T) {
 // succeeds, and the spans that do not fit the queue are counted as
 // dropped.
 func TestTracing_AStuckCollectorNeverFailsAppends(t *testing.T) {
-	bin := testenv.BuildRunstream(t, t.TempDir())
-	_, schema := testenv.Postgres(t, 2)
-	pgURL := testenv.PostgresURLWithSchema(t, schema)
-	redisURL := os.Getenv("RUNSTREAM_TEST_REDIS_URL")
-	if redisURL == "" {
-		testenv.Missing(t, "RUNSTREAM_TEST_REDIS_URL")
-	}
+	bin, pgURL, redisURL := components(t)
 	// Accepts connections and never answers them.
 	stuck, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -233,6 +221,19 @@ func TestTracing_AStuckCollectorNeverFailsAppends(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// components returns the runstream binary, a Postgres URL of a fresh
+// schema and the test Redis URL, for the components a test starts.
+func components(t *testing.T) (bin, pgURL, redisURL string) {
+	t.Helper()
+	bin = testenv.BuildRunstream(t, t.TempDir())
+	_, schema := testenv.Postgres(t, 2)
+	pgURL = testenv.PostgresURLWithSchema(t, schema)
+	if redisURL = os.Getenv("RUNSTREAM_TEST_REDIS_URL"); redisURL == "" {
+		testenv.Missing(t, "RUNSTREAM_TEST_REDIS_URL")
+	}
+	return bin, pgURL, redisURL
 }
 
 func containsRef(refs []testenv.SpanRef, r testenv.SpanRef) bool {
