@@ -75,10 +75,7 @@ func (q *queue) run() {
 	for {
 		select {
 		case s := <-q.spans:
-			buf = append(buf, s)
-			if len(buf) >= q.batch {
-				buf = q.export(buf)
-			}
+			buf = q.add(buf, s)
 		case <-tick.C:
 			buf = q.export(buf)
 		case reply := <-q.flushReq:
@@ -96,14 +93,20 @@ func (q *queue) drain(buf []sdktrace.ReadOnlySpan) []sdktrace.ReadOnlySpan {
 	for {
 		select {
 		case s := <-q.spans:
-			buf = append(buf, s)
-			if len(buf) >= q.batch {
-				buf = q.export(buf)
-			}
+			buf = q.add(buf, s)
 		default:
 			return q.export(buf)
 		}
 	}
+}
+
+// add puts s in the batch, exporting the batch once it is full.
+func (q *queue) add(buf []sdktrace.ReadOnlySpan, s sdktrace.ReadOnlySpan) []sdktrace.ReadOnlySpan {
+	buf = append(buf, s)
+	if len(buf) >= q.batch {
+		return q.export(buf)
+	}
+	return buf
 }
 
 func (q *queue) export(buf []sdktrace.ReadOnlySpan) []sdktrace.ReadOnlySpan {
