@@ -372,7 +372,7 @@ func (p *Projector) startBatch(ctx context.Context, recs []*kgo.Record, runs []*
 		spans: tracing.StartProcess(ctx, p.cfg.TraceConsumer, p.cfg.Group, recs)}
 	fl, err := p.startRuns(ctx, runs)
 	if err != nil {
-		b.spans.End(writeSpanName, b.start, err, semconv.DBSystemNameRedis)
+		b.endSpans(err)
 		return nil, err
 	}
 	b.runs = fl
@@ -383,7 +383,7 @@ func (p *Projector) startBatch(ctx context.Context, recs []*kgo.Record, runs []*
 // guarded write lost to another writer. An error means Redis failed; the
 // caller retries the batch without committing.
 func (p *Projector) finishBatch(ctx context.Context, b *batchInFlight) (err error) {
-	defer func() { b.spans.End(writeSpanName, b.start, err, semconv.DBSystemNameRedis) }()
+	defer func() { b.endSpans(err) }()
 	runs, err := p.finishRuns(ctx, b.runs)
 	for attempt := 1; err == nil && len(runs) > 0; attempt++ {
 		if attempt > 5 {
@@ -394,15 +394,18 @@ func (p *Projector) finishBatch(ctx context.Context, b *batchInFlight) (err erro
 	return err
 }
 
-// writeSpanName names the child span of a record's process span that
-// covers its batch's snapshot reads, reduction and guarded Redis writes.
-const writeSpanName = "write snapshots"
+// endSpans ends the process spans of b's traced records (err: the batch
+// failed or was abandoned), each with a child "write snapshots" span that
+// covers the batch's snapshot reads, reduction and guarded Redis writes.
+func (b *batchInFlight) endSpans(err error) {
+	b.spans.End("write snapshots", b.start, err, semconv.DBSystemNameRedis)
+}
 
 // abandon waits for the writes of a batch that will not be committed (the
 // projector is stopping): its records are seen again, as duplicates.
 func (p *Projector) abandon(b *batchInFlight) {
 	b.runs.bw.wait()
-	b.spans.End(writeSpanName, b.start, errAbandoned, semconv.DBSystemNameRedis)
+	b.endSpans(errAbandoned)
 }
 
 // errAbandoned ends the spans of a batch the projector stopped before
