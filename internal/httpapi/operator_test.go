@@ -419,22 +419,30 @@ func TestOperator_RebuildTenant(t *testing.T) {
 	}
 }
 
-// A rebuild whose API process stops renewing its lease (killed, or cut off
-// from Redis) reads as failed, abandoned, on every replica; and a replica
-// answers 503 for the rebuilds while Redis, which keeps them, is out.
-func TestOperator_RebuildAbandoned(t *testing.T) {
-	t.Parallel()
+// rebuildReplicas are two API replicas on one store and a private Redis
+// (rp) with a short rebuild lease: runner reaches Redis as the ACL user
+// "runner", which cutOffRedisUser(t, admin, "runner") cuts off as if its
+// process were killed; other stays up, through admin.
+func rebuildReplicas(t *testing.T) (st *postgres.Store, rp *testenv.RedisProcess, admin *redis.Client, runner, other *env) {
+	t.Helper()
 	pool := migratedPool(t, 20)
 	st, err := postgres.New(pool, postgres.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := testenv.StartRedis(t)
-	admin := quickRedis(t, redis.Options{Addr: rp.Addr})
+	rp = testenv.StartRedis(t)
+	admin = quickRedis(t, redis.Options{Addr: rp.Addr})
 	runnerRedis := redisUser(t, admin, rp.Addr, "runner")
 	cfg := httpapi.WithRebuildLease(httpapi.Config{AuthTokens: roleTokens}, 600*time.Millisecond)
-	runner := newEnvOn(t, cfg, pool, runnerRedis)
-	other := newEnvOn(t, cfg, pool, admin)
+	return st, rp, admin, newEnvOn(t, cfg, pool, runnerRedis), newEnvOn(t, cfg, pool, admin)
+}
+
+// A rebuild whose API process stops renewing its lease (killed, or cut off
+// from Redis) reads as failed, abandoned, on every replica; and a replica
+// answers 503 for the rebuilds while Redis, which keeps them, is out.
+func TestOperator_RebuildAbandoned(t *testing.T) {
+	t.Parallel()
+	st, rp, admin, runner, other := rebuildReplicas(t)
 	appendRuns(t, st, "tenant_a", 3000)
 
 	r := do(t, "POST", runner.url+"/v1/rebuilds", "tok-op", []byte(`{"tenantId":"tenant_a"}`))

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/runstream/runstream/internal/httpapi"
 	"github.com/runstream/runstream/internal/testenv"
 	"github.com/runstream/runstream/snapshots"
@@ -120,17 +118,7 @@ func TestOperator_RebuildSearch(t *testing.T) {
 // rest: a bulk action over many runs is never lost, nor started over.
 func TestOperator_SearchRebuildAbandonedReportsWhereItStopped(t *testing.T) {
 	t.Parallel()
-	pool := migratedPool(t, 20)
-	st, err := postgres.New(pool, postgres.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := testenv.StartRedis(t)
-	admin := quickRedis(t, redis.Options{Addr: rp.Addr})
-	runnerRedis := redisUser(t, admin, rp.Addr, "runner")
-	cfg := httpapi.WithRebuildLease(httpapi.Config{AuthTokens: roleTokens}, 600*time.Millisecond)
-	runner := newEnvOn(t, cfg, pool, runnerRedis)
-	other := newEnvOn(t, cfg, pool, admin)
+	st, _, admin, runner, other := rebuildReplicas(t)
 	const runs = 3000
 	ids := appendRuns(t, st, "tenant_a", runs)
 	// The catalog the search pages through, then every snapshot lost, so
