@@ -125,7 +125,7 @@ func (s *Store) AppendValidated(ctx context.Context, w *store.RunEventWrite) (st
 }
 
 // appendOne appends w in a transaction of its own; traceParent is the
-// append span's (see appendArgs).
+// append span's (see appendCall).
 func (s *Store) appendOne(ctx context.Context, w *store.RunEventWrite, traceParent string) (store.AppendResult, error) {
 	start := time.Now()
 	sql, args := appendCall(w, traceParent)
