@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/runstream/runstream/internal/jsonx"
 	"github.com/runstream/runstream/store"
 )
 
@@ -244,14 +245,8 @@ func (p payload) artifacts(countOnly bool) (refs []store.ArtifactRef, ok bool) {
 // isObject reports whether raw is a JSON object (its first byte past
 // white space is '{').
 func isObject(raw json.RawMessage) bool {
-	for _, c := range raw {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		}
-		return c == '{'
-	}
-	return false
+	i := jsonx.SkipSpace(raw, 0)
+	return i < len(raw) && raw[i] == '{'
 }
 
 // occurredAt is when the event happened at its source: payload
