@@ -152,7 +152,7 @@ func (s *Server) appendBatch(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	results := s.store.AppendValidatedBatch(r.Context(), writes, errs)
+	results := s.store.AppendValidatedBatch(r.Context(), writes, errs, s.batchPacer(r.Context()))
 	out := make([]batchItem, len(results))
 	for i, res := range results {
 		if res.Err != nil {

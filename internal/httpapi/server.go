@@ -169,7 +169,7 @@ func (c *Config) setDefaults() {
 // *postgres.Store satisfies it.
 type eventStore interface {
 	AppendValidated(ctx context.Context, w *store.RunEventWrite) (store.AppendResult, error)
-	AppendValidatedBatch(ctx context.Context, writes []store.RunEventWrite, errs []error) []postgres.BatchResult
+	AppendValidatedBatch(ctx context.Context, writes []store.RunEventWrite, errs []error, pace postgres.Pacer) []postgres.BatchResult
 	FetchEvents(ctx context.Context, runID string, opts store.FetchOptions) ([]store.RunEventRecord, error)
 	ReadAudit(ctx context.Context, q postgres.AuditQuery) (postgres.AuditPage, error)
 	ProjectSnapshot(ctx context.Context, runID string) (store.RunSnapshot, error)

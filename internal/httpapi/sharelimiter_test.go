@@ -188,3 +188,122 @@ func TestShareLimiter_RandomLoad(t *testing.T) {
 		t.Fatalf("at the end: %d held, %d queued, %d tenants holding; want none", l.total, len(l.queue), len(l.held))
 	}
 }
+
+// asides is how many waitForOthers calls l holds.
+func asides(l *shareLimiter) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.asides)
+}
+
+// TestShareLimiter_WaitForOthers: a batch stepping aside waits for the
+// other tenants' requests in flight, not its own tenant's, wakes when the
+// last of them ends, and gives up at its bound or its context, leaving
+// nothing behind.
+func TestShareLimiter_WaitForOthers(t *testing.T) {
+	l := newShareLimiter(16, 16, 0)
+	l.tryAcquire("tenant_a", 1)
+	l.tryAcquire("tenant_a", 1)
+	if d := l.waitForOthers(context.Background(), "tenant_a", time.Minute); d > time.Second {
+		t.Fatalf("tenant_a waited %v with only its own requests in flight, want no wait", d)
+	}
+
+	l.tryAcquire("tenant_b", 1)
+	l.tryAcquire("tenant_c", 1)
+	done := make(chan time.Duration, 1)
+	go func() { done <- l.waitForOthers(context.Background(), "tenant_a", time.Minute) }()
+	for asides(l) != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	l.release("tenant_a", 1) // its own: no wake
+	l.release("tenant_b", 1) // tenant_c still in flight
+	select {
+	case d := <-done:
+		t.Fatalf("woke after %v with tenant_c's request still in flight", d)
+	case <-time.After(20 * time.Millisecond):
+	}
+	l.release("tenant_c", 1)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("still waiting after the other tenants' last request ended")
+	}
+	if n := asides(l); n != 0 {
+		t.Fatalf("%d waiters left after the wake, want 0", n)
+	}
+
+	l.tryAcquire("tenant_b", 1)
+	if d := l.waitForOthers(context.Background(), "tenant_a", 5*time.Millisecond); d < 5*time.Millisecond || d > 5*time.Second {
+		t.Fatalf("with tenant_b in flight throughout, waited %v, want its bound of 5ms", d)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if d := l.waitForOthers(ctx, "tenant_a", time.Minute); d > 5*time.Second {
+		t.Fatalf("a given-up caller waited %v", d)
+	}
+	if n := asides(l); n != 0 {
+		t.Fatalf("%d waiters left after a timeout and a cancel, want 0", n)
+	}
+}
+
+// TestShareLimiter_OthersSince: whether another tenant was admitted since
+// a time, whatever the order of admissions; requests without a tenant are
+// not a tenant.
+func TestShareLimiter_OthersSince(t *testing.T) {
+	l := newShareLimiter(64, 64, 0)
+	before := time.Now().Add(-time.Millisecond)
+	l.tryAcquire("", 1)
+	l.tryAcquire("tenant_a", 1)
+	l.tryAcquire("tenant_a", 1)
+	if l.othersSince("tenant_a", before) {
+		t.Fatal("tenant_a sees another tenant where only it and no tenant were admitted")
+	}
+	if !l.othersSince("tenant_b", before) {
+		t.Fatal("tenant_b does not see tenant_a's admissions")
+	}
+	l.tryAcquire("tenant_b", 1)
+	l.tryAcquire("tenant_b", 1)
+	for _, tenant := range []string{"tenant_a", "tenant_b", "tenant_c"} {
+		if !l.othersSince(tenant, before) {
+			t.Errorf("%s does not see the other tenant's admission", tenant)
+		}
+	}
+	if l.othersSince("tenant_a", time.Now().Add(time.Millisecond)) {
+		t.Error("tenant_a sees an admission after now")
+	}
+}
+
+// TestBatchPacer: alone, a batch goes in one step; with another tenant
+// appending, in steps of batchStep, and its waits for the other tenant
+// never add up to more than the time it worked.
+func TestBatchPacer(t *testing.T) {
+	s := &Server{appends: newShareLimiter(16, 16, 0)}
+	ctx := context.WithValue(context.Background(), principalKey, principal{tenant: "tenant_a"})
+	if s.batchPacer(context.Background()) != nil {
+		t.Fatal("a batch without a tenant is paced; there are no shares to keep")
+	}
+	s.appends.tryAcquire("tenant_a", 1000)
+	if n := s.batchPacer(ctx)(ctx); n < 1000 {
+		t.Fatalf("alone, a step of %d events; want the whole batch", n)
+	}
+
+	s.appends.tryAcquire("tenant_b", 1) // in flight throughout
+	pace := s.batchPacer(ctx)
+	var waited, worked time.Duration
+	for range 50 {
+		start := time.Now()
+		if n := pace(ctx); n != batchStep {
+			t.Fatalf("with tenant_b appending, a step of %d events, want %d", n, batchStep)
+		}
+		waited += time.Since(start)
+		start = time.Now()
+		time.Sleep(100 * time.Microsecond) // the step's work
+		worked += time.Since(start)
+	}
+	t.Logf("50 steps: waited %v, worked %v", waited, worked)
+	// Unbounded, the steps would wait 50 x batchStepWait (100ms); the
+	// slack is for a late timer on a busy machine.
+	if waited == 0 || waited > worked+20*time.Millisecond {
+		t.Fatalf("waited %v in all for %v of work; want some wait, and no more than the work", waited, worked)
+	}
+}

@@ -150,15 +150,14 @@ func TestSoak_Exhaustion(t *testing.T) {
 // probe's own sizes (issue 33): 4,200 connections idling on keep-alive
 // against the default --max-connections (4,096) while tenant_b appends,
 // and tenant_a's 24-worker batch storm, none of tenant_b's appends
-// refused. tenant_b makes 4,000 appends in each phase, so that the storm
-// phase spans about 30 of A's batches (with 500 it spanned 2 to 5, and
-// its p99 swung from 1.3x to 6.5x between runs). Its p99 is logged
-// against its p99 alone: the issue's 3x does not hold on 2 cores (3.4x
-// to 4.9x over runs here). The tail is not the WAL of A's large commit
-// (committing A's batches 100 events a transaction made it 5.3x-6.4x)
-// nor Go's scheduling (GOMAXPROCS=4: 3.2x-3.9x); A's batch keeps both
-// cores busy while it lasts. The bound held here is 10x, which any
-// queueing of B behind A would break (it was 500x).
+// refused and tenant_b's p99 within 3x its p99 alone. tenant_b makes 4,000
+// appends in each phase, so that the storm phase spans about 20 of A's
+// batches (with 500 it spanned 2 to 5, and its p99 swung from 1.3x to 6.5x
+// between runs). The 3x holds because A's batch steps aside for B's
+// appends (batchPacer): sent in one round trip, A's batch kept a database
+// core busy for its whole length and B's p99 was 3.4x to 5.3x over runs
+// here, neither the WAL of A's commit (committing every 100 events made
+// it worse) nor Go's scheduling (GOMAXPROCS=4: 3.2x-3.9x) being the cause.
 func TestSoak_Fairness(t *testing.T) {
 	if os.Getenv("RUNSTREAM_SOAK") != "1" {
 		t.Skip("a soak: make soak (RUNSTREAM_SOAK=1)")
@@ -176,8 +175,8 @@ func TestSoak_Fairness(t *testing.T) {
 	t.Run("batch storm", func(t *testing.T) {
 		e := serve(t, httpapi.Config{AuthTokens: roleTokens})
 		o := batchStormOutcome(t, e, 4000, false)
-		if o.ratio > 10 {
-			t.Fatalf("tenant_b's p99 during the storm x%.2f its p99 alone, want <= 10", o.ratio)
+		if o.ratio > 3 {
+			t.Fatalf("tenant_b's p99 during the storm x%.2f its p99 alone, want <= 3", o.ratio)
 		}
 	})
 }

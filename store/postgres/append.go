@@ -168,14 +168,25 @@ func (s *Store) AppendBatch(ctx context.Context, writes []store.RunEventWrite) [
 		}
 		valid = append(valid, i)
 	}
-	s.appendValidatedBatch(ctx, writes, valid, out, nil)
+	s.appendValidatedBatch(ctx, writes, valid, out, nil, nil)
 	return out
 }
 
+// A Pacer spaces a batch's steps. [Store.AppendValidatedBatch] sends a
+// batch in steps, each one pipelined round trip inside the batch's
+// transaction, and calls the pacer before each: it answers how many events
+// the step sends (at least one), and may wait first, for example while
+// other tenants' appends run, so that a large batch does not keep a
+// database core busy for its whole length while they wait behind it. The
+// transaction stays open while it waits, holding the locks of the batch's
+// runs only; the wait must be short and bounded.
+type Pacer func(ctx context.Context) (events int)
+
 // AppendValidatedBatch is AppendBatch for writes the caller already
 // validated; errs[i] non-nil marks an item that failed validation and is
-// skipped (its result carries that error).
-func (s *Store) AppendValidatedBatch(ctx context.Context, writes []store.RunEventWrite, errs []error) []BatchResult {
+// skipped (its result carries that error). With pace non-nil, the batch is
+// sent in the steps pace says (see [Pacer]); nil sends it in one.
+func (s *Store) AppendValidatedBatch(ctx context.Context, writes []store.RunEventWrite, errs []error, pace Pacer) []BatchResult {
 	out := make([]BatchResult, len(writes))
 	var valid []int
 	for i := range writes {
@@ -185,14 +196,14 @@ func (s *Store) AppendValidatedBatch(ctx context.Context, writes []store.RunEven
 		}
 		valid = append(valid, i)
 	}
-	s.appendValidatedBatch(ctx, writes, valid, out, nil)
+	s.appendValidatedBatch(ctx, writes, valid, out, nil, pace)
 	return out
 }
 
-// appendValidatedBatch appends writes[valid] in one transaction. Their
-// trace parents are parents[i], or with parents nil the span's of ctx (one
-// request's batch).
-func (s *Store) appendValidatedBatch(ctx context.Context, writes []store.RunEventWrite, valid []int, out []BatchResult, parents []string) {
+// appendValidatedBatch appends writes[valid] in one transaction, in the
+// steps pace says (nil: one). Their trace parents are parents[i], or with
+// parents nil the span's of ctx (one request's batch).
+func (s *Store) appendValidatedBatch(ctx context.Context, writes []store.RunEventWrite, valid []int, out []BatchResult, parents []string, pace Pacer) {
 	if len(valid) == 0 {
 		return
 	}
@@ -205,26 +216,17 @@ func (s *Store) appendValidatedBatch(ctx context.Context, writes []store.RunEven
 	sort.SliceStable(valid, func(a, b int) bool { return writes[valid[a]].RunID < writes[valid[b]].RunID })
 	start := time.Now()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		for _, i := range valid {
-			sql, args := appendCall(&writes[i], parentOf(i))
-			b.Queue(sql, args...)
-		}
-		br := tx.SendBatch(ctx, b)
-		for _, i := range valid {
-			res, err := s.scanAppend(br.QueryRow(), &writes[i])
-			var se *store.Error
-			if errors.As(err, &se) {
-				out[i] = BatchResult{Err: err}
-				continue
+		for rest := valid; len(rest) > 0; {
+			n := len(rest)
+			if pace != nil {
+				n = min(max(pace(ctx), 1), n)
 			}
-			if err != nil {
-				_ = br.Close()
+			if err := s.appendStep(ctx, tx, writes, rest[:n], out, parentOf); err != nil {
 				return err
 			}
-			out[i] = BatchResult{Result: res}
+			rest = rest[n:]
 		}
-		return br.Close()
+		return nil
 	})
 	s.metrics.appendTime.WithLabelValues("batch").Observe(time.Since(start).Seconds())
 	if err == nil {
@@ -243,4 +245,29 @@ func (s *Store) appendValidatedBatch(ctx context.Context, writes []store.RunEven
 		res, err := s.appendOne(ctx, &writes[i], parentOf(i))
 		out[i] = BatchResult{Result: res, Err: err}
 	}
+}
+
+// appendStep sends writes[step] in one pipelined round trip of tx and
+// fills their results; an error that is not an item's own ends the batch.
+func (s *Store) appendStep(ctx context.Context, tx pgx.Tx, writes []store.RunEventWrite, step []int, out []BatchResult, parentOf func(int) string) error {
+	b := &pgx.Batch{}
+	for _, i := range step {
+		sql, args := appendCall(&writes[i], parentOf(i))
+		b.Queue(sql, args...)
+	}
+	br := tx.SendBatch(ctx, b)
+	for _, i := range step {
+		res, err := s.scanAppend(br.QueryRow(), &writes[i])
+		var se *store.Error
+		if errors.As(err, &se) {
+			out[i] = BatchResult{Err: err}
+			continue
+		}
+		if err != nil {
+			_ = br.Close()
+			return err
+		}
+		out[i] = BatchResult{Result: res}
+	}
+	return br.Close()
 }

@@ -113,7 +113,7 @@ func (g *appendGroups) run(group []*queuedAppend) {
 		writes[i], valid[i], parents[i] = *q.w, i, q.parent
 	}
 	out := make([]BatchResult, len(group))
-	g.s.appendValidatedBatch(ctx, writes, valid, out, parents)
+	g.s.appendValidatedBatch(ctx, writes, valid, out, parents, nil)
 	for i, q := range group {
 		q.res, q.err = out[i].Result, out[i].Err
 		close(q.done)

@@ -22,6 +22,7 @@ import (
 	"github.com/runstream/runstream/reduce"
 	"github.com/runstream/runstream/store"
 	"github.com/runstream/runstream/store/postgres"
+	"github.com/runstream/runstream/store/validate"
 )
 
 // newStore returns a migrated store in a fresh schema.
@@ -311,9 +312,24 @@ func TestAppend_InvalidIsRejectedBeforeTheDatabase(t *testing.T) {
 	}
 }
 
+// TestAppendBatch_PerItemResults: each item answers for itself, and a
+// batch sent in steps (a Pacer's) answers exactly as one sent at once,
+// across step boundaries too (the in-batch duplicate, runSeq order).
 func TestAppendBatch_PerItemResults(t *testing.T) {
 	t.Parallel()
 	s, _ := newStore(t, postgres.Config{})
+	for _, step := range []int{0, 1, 2, 3} {
+		name := "one round trip"
+		if step > 0 {
+			name = fmt.Sprintf("steps of %d", step)
+		}
+		t.Run(name, func(t *testing.T) { checkPerItemResults(t, s, step) })
+	}
+}
+
+// checkPerItemResults appends a batch of every kind of item through
+// AppendBatch (step 0) or AppendValidatedBatch in steps of step events.
+func checkPerItemResults(t *testing.T, s *postgres.Store, step int) {
 	ctx := ctxT(t)
 	a := workload.NewIdentity("tenant_a")
 	b := workload.NewIdentity("tenant_a")
@@ -335,7 +351,23 @@ func TestAppendBatch_PerItemResults(t *testing.T) {
 		workload.Event(a, store.EventStepStarted, "s1", 1, 1, time.Now(), nil),     // duplicate of a:2 inside the batch
 		workload.Event(a, store.EventStepCompleted, "s1", 1, 1, time.Now(), nil),   // a:3
 	}
-	res := s.AppendBatch(ctx, writes)
+	var res []postgres.BatchResult
+	if step == 0 {
+		res = s.AppendBatch(ctx, writes)
+	} else {
+		errs := make([]error, len(writes))
+		valid := 0
+		for i := range writes {
+			if errs[i] = validate.Check(&writes[i]); errs[i] == nil {
+				valid++
+			}
+		}
+		steps := 0
+		res = s.AppendValidatedBatch(ctx, writes, errs, func(context.Context) int { steps++; return step })
+		if want := (valid + step - 1) / step; steps != want {
+			t.Errorf("the pacer was asked %d times for %d valid events in steps of %d, want %d", steps, valid, step, want)
+		}
+	}
 	type want struct {
 		seq  int64
 		dup  bool
@@ -362,6 +394,43 @@ func TestAppendBatch_PerItemResults(t *testing.T) {
 	}
 	if res[6].Result.EventID != res[3].Result.EventID {
 		t.Errorf("in-batch duplicate answered eventId %s, want the first copy's %s", res[6].Result.EventID, res[3].Result.EventID)
+	}
+}
+
+// TestAppendValidatedBatch_StepsAreOneTransaction: a paced batch whose
+// caller gives up between two steps writes nothing, not the steps sent so
+// far; a pacer answering less than one event still makes progress.
+func TestAppendValidatedBatch_StepsAreOneTransaction(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t, postgres.Config{})
+	ids := make([]workload.Identity, 6)
+	writes := make([]store.RunEventWrite, len(ids))
+	for i := range ids {
+		ids[i] = workload.NewIdentity("tenant_a")
+		writes[i] = workload.Event(ids[i], store.EventRunStarted, "", 1, 1, time.Now(), nil)
+	}
+	ctx, cancel := context.WithCancel(ctxT(t))
+	steps := 0
+	res := s.AppendValidatedBatch(ctx, writes, nil, func(context.Context) int {
+		steps++
+		if steps == 4 { // after three steps of one event went through
+			cancel()
+		}
+		return 0
+	})
+	for i, r := range res {
+		if r.Err == nil {
+			t.Errorf("item %d succeeded although the batch was given up: %+v", i, r.Result)
+		}
+	}
+	for _, id := range ids {
+		recs, err := s.FetchEvents(ctxT(t), id.RunID, store.FetchOptions{})
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("fetching run %s: %v", id.RunID, err)
+		}
+		if len(recs) != 0 {
+			t.Fatalf("run %s has %d events from a batch given up after %d steps; nothing may be half-written", id.RunID, len(recs), steps-1)
+		}
 	}
 }
 
