@@ -103,12 +103,12 @@ func (c *countingStore) ProjectSnapshot(ctx context.Context, runID string) (stor
 	return c.Store.ProjectSnapshot(ctx, runID)
 }
 
-// ProjectSnapshotOf counts and holds the projections of runs the reader
+// ProjectSnapshotFor counts and holds the projections of runs the reader
 // may read; a read of another tenant's run (which the store answers as
 // not found, reading no events) is not a rebuild.
-func (c *countingStore) ProjectSnapshotOf(ctx context.Context, runID, tenant string) (store.RunSnapshot, error) {
+func (c *countingStore) ProjectSnapshotFor(ctx context.Context, runID, tenant string, onLarge postgres.LargeHook) (store.RunSnapshot, error) {
 	if owner, err := c.Store.RunTenant(ctx, runID); err != nil || (tenant != "" && owner != tenant) {
-		return c.Store.ProjectSnapshotOf(ctx, runID, tenant)
+		return c.Store.ProjectSnapshotFor(ctx, runID, tenant, onLarge)
 	}
 	return c.ProjectSnapshot(ctx, runID)
 }

@@ -173,7 +173,7 @@ type eventStore interface {
 	FetchEvents(ctx context.Context, runID string, opts store.FetchOptions) ([]store.RunEventRecord, error)
 	ReadAudit(ctx context.Context, q postgres.AuditQuery) (postgres.AuditPage, error)
 	ProjectSnapshot(ctx context.Context, runID string) (store.RunSnapshot, error)
-	ProjectSnapshotOf(ctx context.Context, runID, tenant string) (store.RunSnapshot, error)
+	ProjectSnapshotFor(ctx context.Context, runID, tenant string, onLarge postgres.LargeHook) (store.RunSnapshot, error)
 	RunTenant(ctx context.Context, runID string) (string, error)
 	ArchivedRanges(ctx context.Context, tenant string, from, to time.Time) ([]postgres.ArchivedRange, error)
 	RunArchive(ctx context.Context, runID string) (*postgres.ArchivedRange, error)
@@ -208,6 +208,7 @@ type Server struct {
 
 	appends     *shareLimiter // in-flight appends, weighed by events
 	storeReads  *shareLimiter // in-flight snapshot projections from the store
+	largeWork   semaphore     // large projections at once while tenants share (shares.go)
 	watchers    watcherLimits
 	resyncs     *rateLimiter // tenants' resyncs of their own runs
 	ops         opsStore     // the operator routes' store access; nil: 503
@@ -243,6 +244,7 @@ func New(cfg Config, st eventStore, rdb redis.UniversalClient, checks ...Check) 
 		tickets:     newTicketIssuer(cfg.AuthTokens),
 		rebuilds:    newRebuilds(rdb, log.With("component", "api"), cfg.rebuildLease),
 		lagMeasures: make(semaphore, maxLagGroupsInflight),
+		largeWork:   make(semaphore, largeWorkSlots()),
 	}
 	s.ops, _ = st.(opsStore)
 	if rdb != nil {

@@ -307,3 +307,53 @@ func TestBatchPacer(t *testing.T) {
 		t.Fatalf("waited %v in all for %v of work; want some wait, and no more than the work", waited, worked)
 	}
 }
+
+// TestAcquireLargeWork: a large projection takes a large-work slot only
+// while another tenant reads from the store; then it waits for a slot, as
+// long as its context allows.
+func TestAcquireLargeWork(t *testing.T) {
+	s := &Server{storeReads: newShareLimiter(8, 4, 0), largeWork: make(semaphore, 1)}
+	ctxA := context.WithValue(context.Background(), principalKey, principal{tenant: "tenant_a"})
+	s.storeReads.tryAcquire("tenant_a", 0)
+	for range 3 { // alone: no slot taken, however many
+		release, err := s.acquireLargeWork(ctxA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+	}
+	if n := len(s.largeWork); n != 0 {
+		t.Fatalf("tenant_a alone holds %d large-work slots, want none", n)
+	}
+
+	s.storeReads.tryAcquire("tenant_b", 0)
+	release, err := s.acquireLargeWork(ctxA)
+	if err != nil || len(s.largeWork) != 1 {
+		t.Fatalf("with tenant_b reading: %v, %d slots taken; want the one", err, len(s.largeWork))
+	}
+	got := make(chan error, 1)
+	go func() {
+		r, err := s.acquireLargeWork(ctxA)
+		if err == nil {
+			r()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("a second large projection did not wait for the slot: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	release()
+	if err := <-got; err != nil {
+		t.Fatalf("the waiting projection, once the slot was freed: %v", err)
+	}
+
+	hold, _ := s.acquireLargeWork(ctxA)
+	defer hold()
+	ctx, cancel := context.WithTimeout(ctxA, 10*time.Millisecond)
+	defer cancel()
+	if _, err := s.acquireLargeWork(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("waiting past its deadline: %v, want the deadline's error", err)
+	}
+}

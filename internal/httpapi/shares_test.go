@@ -1,12 +1,18 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -192,40 +198,149 @@ func appendLargeRun(t *testing.T, e *servedEnv, tenant string, steps int) worklo
 
 // readFlood is what tenant_b's consistent reads met during tenant_a's flood.
 type readFlood struct {
-	quiet, loud       []time.Duration // B's latencies alone and during the flood, sorted
-	statuses          map[int]int     // B's answers during the flood
-	aOK, aTooMany, aX int64           // A's answers: 200, 429, other
+	quiet, loud []time.Duration // B's latencies alone and during the flood, sorted
+	statuses    map[int]int     // B's answers during the flood
+	a           floodCounts     // A's answers
+}
+
+// floodCounts are the flooding process's answers, printed as JSON when its
+// standard input closes.
+type floodCounts struct{ OK, TooMany, Other int64 }
+
+// Environment of the flooding process (TestHelperReadFlood).
+const (
+	floodURLEnv   = "RUNSTREAM_TEST_FLOOD_URL"
+	floodTokenEnv = "RUNSTREAM_TEST_FLOOD_TOKEN"
+)
+
+// TestHelperReadFlood is not a test: readFloodOutcome runs the test binary
+// again with only this function and the flood's environment, so that
+// tenant_a's readers are another process, as a neighbour's are, not
+// goroutines sharing the API's processors. It reads the URL's snapshot with
+// 16 clients, each again as soon as answered, until its standard input
+// closes, then prints its counts.
+func TestHelperReadFlood(t *testing.T) {
+	url := os.Getenv(floodURLEnv)
+	if url == "" {
+		t.Skip("the flooding process of readFloodOutcome, not a test")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); cancel() }()
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	var ok, tooMany, other atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+				req.Header.Set("Authorization", "Bearer "+os.Getenv(floodTokenEnv))
+				resp, err := client.Do(req)
+				if err != nil {
+					if ctx.Err() == nil {
+						other.Add(1)
+					}
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				switch resp.StatusCode {
+				case http.StatusOK:
+					ok.Add(1)
+				case http.StatusTooManyRequests:
+					tooMany.Add(1)
+				default:
+					other.Add(1)
+				}
+				if n := ok.Load() + tooMany.Load(); n == 16 {
+					fmt.Println("flooding") // every reader answered once
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	out, _ := json.Marshal(floodCounts{OK: ok.Load(), TooMany: tooMany.Load(), Other: other.Load()})
+	fmt.Println(string(out))
+}
+
+// startReadFlood starts the flooding process against url with token and
+// waits until each of its readers was answered once; stop ends it and
+// returns its counts.
+func startReadFlood(t *testing.T, url, token string) (stop func() floodCounts) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperReadFlood$", "-test.v")
+	cmd.Env = append(os.Environ(), floodURLEnv+"="+url, floodTokenEnv+"="+token)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(&out, pw), os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting the flooding process: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	started := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if sc.Text() == "flooding" {
+				close(started)
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the flooding process got no answers within 30s; its output: %s", out.String())
+	}
+	return func() floodCounts {
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("the flooding process: %v; its output: %s", err, out.String())
+		}
+		pw.Close()
+		var c floodCounts
+		for line := range strings.SplitSeq(out.String(), "\n") {
+			if strings.HasPrefix(line, "{") {
+				if err := json.Unmarshal([]byte(line), &c); err != nil {
+					t.Fatalf("the flooding process's counts %q: %v", line, err)
+				}
+			}
+		}
+		return c
+	}
 }
 
 // readFloodOutcome measures n ?consistent=true reads of tenant_b's small
-// run, one after another, alone and then while tenant_a's 16 readers read
-// its large run's (2,001 events) the same way.
+// run, one after another, alone and then while tenant_a's 16 readers (in
+// another process) read its large run's (2,001 events) the same way.
 func readFloodOutcome(t *testing.T, e *servedEnv, n int) readFlood {
 	t.Helper()
 	large := appendLargeRun(t, e, "tenant_a", 1000)
 	mine := appendAs(t, e.url, "tok-b", "tenant_b")
-	read := func(client *http.Client, token, runID string) (int, error) {
-		req, _ := http.NewRequest("GET", e.url+"/v1/runs/"+runID+"/snapshot?consistent=true", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode, nil
-	}
+	snapshotURL := func(runID string) string { return e.url + "/v1/runs/" + runID + "/snapshot?consistent=true" }
 	bClient := &http.Client{Timeout: 30 * time.Second}
 	f := readFlood{statuses: map[int]int{}}
 	bReads := func() (sorted []time.Duration) {
 		for range n {
+			req, _ := http.NewRequest("GET", snapshotURL(mine.RunID), nil)
+			req.Header.Set("Authorization", "Bearer tok-b")
 			start := time.Now()
-			st, err := read(bClient, "tok-b", mine.RunID)
+			resp, err := bClient.Do(req)
 			if err != nil {
 				t.Errorf("tenant_b's consistent read: %v", err)
+				f.statuses[0]++
+				continue
 			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
 			sorted = append(sorted, time.Since(start))
-			f.statuses[st]++
+			f.statuses[resp.StatusCode]++
 		}
 		slices.Sort(sorted)
 		return sorted
@@ -234,39 +349,15 @@ func readFloodOutcome(t *testing.T, e *servedEnv, n int) readFlood {
 	f.quiet = bReads()
 	clear(f.statuses)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var flood sync.WaitGroup
-	var aOK, aTooMany, aOther atomic.Int64
-	floodClient := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
-	for range 16 {
-		flood.Add(1)
-		go func() {
-			defer flood.Done()
-			for ctx.Err() == nil {
-				switch st, _ := read(floodClient, "tok-a", large.RunID); st {
-				case http.StatusOK:
-					aOK.Add(1)
-				case http.StatusTooManyRequests:
-					aTooMany.Add(1)
-				default:
-					aOther.Add(1)
-				}
-			}
-		}()
-	}
-	for aOK.Load()+aTooMany.Load() < 16 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	stop := startReadFlood(t, snapshotURL(large.RunID), "tok-a")
 	f.loud = bReads()
-	cancel()
-	flood.Wait()
-	f.aOK, f.aTooMany, f.aX = aOK.Load(), aTooMany.Load(), aOther.Load()
+	f.a = stop()
 	t.Logf("tenant_b's %d consistent reads alone: p50 %v p99 %v; during tenant_a's flood: p50 %v p99 %v (p99 x%.2f), answers %v; tenant_a's flood: %d read, %d answered 429, %d other",
-		n, pct(f.quiet, .5), pct(f.quiet, .99), pct(f.loud, .5), pct(f.loud, .99), float64(pct(f.loud, .99))/float64(pct(f.quiet, .99)), f.statuses, f.aOK, f.aTooMany, f.aX)
+		n, pct(f.quiet, .5), pct(f.quiet, .99), pct(f.loud, .5), pct(f.loud, .99), float64(pct(f.loud, .99))/float64(pct(f.quiet, .99)), f.statuses, f.a.OK, f.a.TooMany, f.a.Other)
 	if f.statuses[http.StatusOK] != n {
 		t.Errorf("tenant_b's consistent reads during tenant_a's flood answered %v, want %d x 200", f.statuses, n)
 	}
-	if f.aTooMany == 0 {
+	if f.a.TooMany == 0 {
 		t.Errorf("tenant_a's 16 readers never got 429 past its share of 4")
 	}
 	return f

@@ -158,30 +158,41 @@ const snapshotPeek = 16 << 10
 // storeSnapshot projects run id's snapshot from the store for the caller,
 // in one of the --max-consistent-reads slots (acquireStoreRead, hint ends
 // its 503's message). The ownership check is part of the projection's one
-// statement (store ProjectSnapshotOf): another tenant's run reads no
-// events and answers exactly as an unknown one.
-func (s *Server) storeSnapshot(r *http.Request, id, hint string) (store.RunSnapshot, error) {
+// statement (store ProjectSnapshotFor): another tenant's run reads no
+// events and answers exactly as an unknown one. A large projection may
+// take a large-work slot (acquireLargeWork) to decode and reduce; the
+// caller calls done, which gives it back, once it has encoded the snapshot.
+func (s *Server) storeSnapshot(r *http.Request, id, hint string) (snap store.RunSnapshot, done func(), err error) {
 	if err := s.acquireStoreRead(r.Context(), hint); err != nil {
-		return store.RunSnapshot{}, err
+		return store.RunSnapshot{}, nil, err
 	}
 	defer s.releaseStoreRead(r.Context())
-	snap, err := s.store.ProjectSnapshotOf(r.Context(), id, tenantOf(r.Context()))
-	if errors.Is(err, store.ErrNotFound) {
-		return store.RunSnapshot{}, notFound(id)
-	}
+	done = func() {}
+	snap, err = s.store.ProjectSnapshotFor(r.Context(), id, tenantOf(r.Context()), func(ctx context.Context) error {
+		release, err := s.acquireLargeWork(ctx)
+		if err == nil {
+			done = release
+		}
+		return err
+	})
 	if err != nil {
-		return store.RunSnapshot{}, err
+		done()
+		if errors.Is(err, store.ErrNotFound) {
+			return store.RunSnapshot{}, nil, notFound(id)
+		}
+		return store.RunSnapshot{}, nil, err
 	}
-	return snap, nil
+	return snap, done, nil
 }
 
 // storeSnapshotBody is storeSnapshot as the JSON body and head an answer
 // sends.
 func (s *Server) storeSnapshotBody(r *http.Request, id, hint string) ([]byte, snapshots.Head, error) {
-	snap, err := s.storeSnapshot(r, id, hint)
+	snap, done, err := s.storeSnapshot(r, id, hint)
 	if err != nil {
 		return nil, snapshots.Head{}, err
 	}
+	defer done()
 	body, err := json.Marshal(snap)
 	if err != nil {
 		return nil, snapshots.Head{}, fmt.Errorf("encoding the store's snapshot of run %q: %w", id, err)

@@ -71,11 +71,13 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 		}
 		return headOfStream(w)
 	case errors.Is(err, redis.Nil):
-		snap, err := s.storeSnapshot(r, id, "with backoff")
+		snap, done, err := s.storeSnapshot(r, id, "with backoff")
 		if err != nil {
 			return err
 		}
-		if body, err = json.Marshal(snap); err != nil {
+		body, err = json.Marshal(snap)
+		done()
+		if err != nil {
 			return fmt.Errorf("encoding the store's snapshot of run %q: %w", id, err)
 		}
 		if store.IsTerminalRunStatus(snap.Status) {

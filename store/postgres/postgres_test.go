@@ -785,18 +785,11 @@ func TestRunCount_CountsOneTenantsRuns(t *testing.T) {
 	}
 }
 
-// TestProjectSnapshotOf_OneStatementAgreesWithFull: the one-statement
-// projection equals the FULL reduction of every event, for a run longer
-// than one fetch (MaxFetchLimit) and from a checkpoint; a reader limited
-// to another tenant gets NOT_FOUND, exactly as for an unknown run.
-func TestProjectSnapshotOf_OneStatementAgreesWithFull(t *testing.T) {
-	t.Parallel()
-	s, _ := newStore(t, postgres.Config{SnapshotEvery: 600})
-	ctx := ctxT(t)
-	id := workload.NewIdentity("tenant_a")
-	t0 := time.Date(2026, 2, 16, 10, 0, 0, 0, time.UTC)
+// appendStepsRun appends run id: RunStarted at t0, then steps started and
+// completed (2 x steps + 1 events), and returns the events.
+func appendStepsRun(ctx context.Context, t *testing.T, s *postgres.Store, id workload.Identity, steps int, t0 time.Time) []store.RunEventWrite {
+	t.Helper()
 	evs := []store.RunEventWrite{workload.Event(id, store.EventRunStarted, "", 1, 1, t0, nil)}
-	const steps = 700 // 1,401 events: more than one fetch of MaxFetchLimit
 	for i := range steps {
 		step := fmt.Sprintf("step-%03d", i)
 		evs = append(evs, workload.Event(id, store.EventStepStarted, step, 1, 1, t0.Add(time.Second), nil),
@@ -809,6 +802,77 @@ func TestProjectSnapshotOf_OneStatementAgreesWithFull(t *testing.T) {
 			}
 		}
 	}
+	return evs
+}
+
+// TestProjectSnapshotFor_LargeHook: the hook is called once for a
+// projection that reduces many events and for one that decodes a large
+// checkpoint, never for a small run or another tenant's, and its error
+// ends the projection.
+func TestProjectSnapshotFor_LargeHook(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t, postgres.Config{SnapshotEvery: 300})
+	ctx := ctxT(t)
+	t0 := time.Now().UTC()
+	large, small := workload.NewIdentity("tenant_a"), workload.NewIdentity("tenant_a")
+	appendStepsRun(ctx, t, s, large, 300, t0) // 601 events
+	appendStepsRun(ctx, t, s, small, 2, t0)
+	calls := 0
+	hook := func(context.Context) error { calls++; return nil }
+	project := func(id workload.Identity, reader string) error {
+		_, err := s.ProjectSnapshotFor(ctx, id.RunID, reader, hook)
+		return err
+	}
+
+	for _, tc := range []struct {
+		what   string
+		id     workload.Identity
+		reader string
+		calls  int
+	}{
+		{"601 events, no checkpoint", large, "tenant_a", 1},
+		{"a small run", small, "tenant_a", 0},
+		{"another tenant's large run", large, "tenant_b", 0},
+	} {
+		calls = 0
+		err := project(tc.id, tc.reader)
+		if tc.reader == "tenant_b" && !errors.Is(err, store.ErrNotFound) || tc.reader != "tenant_b" && err != nil {
+			t.Fatalf("%s: %v", tc.what, err)
+		}
+		if calls != tc.calls {
+			t.Fatalf("%s: the hook was called %d times, want %d", tc.what, calls, tc.calls)
+		}
+	}
+	// The first projection checkpointed the 601 events: the next reduces
+	// none but decodes the checkpoint.
+	var size int
+	if err := pool.QueryRow(ctx, `SELECT length(snapshot::text) FROM run_snapshots WHERE run_id = $1`, large.RunID).Scan(&size); err != nil {
+		t.Fatalf("the large run's checkpoint: %v", err)
+	}
+	if size < postgres.LargeCheckpointBytes {
+		t.Fatalf("the large run's checkpoint has %d bytes, want at least %d for this test", size, postgres.LargeCheckpointBytes)
+	}
+	calls = 0
+	if err := project(large, "tenant_a"); err != nil || calls != 1 {
+		t.Fatalf("from a checkpoint of %d bytes: %v, hook called %d times, want once", size, err, calls)
+	}
+	refused := errors.New("no large work now")
+	if _, err := s.ProjectSnapshotFor(ctx, large.RunID, "", func(context.Context) error { return refused }); !errors.Is(err, refused) {
+		t.Fatalf("a hook's error: the projection answered %v, want the hook's error", err)
+	}
+}
+
+// TestProjectSnapshotOf_OneStatementAgreesWithFull: the one-statement
+// projection equals the FULL reduction of every event, for a run longer
+// than one fetch (MaxFetchLimit) and from a checkpoint; a reader limited
+// to another tenant gets NOT_FOUND, exactly as for an unknown run.
+func TestProjectSnapshotOf_OneStatementAgreesWithFull(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t, postgres.Config{SnapshotEvery: 600})
+	ctx := ctxT(t)
+	id := workload.NewIdentity("tenant_a")
+	t0 := time.Date(2026, 2, 16, 10, 0, 0, 0, time.UTC)
+	evs := appendStepsRun(ctx, t, s, id, 700, t0) // 1,401 events: more than one fetch of MaxFetchLimit
 	full := func() store.RunSnapshot {
 		t.Helper()
 		var all []store.RunEventRecord

@@ -73,6 +73,28 @@ ORDER BY kind, seq`
 // as an unknown one, and costs no event read. The head, the checkpoint
 // and the first MaxFetchLimit events come in one round trip.
 func (s *Store) ProjectSnapshotOf(ctx context.Context, runID, tenant string) (store.RunSnapshot, error) {
+	return s.ProjectSnapshotFor(ctx, runID, tenant, nil)
+}
+
+// A projection is large when its checkpoint's JSON has at least
+// LargeCheckpointBytes or it reduces at least LargeProjectionEvents
+// events: then its decoding and reducing take milliseconds of one
+// processor, where a small run's take microseconds.
+const (
+	LargeCheckpointBytes  = 16 << 10
+	LargeProjectionEvents = 256
+)
+
+// A LargeHook is called, at most once, when a projection turns out large,
+// after its rows are read and before it decodes and reduces them: a caller
+// can run large projections apart from small ones (the API lets only a
+// few run at once while other tenants read, so their small reads do not
+// wait behind them for a processor). Its error ends the projection.
+type LargeHook func(ctx context.Context) error
+
+// ProjectSnapshotFor is ProjectSnapshotOf calling onLarge (nil: none)
+// when the projection is large.
+func (s *Store) ProjectSnapshotFor(ctx context.Context, runID, tenant string, onLarge LargeHook) (store.RunSnapshot, error) {
 	notFound := &store.Error{Code: store.CodeNotFound, Message: fmt.Sprintf("run %q has no events", runID)}
 	rows, err := s.pool.Query(ctx, projectSQL, runID, tenant, MaxFetchLimit)
 	if err != nil {
@@ -83,6 +105,7 @@ func (s *Store) ProjectSnapshotOf(ctx context.Context, runID, tenant string) (st
 		owner      string
 		terminalAt pgtype.Timestamptz
 		headSeen   bool
+		checkpoint string // its JSON, "" without one
 		events     = make([]store.RunEventRecord, 0, 32)
 		persisted  = make([]pgtype.Timestamptz, 0, 32)
 	)
@@ -102,13 +125,7 @@ func (s *Store) ProjectSnapshotOf(ctx context.Context, runID, tenant string) (st
 			return store.RunSnapshot{}, classify(fmt.Errorf("reading run %q for its snapshot: %w", runID, err))
 		}
 		if kind == 0 {
-			headSeen, owner, terminalAt = true, r.TenantID, at
-			if body != "" {
-				if err := json.Unmarshal([]byte(body), &snap); err != nil {
-					rows.Close()
-					return store.RunSnapshot{}, fmt.Errorf("decoding the stored snapshot of run %q: %w", runID, err)
-				}
-			}
+			headSeen, owner, terminalAt, checkpoint = true, r.TenantID, at, body
 			continue
 		}
 		r.RunID, r.EngineAttemptID, r.LogicalAttemptID = runID, int64(eng), int64(log)
@@ -131,6 +148,16 @@ func (s *Store) ProjectSnapshotOf(ctx context.Context, runID, tenant string) (st
 	}
 	if !headSeen || (tenant != "" && owner != tenant) {
 		return store.RunSnapshot{}, notFound
+	}
+	if onLarge != nil && (len(checkpoint) >= LargeCheckpointBytes || len(events) >= LargeProjectionEvents) {
+		if err := onLarge(ctx); err != nil {
+			return store.RunSnapshot{}, err
+		}
+	}
+	if checkpoint != "" {
+		if err := json.Unmarshal([]byte(checkpoint), &snap); err != nil {
+			return store.RunSnapshot{}, fmt.Errorf("decoding the stored snapshot of run %q: %w", runID, err)
+		}
 	}
 	from := snap.LastEventSeq
 	for len(events) > 0 {
