@@ -117,6 +117,10 @@ func (l *shareLimiter) acquireLocked(tenant string, w int) refusal {
 	return admitted
 }
 
+// othersAbout is how recently another tenant must have been admitted for
+// a tenant's large work (a batch, a large projection) to step aside for it.
+const othersAbout = time.Second
+
 // othersSince says whether a tenant other than tenant was admitted after t.
 func (l *shareLimiter) othersSince(tenant string, t time.Time) bool {
 	l.mu.Lock()
@@ -291,16 +295,15 @@ func (l *shareLimiter) waitForOthers(ctx context.Context, tenant string, d time.
 // sent at once, every other tenant's append in that time shares the core
 // with it, and on a small machine the quiet tenant's tail latency was four
 // to five times its own. So while another tenant is appending (one was
-// admitted within batchOthersRecent), a batch goes batchStep events a round
+// admitted within othersAbout), a batch goes batchStep events a round
 // trip, and before each step waits for the other tenants' appends in
 // flight to end: at most batchStepWait a step, and never longer in all
 // than the batch has worked, so a batch is at most about twice as slow
 // from waiting. With no other tenant about, a batch goes in one round trip
 // as before: the steps cost round trips, which a lone tenant need not pay.
 const (
-	batchStep         = 5
-	batchStepWait     = 2 * time.Millisecond
-	batchOthersRecent = time.Second
+	batchStep     = 5
+	batchStepWait = 2 * time.Millisecond
 )
 
 // batchPacer paces the caller's batch (nil without a tenant: no shares).
@@ -313,7 +316,7 @@ func (s *Server) batchPacer(ctx context.Context) postgres.Pacer {
 	var waited time.Duration
 	return func(ctx context.Context) int {
 		now := time.Now()
-		if !s.appends.othersSince(tenant, now.Add(-batchOthersRecent)) {
+		if !s.appends.othersSince(tenant, now.Add(-othersAbout)) {
 			return math.MaxInt
 		}
 		worked := now.Sub(start) - waited
@@ -330,22 +333,21 @@ func (s *Server) batchPacer(ctx context.Context) postgres.Pacer {
 // share of store reads kept both of a small machine's processors busy, and
 // another tenant's small read waited behind them for one (its p99 from
 // 0.3 ms to 30 ms). So while another tenant reads from the store (one was
-// admitted within largeOthersRecent), large projections take one of
+// admitted within othersAbout), large projections take one of
 // largeWorkSlots slots first, half the processors, and the other half stays
 // free for the small reads. With no other tenant reading, they run as
 // many at once as the store-read slots allow.
-const largeOthersRecent = time.Second
 
 // largeWorkSlots is how many large projections run at once while tenants
 // share the process: half its processors, at least one.
 func largeWorkSlots() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
 // acquireLargeWork is the large-work slot of the caller's large projection
-// (see largeOthersRecent): release gives it back. It waits for a slot as
+// (see above): release gives it back. It waits for a slot as
 // long as ctx allows; the waiters are bounded by the store-read slots.
 func (s *Server) acquireLargeWork(ctx context.Context) (release func(), err error) {
 	tenant := shareTenant(ctx)
-	if tenant == "" || !s.storeReads.othersSince(tenant, time.Now().Add(-largeOthersRecent)) {
+	if tenant == "" || !s.storeReads.othersSince(tenant, time.Now().Add(-othersAbout)) {
 		return func() {}, nil
 	}
 	select {
