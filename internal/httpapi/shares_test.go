@@ -34,6 +34,10 @@ type batchStorm struct {
 func startBatchStorm(t *testing.T, url, token, tenant string, workers, events int, impolite bool) *batchStorm {
 	t.Helper()
 	s := &batchStorm{}
+	// stop ends the storm gently: no new batch is sent, and those in flight
+	// are answered (so a batch admitted late in the storm is counted), unless
+	// they take longer than a minute.
+	stopping := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
 	body := func() []byte {
@@ -54,7 +58,12 @@ func startBatchStorm(t *testing.T, url, token, tenant string, workers, events in
 		go func() {
 			defer wg.Done()
 			b := first[i]
-			for ctx.Err() == nil {
+			for {
+				select {
+				case <-stopping:
+					return
+				default:
+				}
 				req, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/events:batch", bytes.NewReader(b))
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("Authorization", "Bearer "+token)
@@ -81,7 +90,7 @@ func startBatchStorm(t *testing.T, url, token, tenant string, workers, events in
 						wait = time.Duration(sec) * time.Second
 					}
 					select {
-					case <-ctx.Done():
+					case <-stopping:
 					case <-time.After(wait):
 					}
 				default:
@@ -90,7 +99,13 @@ func startBatchStorm(t *testing.T, url, token, tenant string, workers, events in
 			}
 		}()
 	}
-	s.stop = func() { cancel(); wg.Wait() }
+	s.stop = func() {
+		close(stopping)
+		timer := time.AfterFunc(time.Minute, cancel)
+		wg.Wait()
+		timer.Stop()
+		cancel()
+	}
 	return s
 }
 
