@@ -9,16 +9,14 @@ import (
 )
 
 // attachSQL attaches a run_events partition %[1]s that began %[2]s before
-// the current minute and spans %[3]s, with the unique and tenant indexes
+// the current minute and spans %[3]s, with the keys and indexes
 // runstream_ensure_partitions gives each partition, and catalogs it.
 const attachSQL = `DO $$
 DECLARE
     v_from timestamptz := date_trunc('minute', clock_timestamp()) - interval '%[2]s';
 BEGIN
     CREATE TABLE %[1]s (LIKE run_events INCLUDING DEFAULTS);
-    ALTER TABLE %[1]s ADD PRIMARY KEY (run_id, run_seq);
-    ALTER TABLE %[1]s ADD UNIQUE (run_id, idempotency_key);
-    CREATE INDEX ON %[1]s (tenant_id, persisted_at, run_id COLLATE "C", run_seq);
+    PERFORM runstream_index_partition('%[1]s');
     EXECUTE format('ALTER TABLE run_events ATTACH PARTITION %[1]s FOR VALUES FROM (%%L) TO (%%L)',
         v_from, v_from + interval '%[3]s');
     INSERT INTO run_event_partitions (epoch, until, name)

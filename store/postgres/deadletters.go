@@ -28,11 +28,12 @@ type DeadLetter struct {
 
 // deadLetterColumns are what scanDeadLetter reads, from
 // outbox_dead_letters d joined with the event's run_events e, in the
-// run's partition (its runs row's run_epoch).
+// run's partition (its runs row's run_epoch) by its number (run_no).
 const deadLetterColumns = `d.id, d.run_id, d.run_seq, e.event_type, e.event_id::text, e.tenant_id,
 	d.created_at, d.failed_at, d.attempts, coalesce(d.last_error, ''), d.first_failed_at
 	FROM outbox_dead_letters d JOIN runs r ON r.run_id = d.run_id
-	JOIN run_events e ON e.run_id = d.run_id AND e.run_seq = d.run_seq AND e.run_epoch = r.run_epoch`
+	JOIN run_events e ON e.run_id = d.run_id AND e.run_seq = d.run_seq AND e.run_epoch = r.run_epoch
+		AND e.run_no = r.run_no`
 
 func scanDeadLetter(row pgx.CollectableRow) (DeadLetter, error) {
 	var d DeadLetter
@@ -141,7 +142,7 @@ func (o *Outbox) RetrySelected(ctx context.Context, sel DeadLetterSelection) (in
 				DELETE FROM outbox_dead_letters d
 				WHERE ($2 OR d.id = ANY($1) OR ($3 <> '' AND `+deadLetterErrorCode+` = $3) OR ($4 <> '' AND d.run_id = $4))
 					AND EXISTS (SELECT 1 FROM runs r JOIN run_events e
-						ON e.run_id = r.run_id AND e.run_epoch = r.run_epoch
+						ON e.run_id = r.run_id AND e.run_epoch = r.run_epoch AND e.run_no = r.run_no
 						WHERE r.run_id = d.run_id AND e.run_seq = d.run_seq)
 				RETURNING d.shard, d.run_id, d.run_seq)
 			INSERT INTO outbox (shard, run_id, run_seq, redelivered)

@@ -23,3 +23,14 @@ func DeadLetterQueries(runID string, afterID int64, limit int) [][2]any {
 	b, ba := listDeadLettersAfterQuery(runID, afterID, limit)
 	return [][2]any{{a, aa}, {b, ba}}
 }
+
+// RunEventReads are the statements that read one run's events from its
+// partition (FetchEvents, ProjectSnapshotOf, ProjectSnapshots), with their
+// arguments for runID.
+func RunEventReads(runID string) map[string][2]any {
+	return map[string][2]any{
+		"fetch":       {fetchSQL, []any{runID, int64(0), DefaultFetchLimit}},
+		"project":     {projectSQL, []any{runID, "", MaxFetchLimit}},
+		"projectMany": {projectManySQL, []any{[]string{runID}, MaxFetchLimit}},
+	}
+}

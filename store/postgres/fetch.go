@@ -21,6 +21,7 @@ const fetchSQL = `SELECT run_id, run_seq, event_id::text, event_type, idempotenc
 	engine_attempt_id, logical_attempt_id, emitted_at, persisted_at, payload::text
 FROM run_events WHERE run_id = $1 AND run_seq > $2
 	AND run_epoch = (SELECT run_epoch FROM runs WHERE run_id = $1)
+	AND run_no = (SELECT run_no FROM runs WHERE run_id = $1)
 ORDER BY run_seq LIMIT $3`
 
 // FetchEvents returns a run's events with runSeq > opts.AfterSeq in runSeq

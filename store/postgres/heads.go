@@ -61,6 +61,7 @@ func (s *Store) ConvergenceHorizon(ctx context.Context, grace time.Duration) (ti
 func (s *Store) ChangedRuns(ctx context.Context, from, to time.Time) ([]store.RunHead, error) {
 	rows, err := s.pool.Query(ctx, `SELECT e.run_id, r.tenant_id, r.last_seq, e.persisted_at, r.terminal_at
 		FROM run_events e JOIN runs r ON r.run_id = e.run_id AND r.last_seq = e.run_seq AND r.run_epoch = e.run_epoch
+			AND r.run_no = e.run_no
 		WHERE e.persisted_at >= $1 AND e.persisted_at < $2`, from, to)
 	if err != nil {
 		return nil, classify(fmt.Errorf("listing the runs changed in [%s, %s): %w", from.Format(time.RFC3339Nano), to.Format(time.RFC3339Nano), err))
@@ -78,6 +79,7 @@ func (s *Store) ChangedRuns(ctx context.Context, from, to time.Time) ([]store.Ru
 func (s *Store) RunsBefore(ctx context.Context, after string, before time.Time, limit int) ([]store.RunHead, error) {
 	rows, err := s.pool.Query(ctx, `SELECT r.run_id, r.tenant_id, r.last_seq, e.persisted_at, r.terminal_at
 		FROM runs r JOIN run_events e ON e.run_id = r.run_id AND e.run_seq = r.last_seq AND e.run_epoch = r.run_epoch
+			AND e.run_no = r.run_no
 		WHERE r.run_id > $1 AND e.persisted_at < $2 ORDER BY r.run_id LIMIT $3`, after, before, limit)
 	if err != nil {
 		return nil, classify(fmt.Errorf("listing runs after %q: %w", after, err))

@@ -55,9 +55,10 @@ type OutboxRow struct {
 // generic plan cached on a never-analyzed table, or stale statistics on a
 // young install) did that, and every round of the relay then read the whole
 // log (p99 commit-to-consume 270 ms instead of 28 ms in bench relay with a
-// 10,000-event log). The run's epoch, read from its runs row first, is a
-// parameter of that probe, so Postgres reads only the run's partition of
-// run_events (migration 0014), not every partition's index.
+// 10,000-event log). The run's epoch and number, read from its runs row
+// first, are parameters of that probe, so Postgres reads only the run's
+// partition of run_events (migration 0014), not every partition's index,
+// and finds the event by whichever key that partition has (migration 0022).
 //
 // skip ($3) names rows already in hand (being deleted, or being published
 // while the next round's rows are read ahead): they are passed over in the
@@ -85,10 +86,11 @@ SELECT h.id, h.attempts, h.committed_at, h.redelivered, h.trace_parent,
 	e.run_id, e.run_seq, e.event_id::text, e.event_type, e.idempotency_key, e.tenant_id,
 	e.project_id, e.environment_id, e.plan_id, e.plan_version, coalesce(e.step_id, ''),
 	e.engine_attempt_id, e.logical_attempt_id, e.emitted_at, e.persisted_at, e.payload::text
-FROM head h CROSS JOIN LATERAL (SELECT run_epoch FROM runs r WHERE r.run_id = h.run_id) r
+FROM head h CROSS JOIN LATERAL (SELECT run_epoch, run_no FROM runs r WHERE r.run_id = h.run_id) r
 CROSS JOIN LATERAL (
 	SELECT * FROM run_events e
-	WHERE e.run_id = h.run_id AND e.run_seq = h.run_seq AND e.run_epoch = r.run_epoch LIMIT 1) e
+	WHERE e.run_id = h.run_id AND e.run_seq = h.run_seq AND e.run_epoch = r.run_epoch
+		AND e.run_no = r.run_no LIMIT 1) e
 ORDER BY h.id`
 
 // ReadHead returns up to limit rows at the head of shards, in id order,

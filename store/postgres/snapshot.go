@@ -44,14 +44,16 @@ func (s *Store) ProjectSnapshot(ctx context.Context, runID string) (store.RunSna
 // no events. The events are read from the run's one partition (its
 // run_epoch, migration 0014): compared with a scalar subquery, which
 // Postgres evaluates before the scan and prunes the other partitions by
-// (a join on it would read every partition's index). Both kinds share the leading columns (seq, tenant, a time, a
-// JSON text); the event columns follow, empty on the head row. No column
+// (a join on it would read every partition's index); the run's number
+// (run_no, migration 0022) is compared too, so a partition keyed by it
+// finds the events by its primary key. Both kinds share the leading
+// columns (seq, tenant, a time, a JSON text); the event columns follow, empty on the head row. No column
 // but the time is NULL, so every value scans into a plain Go value. The
 // events carry what the reducer reads, not their eventId or idempotency
 // key: a projection never shows them, and leaving them out spares
 // Postgres their text and the API two strings a row.
 const projectSQL = `WITH head AS (
-	SELECT r.tenant_id, r.terminal_at, r.run_epoch, c.last_event_seq, c.snapshot
+	SELECT r.tenant_id, r.terminal_at, r.run_epoch, r.run_no, c.last_event_seq, c.snapshot
 	FROM runs r LEFT JOIN run_snapshots c ON c.run_id = r.run_id
 	WHERE r.run_id = $1)
 SELECT 0 AS kind, coalesce(last_event_seq, 0) AS seq, tenant_id, terminal_at AS at,
@@ -63,6 +65,7 @@ UNION ALL
 	e.plan_version, coalesce(e.step_id, ''), e.engine_attempt_id, e.logical_attempt_id, e.emitted_at
 FROM run_events e
 WHERE e.run_id = $1 AND e.run_epoch = (SELECT run_epoch FROM head)
+	AND e.run_no = (SELECT run_no FROM head)
 	AND e.run_seq > (SELECT coalesce(last_event_seq, 0) FROM head)
 	AND EXISTS (SELECT 1 FROM head WHERE $2 = '' OR tenant_id = $2)
 ORDER BY e.run_seq LIMIT $3)
@@ -215,10 +218,10 @@ func (s *Store) checkpoint(ctx context.Context, snap store.RunSnapshot) error {
 // (kind 0) per run the store has, then that run's first $2 events after
 // its checkpoint (kind 1), ordered by run, kind and seq. Each run's events
 // are read from its one partition: the lateral scan is parameterized by
-// the head's run_epoch, and Postgres prunes the other partitions at run
-// time for each head.
+// the head's run_epoch and run_no, and Postgres prunes the other
+// partitions at run time for each head.
 const projectManySQL = `WITH head AS (
-	SELECT r.run_id, r.tenant_id, r.terminal_at, r.run_epoch,
+	SELECT r.run_id, r.tenant_id, r.terminal_at, r.run_epoch, r.run_no,
 		coalesce(c.last_event_seq, 0) AS from_seq, c.snapshot
 	FROM runs r LEFT JOIN run_snapshots c ON c.run_id = r.run_id
 	WHERE r.run_id = ANY($1::text[]))
@@ -231,7 +234,8 @@ SELECT h.run_id, 1, e.run_seq, e.tenant_id, e.persisted_at, coalesce(e.payload::
 	e.plan_version, coalesce(e.step_id, ''), e.engine_attempt_id, e.logical_attempt_id, e.emitted_at
 FROM head h CROSS JOIN LATERAL (
 	SELECT * FROM run_events e
-	WHERE e.run_id = h.run_id AND e.run_epoch = h.run_epoch AND e.run_seq > h.from_seq
+	WHERE e.run_id = h.run_id AND e.run_epoch = h.run_epoch AND e.run_no = h.run_no
+		AND e.run_seq > h.from_seq
 	ORDER BY e.run_seq LIMIT $2) e
 ORDER BY 1, 2, 3`
 

@@ -428,9 +428,7 @@ func load(ctx context.Context, pool *pgxpool.Pool, events, tenants int) error {
 			DELETE FROM run_event_partitions WHERE epoch > '-infinity';
 		END $$`,
 		`CREATE TABLE ` + partitionName + ` (LIKE run_events INCLUDING DEFAULTS)`,
-		`ALTER TABLE ` + partitionName + ` ADD PRIMARY KEY (run_id, run_seq)`,
-		`ALTER TABLE ` + partitionName + ` ADD UNIQUE (run_id, idempotency_key)`,
-		`CREATE INDEX ON ` + partitionName + ` (tenant_id, persisted_at, run_id COLLATE "C", run_seq)`,
+		`SELECT runstream_index_partition('` + partitionName + `')`,
 		`DO $$
 		DECLARE v_from timestamptz := date_trunc('hour', clock_timestamp()) - interval '2 hours';
 		BEGIN
@@ -452,7 +450,7 @@ func load(ctx context.Context, pool *pgxpool.Pool, events, tenants int) error {
 		hi := min(events, lo+chunk)
 		_, err := pool.Exec(ctx, `INSERT INTO run_events (run_id, run_seq, event_id, event_type, idempotency_key,
 				tenant_id, project_id, environment_id, plan_id, plan_version, step_id,
-				engine_attempt_id, logical_attempt_id, emitted_at, persisted_at, payload, run_epoch)
+				engine_attempt_id, logical_attempt_id, emitted_at, persisted_at, payload, run_epoch, run_no)
 			SELECT 'run-' || md5((i / 20)::text), i % 20 + 1, md5(i::text)::uuid,
 				CASE WHEN i % 20 = 0 THEN 'RunStarted' WHEN i % 20 = 19 THEN 'RunCompleted' ELSE 'StepCompleted' END,
 				md5(i::text) || md5((i + 1)::text),
@@ -463,7 +461,7 @@ func load(ctx context.Context, pool *pgxpool.Pool, events, tenants int) error {
 				CASE WHEN i % 20 IN (0, 19) THEN NULL ELSE json_build_object('result', json_build_object('rows', i % 9973,
 					'bytes', i * 7 % 1000003, 'note', 'materialized model.step_' || (i % 20) || ' <ok> & done'),
 					'artifacts', json_build_array('s3://bucket/runs/' || md5((i / 20)::text) || '/out.parquet')) END,
-				$4::timestamptz
+				$4::timestamptz, i / 20 + 1
 			FROM generate_series($1::bigint, $2::bigint - 1) AS i`,
 			lo, hi, tenants, epoch, events)
 		if err != nil {
@@ -471,9 +469,10 @@ func load(ctx context.Context, pool *pgxpool.Pool, events, tenants int) error {
 		}
 	}
 	for _, s := range []string{
-		`INSERT INTO runs (run_id, tenant_id, last_seq, run_epoch, terminal_at)
-			SELECT run_id, min(tenant_id), max(run_seq), min(run_epoch), now() - interval '1 hour'
+		`INSERT INTO runs (run_id, tenant_id, last_seq, run_epoch, run_no, terminal_at)
+			SELECT run_id, min(tenant_id), max(run_seq), min(run_epoch), min(run_no), now() - interval '1 hour'
 			FROM ` + partitionName + ` GROUP BY run_id`,
+		`SELECT setval('runs_run_no', (SELECT max(run_no) FROM runs))`,
 		`SELECT runstream_ensure_partitions(interval '1 hour', interval '1 hour')`,
 		`VACUUM ANALYZE ` + partitionName,
 	} {

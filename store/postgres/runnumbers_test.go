@@ -1,0 +1,176 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/runstream/runstream/internal/workload"
+	"github.com/runstream/runstream/store"
+	"github.com/runstream/runstream/store/postgres"
+)
+
+// runNumber returns the run's number and its partition's name.
+func runNumber(ctx context.Context, t *testing.T, pool *pgxpool.Pool, runID string) (no int64, partition string) {
+	t.Helper()
+	if err := pool.QueryRow(ctx, `SELECT r.run_no, p.name FROM runs r
+		JOIN run_event_partitions p ON p.epoch = r.run_epoch WHERE r.run_id = $1`, runID).Scan(&no, &partition); err != nil {
+		t.Fatalf("the runs row of %s: %v", runID, err)
+	}
+	return no, partition
+}
+
+// appendSteps appends a run of n events (RunStarted, then steps) and returns it.
+func appendSteps(ctx context.Context, t *testing.T, s *postgres.Store, tenant string, n int) workload.Identity {
+	t.Helper()
+	id := workload.NewIdentity(tenant)
+	for i := range n {
+		typ, step := store.EventRunStarted, ""
+		if i > 0 {
+			typ, step = store.EventStepStarted, "s"+string(rune('a'+i))
+		}
+		res, err := s.AppendEvent(ctx, workload.Event(id, typ, step, 1, 1, time.Now(), nil))
+		if err != nil || !res.Persisted || res.RunSeq != int64(i+1) {
+			t.Fatalf("appending event %d of %s: %+v, %v", i+1, id.RunID, res, err)
+		}
+	}
+	return id
+}
+
+// TestRunNumbers_NewPartitionsKeyByRunNumber: since migration 0022 a run
+// gets a number at its first append, later runs larger ones; its events
+// carry it; a new partition's primary key and duplicates index lead with
+// it and it refuses the number 0; and every read of one run's events finds
+// them by that key.
+func TestRunNumbers_NewPartitionsKeyByRunNumber(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t, postgres.Config{})
+	ctx := ctxT(t)
+	a := appendSteps(ctx, t, s, "tenant_numbers", 3)
+	b := appendSteps(ctx, t, s, "tenant_numbers", 2)
+	noA, part := runNumber(ctx, t, pool, a.RunID)
+	noB, _ := runNumber(ctx, t, pool, b.RunID)
+	if noA <= 0 || noB <= noA {
+		t.Fatalf("run numbers %d then %d: want positive and growing in the order runs began", noA, noB)
+	}
+	var carried int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM run_events WHERE run_id = $1 AND run_no = $2`, a.RunID, noA).Scan(&carried); err != nil || carried != 3 {
+		t.Fatalf("events of %s carrying its number %d: %d, %v; want 3", a.RunID, noA, carried, err)
+	}
+
+	var pkey, idem string
+	if err := pool.QueryRow(ctx, `SELECT
+		(SELECT pg_get_indexdef(i.indexrelid) FROM pg_index i WHERE i.indrelid = $1::regclass AND i.indisprimary),
+		(SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $2)`,
+		part, part+"_idem").Scan(&pkey, &idem); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(pkey, "(run_no, run_seq)") || !strings.Contains(idem, "(run_no, runstream_idempotency_digest(run_id, idempotency_key))") {
+		t.Fatalf("partition %s: primary key %q, duplicates index %q; want both led by run_no", part, pkey, idem)
+	}
+	// A row numbered 0 (what the function before 0022 wrote) is refused,
+	// so two runs can never share the number 0 in a new partition.
+	_, err := pool.Exec(ctx, `INSERT INTO run_events (run_id, run_seq, event_id, event_type, idempotency_key,
+		tenant_id, project_id, environment_id, plan_id, plan_version, engine_attempt_id, logical_attempt_id,
+		emitted_at, persisted_at, run_epoch)
+		SELECT 'unnumbered', 1, gen_random_uuid(), 'RunStarted', 'k', 't', 'p', 'e', 'pl', '1', 1, 1, 'x', now(), run_epoch
+		FROM runs WHERE run_id = $1`, a.RunID)
+	if pgErr, ok := err.(*pgconn.PgError); !ok || pgErr.Code != "23514" {
+		t.Fatalf("an event numbered 0 in partition %s: %v; want a check violation (23514)", part, err)
+	}
+
+	// Each read of one run's events uses the partition's primary key, so
+	// it reads the run's own entries, not the partition.
+	for name, q := range postgres.RunEventReads(a.RunID) {
+		rows, err := pool.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+q[0].(string), q[1].([]any)...)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		plan := strings.Join(lines, "\n")
+		if !strings.Contains(plan, "using "+part+"_pkey on "+part) || strings.Contains(plan, "Seq Scan on "+part) {
+			t.Fatalf("%s reads %s without its (run_no, run_seq) key:\n%s", name, part, plan)
+		}
+	}
+	// And what they return is the run's.
+	evs, err := s.FetchEvents(ctx, a.RunID, store.FetchOptions{})
+	if err != nil || len(evs) != 3 || evs[2].RunSeq != 3 || evs[0].RunID != a.RunID {
+		t.Fatalf("FetchEvents(%s): %d events, %v; want its 3", a.RunID, len(evs), err)
+	}
+	snap, err := s.ProjectSnapshot(ctx, b.RunID)
+	if err != nil || snap.LastEventSeq != 2 {
+		t.Fatalf("ProjectSnapshot(%s): lastEventSeq %d, %v; want 2", b.RunID, snap.LastEventSeq, err)
+	}
+}
+
+// TestRunNumbers_UpgradeKeepsFilledPartitions: after migration 0022 a run
+// that began before it keeps the number 0 and its partition its keys;
+// its duplicates are still found, its next event follows, and reads return
+// its events; a run begun after it in the same (filled) partition gets a
+// number; an empty partition is rebuilt with the new keys.
+func TestRunNumbers_UpgradeKeepsFilledPartitions(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	before, pool := storeBefore(ctx, t, "0022")
+	old := workload.NewIdentity("tenant_upgrade22")
+	first := workload.Event(old, store.EventRunStarted, "", 1, 1, time.Now(), nil)
+	if res, err := before.AppendEvent(ctx, first); err != nil || !res.Persisted {
+		t.Fatalf("append before the migration: %+v, %v", res, err)
+	}
+	if _, err := postgres.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	s, err := postgres.New(pool, postgres.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := s.AppendEvent(ctx, first); err != nil || !again.Idempotent || again.RunSeq != 1 {
+		t.Fatalf("the event again after the migration: %+v, %v; want a duplicate of runSeq 1", again, err)
+	}
+	if res, err := s.AppendEvent(ctx, workload.Event(old, store.EventStepStarted, "s", 1, 1, time.Now(), nil)); err != nil || !res.Persisted || res.RunSeq != 2 {
+		t.Fatalf("the old run's next event: %+v, %v; want runSeq 2", res, err)
+	}
+	noOld, filled := runNumber(ctx, t, pool, old.RunID)
+	if noOld != 0 {
+		t.Fatalf("a run from before the migration has number %d, want 0", noOld)
+	}
+	young := appendSteps(ctx, t, s, "tenant_upgrade22", 2)
+	noYoung, part := runNumber(ctx, t, pool, young.RunID)
+	if noYoung <= 0 || part != filled {
+		t.Fatalf("a run begun after the migration: number %d in %s; want a number, in the filled partition %s", noYoung, part, filled)
+	}
+	for _, id := range []string{old.RunID, young.RunID} {
+		evs, err := s.FetchEvents(ctx, id, store.FetchOptions{})
+		if err != nil || len(evs) != 2 {
+			t.Fatalf("FetchEvents(%s): %d events, %v; want 2", id, len(evs), err)
+		}
+		snap, err := s.ProjectSnapshot(ctx, id)
+		if err != nil || snap.LastEventSeq != 2 {
+			t.Fatalf("ProjectSnapshot(%s): lastEventSeq %d, %v; want 2", id, snap.LastEventSeq, err)
+		}
+	}
+	rows, err := pool.Query(ctx, `SELECT p.name, pg_get_indexdef(i.indexrelid) FROM run_event_partitions p
+		JOIN pg_index i ON i.indrelid = p.name::regclass AND i.indisprimary
+		WHERE p.epoch > '-infinity' AND p.dropped_at IS NULL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Name, Def string }])
+	if err != nil || len(keys) < 2 {
+		t.Fatalf("primary keys of the partitions: %v, %v; want today's and one ahead", keys, err)
+	}
+	for _, k := range keys {
+		byNumber := strings.HasSuffix(k.Def, "(run_no, run_seq)")
+		if k.Name == filled && byNumber || k.Name != filled && !byNumber {
+			t.Fatalf("partition %s (filled: %v) after the migration: primary key %q", k.Name, k.Name == filled, k.Def)
+		}
+	}
+}
