@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -56,10 +57,20 @@ func unavailable(err error) bool {
 			pgerrcode.IsInsufficientResources(pe.Code),
 			pgerrcode.IsOperatorIntervention(pe.Code),
 			pe.Code == pgerrcode.SerializationFailure,
-			pe.Code == pgerrcode.DeadlockDetected:
+			pe.Code == pgerrcode.DeadlockDetected,
+			unnumberedDuringUpgrade(pe):
 			return true
 		}
 		return false
 	}
 	return pgconn.SafeToRetry(err) || pgconn.Timeout(err)
+}
+
+// unnumberedDuringUpgrade reports whether pe is a partition refusing an
+// event with no run number (its CHECK <partition>_numbered, migration
+// 0022): an append that was already running the function before 0022
+// when the migration committed. The append rolled back whole; its retry
+// runs the new function, which numbers the run.
+func unnumberedDuringUpgrade(pe *pgconn.PgError) bool {
+	return pe.Code == pgerrcode.CheckViolation && strings.HasSuffix(pe.ConstraintName, "_numbered")
 }

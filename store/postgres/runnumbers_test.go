@@ -80,8 +80,8 @@ func TestRunNumbers_NewPartitionsKeyByRunNumber(t *testing.T) {
 		emitted_at, persisted_at, run_epoch)
 		SELECT 'unnumbered', 1, gen_random_uuid(), 'RunStarted', 'k', 't', 'p', 'e', 'pl', '1', 1, 1, 'x', now(), run_epoch
 		FROM runs WHERE run_id = $1`, a.RunID)
-	if pgErr, ok := err.(*pgconn.PgError); !ok || pgErr.Code != "23514" {
-		t.Fatalf("an event numbered 0 in partition %s: %v; want a check violation (23514)", part, err)
+	if pgErr, ok := err.(*pgconn.PgError); !ok || pgErr.Code != "23514" || pgErr.ConstraintName != part+"_numbered" {
+		t.Fatalf("an event numbered 0 in partition %s: %v; want a violation of its check %s_numbered", part, err, part)
 	}
 
 	// Each read of one run's events uses the partition's primary key, so
