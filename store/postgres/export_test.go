@@ -25,12 +25,22 @@ func DeadLetterQueries(runID string, afterID int64, limit int) [][2]any {
 }
 
 // RunEventReads are the statements that read one run's events from its
-// partition (FetchEvents, ProjectSnapshotOf, ProjectSnapshots), with their
+// partition (FetchEvents, ProjectSnapshotOf, ProjectSnapshots, and the
+// relay's read of the outbox's head with every shard), with their
 // arguments for runID.
 func RunEventReads(runID string) map[string][2]any {
 	return map[string][2]any{
 		"fetch":       {fetchSQL, []any{runID, int64(0), DefaultFetchLimit}},
 		"project":     {projectSQL, []any{runID, "", MaxFetchLimit}},
 		"projectMany": {projectManySQL, []any{[]string{runID}, MaxFetchLimit}},
+		"relayHead":   {readHeadSQL, []any{allShards(), 100, []int64{}}},
 	}
+}
+
+func allShards() []int32 {
+	s := make([]int32, NumShards)
+	for i := range s {
+		s[i] = int32(i)
+	}
+	return s
 }

@@ -42,6 +42,34 @@ func appendSteps(ctx context.Context, t *testing.T, s *postgres.Store, tenant st
 	return id
 }
 
+// findsByNumber reports whether the plan lines scan partition only by one
+// of its indexes with the run's number in the index condition (the
+// primary key or the duplicates index: which one is the planner's choice
+// on a table this small).
+func findsByNumber(lines []string, partition string) bool {
+	found := false
+	for i, l := range lines {
+		if !strings.Contains(l, " on "+partition+" ") {
+			continue
+		}
+		if !strings.Contains(l, "Index Scan using "+partition+"_") {
+			return false
+		}
+		for _, next := range lines[i+1:] {
+			if strings.Contains(next, "->") {
+				break
+			}
+			if strings.Contains(next, "Index Cond: (run_no = ") || strings.Contains(next, "Index Cond: ((run_no = ") {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return found
+}
+
 // TestRunNumbers_NewPartitionsKeyByRunNumber: since migration 0022 a run
 // gets a number at its first append, later runs larger ones; its events
 // carry it; a new partition's primary key and duplicates index lead with
@@ -84,8 +112,9 @@ func TestRunNumbers_NewPartitionsKeyByRunNumber(t *testing.T) {
 		t.Fatalf("an event numbered 0 in partition %s: %v; want a violation of its check %s_numbered", part, err, part)
 	}
 
-	// Each read of one run's events uses the partition's primary key, so
-	// it reads the run's own entries, not the partition.
+	// Each read of one run's events finds them in the partition by an
+	// index on the run's number, so it reads the run's own entries, not
+	// the partition.
 	for name, q := range postgres.RunEventReads(a.RunID) {
 		rows, err := pool.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+q[0].(string), q[1].([]any)...)
 		if err != nil {
@@ -95,9 +124,8 @@ func TestRunNumbers_NewPartitionsKeyByRunNumber(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		plan := strings.Join(lines, "\n")
-		if !strings.Contains(plan, "using "+part+"_pkey on "+part) || strings.Contains(plan, "Seq Scan on "+part) {
-			t.Fatalf("%s reads %s without its (run_no, run_seq) key:\n%s", name, part, plan)
+		if !findsByNumber(lines, part) {
+			t.Fatalf("%s reads %s other than by an index on the run's number:\n%s", name, part, strings.Join(lines, "\n"))
 		}
 	}
 	// And what they return is the run's.
