@@ -202,3 +202,27 @@ func TestRunNumbers_UpgradeKeepsFilledPartitions(t *testing.T) {
 		}
 	}
 }
+
+// TestRunNumbers_UpgradeLetsAppendersNumberRuns: runstream_append runs
+// with its caller's privileges and takes a number for each new run, so
+// migration 0022 lets every role that may insert runs use the sequence
+// (here PUBLIC: the test's role may not create others).
+func TestRunNumbers_UpgradeLetsAppendersNumberRuns(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	_, pool := storeBefore(ctx, t, "0022")
+	if _, err := pool.Exec(ctx, `GRANT INSERT ON runs TO PUBLIC`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := postgres.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	var granted bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_class c, aclexplode(c.relacl) a
+		WHERE c.oid = 'runs_run_no'::regclass AND a.grantee = 0 AND a.privilege_type = 'USAGE')`).Scan(&granted); err != nil {
+		t.Fatal(err)
+	}
+	if !granted {
+		t.Fatal("PUBLIC may insert runs but not take a run number after migration 0022: its appends of new runs would fail")
+	}
+}

@@ -41,6 +41,23 @@ CREATE SEQUENCE runs_run_no AS bigint;
 ALTER TABLE runs ADD COLUMN run_no bigint NOT NULL DEFAULT 0;
 ALTER TABLE run_events ADD COLUMN run_no bigint NOT NULL DEFAULT 0;
 
+-- runstream_append runs with its caller's privileges, and now takes a
+-- number for each new run: every role that may insert runs (an API role
+-- other than the one that ran the migrations) may take one.
+DO $$
+DECLARE g record;
+BEGIN
+    FOR g IN SELECT DISTINCT grantee FROM information_schema.role_table_grants
+              WHERE table_schema = current_schema() AND table_name = 'runs'
+                AND privilege_type = 'INSERT' AND grantee <> current_user LOOP
+        IF g.grantee = 'PUBLIC' THEN
+            GRANT USAGE ON SEQUENCE runs_run_no TO PUBLIC;
+        ELSE
+            EXECUTE format('GRANT USAGE ON SEQUENCE runs_run_no TO %I', g.grantee);
+        END IF;
+    END LOOP;
+END $$;
+
 -- runstream_index_partition gives a new (still empty) partition p_name
 -- its keys, indexes and checks. runstream_ensure_partitions calls it for
 -- every partition it makes.
