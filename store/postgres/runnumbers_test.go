@@ -139,11 +139,14 @@ func TestRunNumbers_NewPartitionsKeyByRunNumber(t *testing.T) {
 	}
 }
 
-// TestRunNumbers_UpgradeKeepsFilledPartitions: after migration 0022 a run
-// that began before it keeps the number 0 and its partition its keys;
-// its duplicates are still found, its next event follows, and reads return
-// its events; a run begun after it in the same (filled) partition gets a
-// number; an empty partition is rebuilt with the new keys.
+// TestRunNumbers_UpgradeKeepsFilledPartitions: after migration 0022 a
+// store in use keeps the keys of every partition it has, those made ahead
+// included (binaries of the previous version find events by run id alone
+// until a partition made after the migration takes new runs, a
+// partition's width later); a run that began before it keeps the number
+// 0, its duplicates are still found, its next event follows, and reads
+// return its events; a run begun after it in the same partition gets a
+// number; and the partitions made after it have the new keys.
 func TestRunNumbers_UpgradeKeepsFilledPartitions(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
@@ -185,6 +188,37 @@ func TestRunNumbers_UpgradeKeepsFilledPartitions(t *testing.T) {
 			t.Fatalf("ProjectSnapshot(%s): lastEventSeq %d, %v; want 2", id, snap.LastEventSeq, err)
 		}
 	}
+	kept := partitionKeys(ctx, t, pool)
+	if len(kept) < 2 {
+		t.Fatalf("primary keys of the partitions: %v; want today's and one ahead", kept)
+	}
+	for name, def := range kept {
+		if strings.HasSuffix(def, "(run_no, run_seq)") {
+			t.Fatalf("partition %s of a store in use (filled: %v) was rebuilt by the migration: primary key %q", name, name == filled, def)
+		}
+	}
+	if _, err := pool.Exec(ctx, `SELECT runstream_ensure_partitions(interval '1 day', interval '3 days')`); err != nil {
+		t.Fatal(err)
+	}
+	made := 0
+	for name, def := range partitionKeys(ctx, t, pool) {
+		if _, old := kept[name]; old {
+			continue
+		}
+		made++
+		if !strings.HasSuffix(def, "(run_no, run_seq)") {
+			t.Fatalf("partition %s made after the migration: primary key %q, want (run_no, run_seq)", name, def)
+		}
+	}
+	if made == 0 {
+		t.Fatal("runstream_ensure_partitions with 3 days ahead made no partition")
+	}
+}
+
+// partitionKeys returns the primary key definition of each partition after
+// the legacy one.
+func partitionKeys(ctx context.Context, t *testing.T, pool *pgxpool.Pool) map[string]string {
+	t.Helper()
 	rows, err := pool.Query(ctx, `SELECT p.name, pg_get_indexdef(i.indexrelid) FROM run_event_partitions p
 		JOIN pg_index i ON i.indrelid = p.name::regclass AND i.indisprimary
 		WHERE p.epoch > '-infinity' AND p.dropped_at IS NULL`)
@@ -192,15 +226,14 @@ func TestRunNumbers_UpgradeKeepsFilledPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Name, Def string }])
-	if err != nil || len(keys) < 2 {
-		t.Fatalf("primary keys of the partitions: %v, %v; want today's and one ahead", keys, err)
+	if err != nil {
+		t.Fatal(err)
 	}
+	out := map[string]string{}
 	for _, k := range keys {
-		byNumber := strings.HasSuffix(k.Def, "(run_no, run_seq)")
-		if k.Name == filled && byNumber || k.Name != filled && !byNumber {
-			t.Fatalf("partition %s (filled: %v) after the migration: primary key %q", k.Name, k.Name == filled, k.Def)
-		}
+		out[k.Name] = k.Def
 	}
+	return out
 }
 
 // TestRunNumbers_UpgradeLetsAppendersNumberRuns: runstream_append runs

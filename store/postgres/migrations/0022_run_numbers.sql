@@ -33,10 +33,10 @@
 -- constant default: nothing is rewritten, the locks are held for a
 -- moment). Their partitions keep (run_id, run_seq) and the digest, which
 -- the same queries use. A new partition refuses the number 0 (CHECK
--- run_no > 0): an append already running the previous function when this
--- migration commits, and routed to a partition rebuilt here, fails and
--- rolls back whole (its runs row too), so its retry runs this function
--- and numbers the run; it can never write two runs under the number 0.
+-- run_no > 0), so two runs can never share the number 0 in it: an append
+-- that still ran the previous function there would fail and roll back
+-- whole (its runs row too), and its retry would run this function and
+-- number the run.
 CREATE SEQUENCE runs_run_no AS bigint;
 ALTER TABLE runs ADD COLUMN run_no bigint NOT NULL DEFAULT 0;
 ALTER TABLE run_events ADD COLUMN run_no bigint NOT NULL DEFAULT 0;
@@ -219,21 +219,24 @@ ALTER FUNCTION runstream_append(text, text, text, text, text, text, uuid, text,
     text, text, integer, integer, text, json, integer, text)
     SET plan_cache_mode = force_generic_plan;
 
--- Partitions made before this migration that hold no event yet (those made
--- ahead) get the new keys here, each locked against appends for the moment
--- it takes; those with events (and run_events_legacy) keep theirs until
--- retention drops them.
+-- A fresh store (no run yet: nothing to find, by any binary) gets the new
+-- keys on the partitions 0014 made at once. A store already in use keeps the keys of every partition
+-- it has, those made ahead included: the new keys begin with the first
+-- partition made after this migration, which takes new runs only a
+-- partition's width later (a day by default). Until then the binaries of
+-- the previous version, which find a run's events by run id alone, still
+-- find them by an index: a rolling upgrade has that long to finish.
 DO $$
 DECLARE
     p record;
-    v_rows boolean;
 BEGIN
+    IF EXISTS (SELECT 1 FROM runs) THEN
+        RETURN;
+    END IF;
     FOR p IN SELECT name FROM run_event_partitions
               WHERE epoch > '-infinity' AND dropped_at IS NULL AND retired_at IS NULL
               ORDER BY epoch LOOP
-        EXECUTE format('LOCK TABLE %I IN SHARE ROW EXCLUSIVE MODE', p.name);
-        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I)', p.name) INTO STRICT v_rows;
-        CONTINUE WHEN v_rows;
+        EXECUTE format('LOCK TABLE %I IN ACCESS EXCLUSIVE MODE', p.name);
         IF EXISTS (SELECT 1 FROM pg_constraint WHERE conname = p.name || '_idem' AND conrelid = p.name::regclass) THEN
             EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', p.name, p.name || '_idem');
         ELSE
