@@ -75,11 +75,8 @@ func (s *Server) watchRun(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		body, err = json.Marshal(snap)
+		body = snapshots.Append(make([]byte, 0, 4096), &snap)
 		done()
-		if err != nil {
-			return fmt.Errorf("encoding the store's snapshot of run %q: %w", id, err)
-		}
 		if store.IsTerminalRunStatus(snap.Status) {
 			return s.endRunStream(w, r, &snap, body, lastSeq)
 		}

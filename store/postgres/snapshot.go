@@ -98,7 +98,6 @@ type LargeHook func(ctx context.Context) error
 // ProjectSnapshotFor is ProjectSnapshotOf calling onLarge (nil: none)
 // when the projection is large.
 func (s *Store) ProjectSnapshotFor(ctx context.Context, runID, tenant string, onLarge LargeHook) (store.RunSnapshot, error) {
-	notFound := &store.Error{Code: store.CodeNotFound, Message: fmt.Sprintf("run %q has no events", runID)}
 	rows, err := s.pool.Query(ctx, projectSQL, runID, tenant, MaxFetchLimit)
 	if err != nil {
 		return store.RunSnapshot{}, classify(fmt.Errorf("reading run %q for its snapshot: %w", runID, err))
@@ -150,7 +149,7 @@ func (s *Store) ProjectSnapshotFor(ctx context.Context, runID, tenant string, on
 		return store.RunSnapshot{}, classify(fmt.Errorf("reading run %q for its snapshot: %w", runID, err))
 	}
 	if !headSeen || (tenant != "" && owner != tenant) {
-		return store.RunSnapshot{}, notFound
+		return store.RunSnapshot{}, runNotFound(runID)
 	}
 	if onLarge != nil && (len(checkpoint) >= LargeCheckpointBytes || len(events) >= LargeProjectionEvents) {
 		if err := onLarge(ctx); err != nil {
@@ -173,7 +172,7 @@ func (s *Store) ProjectSnapshotFor(ctx context.Context, runID, tenant string, on
 		}
 	}
 	if snap.LastEventSeq == 0 {
-		return store.RunSnapshot{}, notFound
+		return store.RunSnapshot{}, runNotFound(runID)
 	}
 	snap.Stale = false
 	if snap.TerminalAt == "" && store.IsTerminalRunStatus(snap.Status) && terminalAt.Valid {
@@ -189,6 +188,13 @@ func (s *Store) ProjectSnapshotFor(ctx context.Context, runID, tenant string, on
 		}
 	}
 	return snap, nil
+}
+
+// runNotFound is ProjectSnapshotFor's answer for a run the store does not
+// have (or the reader may not see), built only then: a read that finds its
+// run pays for no message.
+func runNotFound(runID string) error {
+	return &store.Error{Code: store.CodeNotFound, Message: fmt.Sprintf("run %q has no events", runID)}
 }
 
 // terminalEvent reports whether an event of type t ends its run (the
