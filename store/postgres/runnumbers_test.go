@@ -25,23 +25,6 @@ func runNumber(ctx context.Context, t *testing.T, pool *pgxpool.Pool, runID stri
 	return no, partition
 }
 
-// appendSteps appends a run of n events (RunStarted, then steps) and returns it.
-func appendSteps(ctx context.Context, t *testing.T, s *postgres.Store, tenant string, n int) workload.Identity {
-	t.Helper()
-	id := workload.NewIdentity(tenant)
-	for i := range n {
-		typ, step := store.EventRunStarted, ""
-		if i > 0 {
-			typ, step = store.EventStepStarted, "s"+string(rune('a'+i))
-		}
-		res, err := s.AppendEvent(ctx, workload.Event(id, typ, step, 1, 1, time.Now(), nil))
-		if err != nil || !res.Persisted || res.RunSeq != int64(i+1) {
-			t.Fatalf("appending event %d of %s: %+v, %v", i+1, id.RunID, res, err)
-		}
-	}
-	return id
-}
-
 // findsByNumber reports whether the plan lines scan partition only by one
 // of its indexes with the run's number in the index condition (the
 // primary key or the duplicates index: which one is the planner's choice
@@ -79,8 +62,9 @@ func TestRunNumbers_NewPartitionsKeyByRunNumber(t *testing.T) {
 	t.Parallel()
 	s, pool := newStore(t, postgres.Config{})
 	ctx := ctxT(t)
-	a := appendSteps(ctx, t, s, "tenant_numbers", 3)
-	b := appendSteps(ctx, t, s, "tenant_numbers", 2)
+	a, b := workload.NewIdentity("tenant_numbers"), workload.NewIdentity("tenant_numbers")
+	appendStepsRun(ctx, t, s, a, 1, time.Now()) // 3 events
+	appendStepsRun(ctx, t, s, b, 1, time.Now())
 	noA, part := runNumber(ctx, t, pool, a.RunID)
 	noB, _ := runNumber(ctx, t, pool, b.RunID)
 	if noA <= 0 || noB <= noA {
@@ -134,8 +118,8 @@ func TestRunNumbers_NewPartitionsKeyByRunNumber(t *testing.T) {
 		t.Fatalf("FetchEvents(%s): %d events, %v; want its 3", a.RunID, len(evs), err)
 	}
 	snap, err := s.ProjectSnapshot(ctx, b.RunID)
-	if err != nil || snap.LastEventSeq != 2 {
-		t.Fatalf("ProjectSnapshot(%s): lastEventSeq %d, %v; want 2", b.RunID, snap.LastEventSeq, err)
+	if err != nil || snap.LastEventSeq != 3 {
+		t.Fatalf("ProjectSnapshot(%s): lastEventSeq %d, %v; want 3", b.RunID, snap.LastEventSeq, err)
 	}
 }
 
@@ -173,19 +157,23 @@ func TestRunNumbers_UpgradeKeepsFilledPartitions(t *testing.T) {
 	if noOld != 0 {
 		t.Fatalf("a run from before the migration has number %d, want 0", noOld)
 	}
-	young := appendSteps(ctx, t, s, "tenant_upgrade22", 2)
+	young := workload.NewIdentity("tenant_upgrade22")
+	appendStepsRun(ctx, t, s, young, 1, time.Now()) // 3 events
 	noYoung, part := runNumber(ctx, t, pool, young.RunID)
 	if noYoung <= 0 || part != filled {
 		t.Fatalf("a run begun after the migration: number %d in %s; want a number, in the filled partition %s", noYoung, part, filled)
 	}
-	for _, id := range []string{old.RunID, young.RunID} {
-		evs, err := s.FetchEvents(ctx, id, store.FetchOptions{})
-		if err != nil || len(evs) != 2 {
-			t.Fatalf("FetchEvents(%s): %d events, %v; want 2", id, len(evs), err)
+	for _, run := range []struct {
+		id     string
+		events int
+	}{{old.RunID, 2}, {young.RunID, 3}} {
+		evs, err := s.FetchEvents(ctx, run.id, store.FetchOptions{})
+		if err != nil || len(evs) != run.events {
+			t.Fatalf("FetchEvents(%s): %d events, %v; want %d", run.id, len(evs), err, run.events)
 		}
-		snap, err := s.ProjectSnapshot(ctx, id)
-		if err != nil || snap.LastEventSeq != 2 {
-			t.Fatalf("ProjectSnapshot(%s): lastEventSeq %d, %v; want 2", id, snap.LastEventSeq, err)
+		snap, err := s.ProjectSnapshot(ctx, run.id)
+		if err != nil || snap.LastEventSeq != int64(run.events) {
+			t.Fatalf("ProjectSnapshot(%s): lastEventSeq %d, %v; want %d", run.id, snap.LastEventSeq, err, run.events)
 		}
 	}
 	kept := partitionKeys(ctx, t, pool)
