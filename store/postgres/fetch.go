@@ -16,12 +16,12 @@ const (
 	MaxFetchLimit     = 1000
 )
 
-const fetchSQL = `SELECT run_id, run_seq, event_id::text, event_type, idempotency_key, tenant_id,
+const fetchSQL = `WITH r AS (SELECT run_epoch, run_no FROM runs WHERE run_id = $1)
+SELECT run_id, run_seq, event_id::text, event_type, idempotency_key, tenant_id,
 	project_id, environment_id, plan_id, plan_version, coalesce(step_id, ''),
 	engine_attempt_id, logical_attempt_id, emitted_at, persisted_at, payload::text
 FROM run_events WHERE run_id = $1 AND run_seq > $2
-	AND run_epoch = (SELECT run_epoch FROM runs WHERE run_id = $1)
-	AND run_no = (SELECT run_no FROM runs WHERE run_id = $1)
+	AND run_epoch = (SELECT run_epoch FROM r) AND run_no = (SELECT run_no FROM r)
 ORDER BY run_seq LIMIT $3`
 
 // FetchEvents returns a run's events with runSeq > opts.AfterSeq in runSeq
