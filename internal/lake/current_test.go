@@ -2,6 +2,7 @@ package lake_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,14 @@ func TestLake_CurrentState(t *testing.T) {
 	r, _ := f.start(t, f.dir, f.config("lake-"+testenv.RandomID(4)))
 	testenv.WaitUntil(t, 60*time.Second, func() error { return exactlyOnce(t, f.dir, runs) })
 	ctx := context.Background()
+	// A window's files are uploaded before its state commits: wait for the
+	// state, which the table is made from, to hold every run's last event.
+	testenv.WaitUntil(t, 60*time.Second, func() error {
+		if ok, err := r.lake.PublishCurrent(ctx); !ok || err != nil {
+			return fmt.Errorf("PublishCurrent = %v, %v", ok, err)
+		}
+		return laketest.CurrentAgrees(ctx, f.dir, runs)
+	})
 	var gens []string
 	for range 3 {
 		ok, err := r.lake.PublishCurrent(ctx)

@@ -206,23 +206,30 @@ test("retries: 429 and transport errors back off and retry; 400, 401, 403, 404, 
 test("budget: past it StepStarted fails open to the spool, StepCompleted and StepFailed reject, all within the budget", async (t) => {
   const s = await scripted(t, (_n, _req, res) => fail(res, 503, "UNAVAILABLE", { "retry-after": "0" }));
   const dir = await tempDir(t);
-  const c = new RunstreamClient({ url: s.url, writeLatencyBudgetMs: 300, spoolDir: dir, backoffBaseMs: 10 });
+  const c = new RunstreamClient({ url: s.url, writeLatencyBudgetMs: 500, spoolDir: dir, backoffBaseMs: 10 });
   t.after(() => c.close());
   const run = newRun();
+  // The bounds are wide of the 500 ms budget (a busy machine starves the
+  // event loop; spooling waits for an fsync) and narrow of the default
+  // budget of 3000 ms, which a client ignoring the option would use.
+  // The budget's own promise is checked tighter: no request goes out
+  // after it.
   let t0 = Date.now();
   const r = await c.append(input(run, "StepStarted", "a"));
   assert.ok(r.spooled, "StepStarted was spooled");
-  assert.ok(Date.now() - t0 < 1500, `took ${Date.now() - t0} ms`);
   assert.ok(s.requests() >= 2, "it retried before failing open");
+  const lastSent = s.times[s.times.length - 1] - t0;
+  assert.ok(lastSent < 1500, `a request went out ${lastSent} ms after the append began`);
+  assert.ok(Date.now() - t0 < 2800, `took ${Date.now() - t0} ms`);
   for (const type of ["StepCompleted", "StepFailed", "RunStarted"]) {
     t0 = Date.now();
     await assert.rejects(c.append(input(run, type, "a")), (e: unknown) => {
       assert.ok(e instanceof BudgetExceededError, String(e));
       assert.equal(e.eventType, type);
-      assert.equal(e.budgetMs, 300);
+      assert.equal(e.budgetMs, 500);
       return true;
     });
-    assert.ok(Date.now() - t0 < 1500, `${type} took ${Date.now() - t0} ms`);
+    assert.ok(Date.now() - t0 < 2800, `${type} took ${Date.now() - t0} ms`);
   }
   assert.equal(await c.spooled(), 1);
 
