@@ -424,6 +424,12 @@ func (s *Store) DropPartition(ctx context.Context, p Partition) error {
 		if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+pgx.Identifier{p.Name}.Sanitize()); err != nil {
 			return classify(fmt.Errorf("dropping partition %s: %w", p.Name, err))
 		}
+		// The checkpoints of its runs go with their events: the store
+		// stays flat, and none is ever taken for a later run's.
+		if _, err := tx.Exec(ctx, `DELETE FROM run_snapshots c USING runs r
+			WHERE c.run_id = r.run_id AND r.run_epoch = $1`, p.epochArg()); err != nil {
+			return classify(fmt.Errorf("deleting the checkpoints of partition %s's runs: %w", p.Name, err))
+		}
 		if _, err := tx.Exec(ctx, `UPDATE run_event_partitions SET dropped_at = clock_timestamp()
 			WHERE epoch = $1 AND dropped_at IS NULL`, p.epochArg()); err != nil {
 			return classify(fmt.Errorf("recording partition %s dropped: %w", p.Name, err))
@@ -445,15 +451,23 @@ func (s *Store) PruneTombstones(ctx context.Context, droppedBefore time.Time, ba
 	}
 	var total int64
 	for {
-		tag, err := s.pool.Exec(ctx, `DELETE FROM runs WHERE run_id IN (
-			SELECT r.run_id FROM runs r
-			 WHERE r.run_epoch IN (SELECT epoch FROM run_event_partitions WHERE dropped_at < $1)
-			 LIMIT $2)`, droppedBefore, batch)
+		// A checkpoint left of a tombstone's run (by a version that did not
+		// delete them with the partition) goes with it, or a new run
+		// taking the id would start from it.
+		var n int64
+		err := s.pool.QueryRow(ctx, `WITH gone AS (
+			DELETE FROM runs WHERE run_id IN (
+				SELECT r.run_id FROM runs r
+				 WHERE r.run_epoch IN (SELECT epoch FROM run_event_partitions WHERE dropped_at < $1)
+				 LIMIT $2)
+			RETURNING run_id),
+		checkpoints AS (DELETE FROM run_snapshots WHERE run_id IN (SELECT run_id FROM gone))
+		SELECT count(*) FROM gone`, droppedBefore, batch).Scan(&n)
 		if err != nil {
 			return total, classify(fmt.Errorf("deleting the tombstones of partitions dropped before %s: %w", droppedBefore.Format(time.RFC3339), err))
 		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < int64(batch) {
+		total += n
+		if n < int64(batch) {
 			return total, nil
 		}
 	}

@@ -419,3 +419,115 @@ func TestPartitions_UpgradeKeepsEveryRunWhereItIs(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitions_RemovedRunsLeaveNoCheckpoint: a run whose partition
+// retention detached has no events left in the store, so a checkpoint of
+// it taken before its last events must not be served as its snapshot
+// (a read answers not found, naming the archive; a batch projection
+// leaves it out); dropping the partition deletes the run's checkpoint,
+// and pruning the tombstones deletes any left, so a new run that later
+// takes the same id starts from nothing.
+func TestPartitions_RemovedRunsLeaveNoCheckpoint(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t, postgres.Config{SnapshotEvery: 64})
+	ctx := ctxT(t)
+	testenv.BackdatePartitions(t, pool)
+	id := workload.NewIdentity("tenant_a")
+	t0 := time.Now().Add(-time.Minute)
+	appendStepsRun(ctx, t, s, id, 40, t0) // 81 events
+	if snap, err := s.ProjectSnapshot(ctx, id.RunID); err != nil || snap.LastEventSeq != 81 {
+		t.Fatalf("ProjectSnapshot: seq %d, %v", snap.LastEventSeq, err)
+	}
+	checkpointSeq := func() (seq int64) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, `SELECT coalesce(max(last_event_seq), 0) FROM run_snapshots WHERE run_id = $1`, id.RunID).Scan(&seq); err != nil {
+			t.Fatal(err)
+		}
+		return seq
+	}
+	if got := checkpointSeq(); got != 81 {
+		t.Fatalf("checkpoint at %d, want 81", got)
+	}
+	if _, err := s.AppendEvent(ctx, workload.Event(id, store.EventRunCompleted, "", 1, 1, time.Now(), nil)); err != nil {
+		t.Fatal(err)
+	}
+	name := partitionOf(ctx, t, pool, id.RunID)[0]
+	part := func() postgres.Partition {
+		t.Helper()
+		parts, err := s.Partitions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range parts {
+			if p.Name == name {
+				return p
+			}
+		}
+		t.Fatalf("partition %s is not in the catalog", name)
+		return postgres.Partition{}
+	}
+	if _, err := s.EnsurePartitions(ctx, time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM outbox`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RetirePartition(ctx, part()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitForWriters(ctx, part(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DetachPartition(ctx, part()); err != nil {
+		t.Fatal(err)
+	}
+	removed := func(when string) {
+		t.Helper()
+		snap, err := s.ProjectSnapshot(ctx, id.RunID)
+		if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "archive") {
+			t.Fatalf("%s: ProjectSnapshot = seq %d status %q, %v; want not found, naming the archive (the checkpoint at 81 is not the run's state)",
+				when, snap.LastEventSeq, snap.Status, err)
+		}
+		many, err := s.ProjectSnapshots(ctx, []string{id.RunID})
+		if err != nil || len(many) != 0 {
+			t.Fatalf("%s: ProjectSnapshots = %+v, %v; want the run left out", when, many, err)
+		}
+	}
+	removed("detached")
+	tenants, err := s.PartitionTenants(ctx, part())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range tenants {
+		if err := s.RecordArchive(ctx, part(), postgres.ArchiveFile{TenantID: tn.TenantID, Location: "file:///archive/" + tn.TenantID,
+			Events: tn.Events, Bytes: 100, Checksum: "c", MinPersistedAt: tn.MinPersistedAt, MaxPersistedAt: tn.MaxPersistedAt}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.MarkArchived(ctx, part()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DropPartition(ctx, part()); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkpointSeq(); got != 0 {
+		t.Fatalf("after the drop the run's checkpoint at %d is still stored", got)
+	}
+	removed("dropped")
+
+	// A checkpoint a version before this one left behind goes with the
+	// tombstone.
+	if _, err := pool.Exec(ctx, `INSERT INTO run_snapshots (run_id, last_event_seq, snapshot) VALUES ($1, 81, '{"runId": "x", "lastEventSeq": 81}')`, id.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PruneTombstones(ctx, time.Now().Add(time.Hour), 10); err != nil || n != 1 {
+		t.Fatalf("PruneTombstones = %d, %v; want the one run", n, err)
+	}
+	if got := checkpointSeq(); got != 0 {
+		t.Fatalf("after the tombstone went, a checkpoint at %d is still stored", got)
+	}
+	appendStepsRun(ctx, t, s, id, 40, time.Now()) // the same id, a new run
+	if snap, err := s.ProjectSnapshot(ctx, id.RunID); err != nil || snap.LastEventSeq != 81 || snap.Status != "RUNNING" || len(snap.Steps) != 40 {
+		t.Fatalf("the new run with the old id: seq %d status %q steps %d, %v", snap.LastEventSeq, snap.Status, len(snap.Steps), err)
+	}
+}

@@ -51,13 +51,17 @@ func (s *Store) ProjectSnapshot(ctx context.Context, runID string) (store.RunSna
 // but the time is NULL, so every value scans into a plain Go value. The
 // events carry what the reducer reads, not their eventId or idempotency
 // key: a projection never shows them, and leaving them out spares
-// Postgres their text and the API two strings a row.
+// Postgres their text and the API two strings a row. The head also
+// carries the run's last runSeq (in the engine attempt's column), and a
+// checkpoint past it is not the run's (a tombstone pruned, the id taken
+// again): a projection that ends short of it found the run's events
+// gone, retention having taken its partition out of the store.
 const projectSQL = `WITH head AS (
-	SELECT r.tenant_id, r.terminal_at, r.run_epoch, r.run_no, c.last_event_seq, c.snapshot
-	FROM runs r LEFT JOIN run_snapshots c ON c.run_id = r.run_id
+	SELECT r.tenant_id, r.terminal_at, r.run_epoch, r.run_no, r.last_seq, c.last_event_seq, c.snapshot
+	FROM runs r LEFT JOIN run_snapshots c ON c.run_id = r.run_id AND c.last_event_seq <= r.last_seq
 	WHERE r.run_id = $1)
 SELECT 0 AS kind, coalesce(last_event_seq, 0) AS seq, tenant_id, terminal_at AS at,
-	coalesce(snapshot::text, '') AS body, '', '', '', '', '', '', 0, 0, ''
+	coalesce(snapshot::text, '') AS body, '', '', '', '', '', '', last_seq, 0, ''
 FROM head
 UNION ALL
 (SELECT 1, e.run_seq, e.tenant_id, e.persisted_at, coalesce(e.payload::text, ''),
@@ -108,6 +112,7 @@ func (s *Store) ProjectSnapshotFor(ctx context.Context, runID, tenant string, on
 		terminalAt pgtype.Timestamptz
 		headSeen   bool
 		checkpoint string // its JSON, "" without one
+		lastSeq    int64  // the run's last runSeq (runs.last_seq)
 		events     = make([]store.RunEventRecord, 0, 32)
 		persisted  = make([]pgtype.Timestamptz, 0, 32)
 	)
@@ -117,7 +122,7 @@ func (s *Store) ProjectSnapshotFor(ctx context.Context, runID, tenant string, on
 			at   pgtype.Timestamptz
 			body string
 			r    store.RunEventRecord
-			eng  int32
+			eng  int64
 			log  int32
 		)
 		if err := rows.Scan(&kind, &r.RunSeq, &r.TenantID, &at, &body, &r.EventType,
@@ -127,10 +132,10 @@ func (s *Store) ProjectSnapshotFor(ctx context.Context, runID, tenant string, on
 			return store.RunSnapshot{}, classify(fmt.Errorf("reading run %q for its snapshot: %w", runID, err))
 		}
 		if kind == 0 {
-			headSeen, owner, terminalAt, checkpoint = true, r.TenantID, at, body
+			headSeen, owner, terminalAt, checkpoint, lastSeq = true, r.TenantID, at, body, eng
 			continue
 		}
-		r.RunID, r.EngineAttemptID, r.LogicalAttemptID = runID, int64(eng), int64(log)
+		r.RunID, r.EngineAttemptID, r.LogicalAttemptID = runID, eng, int64(log)
 		if body != "" {
 			r.Payload = []byte(body)
 		}
@@ -171,6 +176,9 @@ func (s *Store) ProjectSnapshotFor(ctx context.Context, runID, tenant string, on
 			return store.RunSnapshot{}, err
 		}
 	}
+	if snap.LastEventSeq < lastSeq {
+		return store.RunSnapshot{}, runArchived(runID, snap.LastEventSeq, lastSeq)
+	}
 	if snap.LastEventSeq == 0 {
 		return store.RunSnapshot{}, runNotFound(runID)
 	}
@@ -195,6 +203,16 @@ func (s *Store) ProjectSnapshotFor(ctx context.Context, runID, tenant string, on
 // run pays for no message.
 func runNotFound(runID string) error {
 	return &store.Error{Code: store.CodeNotFound, Message: fmt.Sprintf("run %q has no events", runID)}
+}
+
+// runArchived is ProjectSnapshotFor's answer for a run whose events
+// after runSeq have left the store: retention detached or dropped its
+// partition. What is left (a checkpoint, or nothing) is not the run's
+// state, so the answer is not found, saying where the events went.
+func runArchived(runID string, have, last int64) error {
+	return &store.Error{Code: store.CodeNotFound, Message: fmt.Sprintf(
+		"run %q has no events in the store after runSeq %d of %d: retention moved them to the archive (GET /v1/runs/{runId}/events names its files)",
+		runID, have, last)}
 }
 
 // terminalEvent reports whether an event of type t ends its run (the
@@ -225,14 +243,16 @@ func (s *Store) checkpoint(ctx context.Context, snap store.RunSnapshot) error {
 // its checkpoint (kind 1), ordered by run, kind and seq. Each run's events
 // are read from its one partition: the lateral scan is parameterized by
 // the head's run_epoch and run_no, and Postgres prunes the other
-// partitions at run time for each head.
+// partitions at run time for each head. As in projectSQL, the head
+// carries the run's last runSeq, and a run whose projection ends short of
+// it is left out: its events left the store.
 const projectManySQL = `WITH head AS (
-	SELECT r.run_id, r.tenant_id, r.terminal_at, r.run_epoch, r.run_no,
+	SELECT r.run_id, r.tenant_id, r.terminal_at, r.run_epoch, r.run_no, r.last_seq,
 		coalesce(c.last_event_seq, 0) AS from_seq, c.snapshot
-	FROM runs r LEFT JOIN run_snapshots c ON c.run_id = r.run_id
+	FROM runs r LEFT JOIN run_snapshots c ON c.run_id = r.run_id AND c.last_event_seq <= r.last_seq
 	WHERE r.run_id = ANY($1::text[]))
 SELECT h.run_id, 0 AS kind, h.from_seq AS seq, h.tenant_id, h.terminal_at AS at,
-	coalesce(h.snapshot::text, '') AS body, '', '', '', '', '', '', '', '', 0, 0, ''
+	coalesce(h.snapshot::text, '') AS body, '', '', '', '', '', '', '', '', h.last_seq, 0, ''
 FROM head h
 UNION ALL
 SELECT h.run_id, 1, e.run_seq, e.tenant_id, e.persisted_at, coalesce(e.payload::text, ''),
@@ -271,6 +291,7 @@ func (s *Store) ProjectSnapshots(ctx context.Context, runIDs []string) (map[stri
 	type pending struct {
 		snap       store.RunSnapshot
 		from       int64
+		lastSeq    int64
 		terminalAt pgtype.Timestamptz
 		events     []store.RunEventRecord
 	}
@@ -283,7 +304,7 @@ func (s *Store) ProjectSnapshots(ctx context.Context, runIDs []string) (map[stri
 			at    pgtype.Timestamptz
 			body  string
 			r     store.RunEventRecord
-			eng   int32
+			eng   int64
 			log   int32
 		)
 		if err := rows.Scan(&runID, &kind, &r.RunSeq, &r.TenantID, &at, &body, &r.EventID, &r.EventType, &r.IdempotencyKey,
@@ -293,7 +314,7 @@ func (s *Store) ProjectSnapshots(ctx context.Context, runIDs []string) (map[stri
 			return nil, classify(fmt.Errorf("reading %d runs for their snapshots: %w", len(runIDs), err))
 		}
 		if kind == 0 {
-			cur = &pending{from: r.RunSeq, terminalAt: at, events: make([]store.RunEventRecord, 0, 16)}
+			cur = &pending{from: r.RunSeq, lastSeq: eng, terminalAt: at, events: make([]store.RunEventRecord, 0, 16)}
 			if body != "" {
 				if err := json.Unmarshal([]byte(body), &cur.snap); err != nil {
 					rows.Close()
@@ -304,7 +325,7 @@ func (s *Store) ProjectSnapshots(ctx context.Context, runIDs []string) (map[stri
 			order = append(order, cur)
 			continue
 		}
-		r.RunID, r.EngineAttemptID, r.LogicalAttemptID = runID, int64(eng), int64(log)
+		r.RunID, r.EngineAttemptID, r.LogicalAttemptID = runID, eng, int64(log)
 		if at.Valid {
 			r.PersistedAt = store.FormatPersistedAt(at.Time)
 		}
@@ -331,7 +352,7 @@ func (s *Store) ProjectSnapshots(ctx context.Context, runIDs []string) (map[stri
 				return nil, err
 			}
 		}
-		if snap.LastEventSeq == 0 {
+		if snap.LastEventSeq == 0 || snap.LastEventSeq < p.lastSeq {
 			continue
 		}
 		snap.Stale = false
