@@ -106,12 +106,27 @@ func (l *Lake) publishLoop(ctx context.Context) {
 	}
 }
 
-// PublishCurrent writes a new generation of the current-state table from
-// the runs' committed snapshots, then swaps the manifest to it and deletes
-// the generations before the previous one. One process of the group does
+// trimBatch is how many runs' snapshots one statement of trimEnded lets go.
+const trimBatch = 10_000
+
+// PublishCurrent first lets go of the snapshots of runs that ended more
+// than Config.CurrentRetention ago (unless DisableCurrentRetention), then
+// writes a new generation of the current-state table from the runs'
+// committed snapshots, swaps the manifest to it and deletes the
+// generations before the previous one. One process of the group does
 // it at a time (an advisory lock); published is false when another one
 // holds it.
 func (l *Lake) PublishCurrent(ctx context.Context) (published bool, err error) {
+	if !l.cfg.DisableCurrentRetention {
+		n, err := l.state.trimEnded(ctx, time.Now().Add(-l.cfg.CurrentRetention), trimBatch)
+		l.m.trimmed.Add(float64(n))
+		if err != nil {
+			return false, err
+		}
+		if n > 0 {
+			l.log.Info("runs ended before the current-state table's retention left it", "runs", n, "retention", l.cfg.CurrentRetention.String())
+		}
+	}
 	tx, err := l.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return false, fmt.Errorf("lake: current-state table: %w", err)

@@ -44,6 +44,13 @@
 // reducer the projector uses. Every --current-interval one process of the
 // group writes them as a new generation of the current-state table (one
 // row per run) and then swaps current/manifest.json to it (current.go).
+// Before each, the snapshots of runs that ended more than
+// --current-retention ago are let go: such a run leaves the table, and
+// its row keeps only its checkpoint, which still skips its late
+// duplicates. A later new record of it first folds its snapshot again
+// from the store, so it never comes back as a snapshot of its late
+// events alone; if the store no longer has them, the record is written
+// and no snapshot kept.
 //
 // # Faults
 //
@@ -63,6 +70,7 @@
 //   - runstream_lake_upload_errors_total, runstream_lake_blocked
 //   - runstream_lake_commit_seconds
 //   - runstream_lake_current_runs, runstream_lake_current_published_total
+//   - runstream_lake_runs_trimmed_total, runstream_lake_runs_rebuilt_total
 //
 // Lag is the consumer group's, which `runstream lake` exports itself
 // (package lag's gauges, with group="runstream-lake"; `runstream lag

@@ -37,6 +37,10 @@ const (
 	DefaultRotateInterval  = time.Hour
 	DefaultFlushIdle       = time.Minute
 	DefaultCurrentInterval = 5 * time.Minute
+	// DefaultCurrentRetention is how long an ended run stays in the
+	// current-state table: the topic's default retention, so a record
+	// Kafka can still deliver finds its run's snapshot.
+	DefaultCurrentRetention = 7 * 24 * time.Hour
 )
 
 // Why a window closed (runstream_lake_windows_committed_total{reason}).
@@ -91,6 +95,15 @@ type Config struct {
 	CurrentInterval time.Duration
 	// DisableCurrent turns the current-state table off.
 	DisableCurrent bool
+	// CurrentRetention: a run that ended longer ago than this leaves the
+	// current-state table, and the lake's state lets go of its snapshot
+	// (it keeps the run's checkpoint, the duplicate check: about a
+	// hundred bytes a run instead of the snapshot's kilobytes). A record
+	// of such a run written later first folds the run's snapshot again
+	// from the store. 0 means DefaultCurrentRetention; at least a minute.
+	CurrentRetention time.Duration
+	// DisableCurrentRetention keeps every run's snapshot for ever.
+	DisableCurrentRetention bool
 	// MaxOpenFiles closes a window before a record that would open one
 	// more file (tenant and date) than this; like the other rules it
 	// reads only the records. 0 means 64. With RowGroupBytes it bounds
@@ -143,6 +156,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("lake: RotateRecords (--rotate-records), RotateInterval (--rotate-interval), FlushIdle (--flush-idle), CurrentInterval (--current-interval) and MaxPollRecords (--max-poll-records) must be >= 0, got %d, %v, %v, %v and %d",
 			c.RotateRecords, c.RotateInterval, c.FlushIdle, c.CurrentInterval, c.MaxPollRecords))
 	}
+	if c.CurrentRetention != 0 && c.CurrentRetention < time.Minute {
+		errs = append(errs, fmt.Errorf("lake: CurrentRetention (--current-retention) must be at least a minute (0 keeps every run), got %v", c.CurrentRetention))
+	}
 	if c.Group != "" && strings.TrimSpace(c.Group) == "" {
 		errs = append(errs, errors.New("lake: Group (--group) is blank"))
 	}
@@ -167,6 +183,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.CurrentInterval == 0 {
 		c.CurrentInterval = DefaultCurrentInterval
+	}
+	if c.CurrentRetention == 0 {
+		c.CurrentRetention = DefaultCurrentRetention
 	}
 	if c.MaxPollRecords == 0 {
 		c.MaxPollRecords = 10_000

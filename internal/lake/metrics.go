@@ -18,6 +18,8 @@ type metrics struct {
 	commitTime   prometheus.Histogram
 	currentRuns  prometheus.Gauge
 	currentPubs  prometheus.Counter
+	trimmed      prometheus.Counter
+	rebuilt      prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -67,6 +69,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "runstream_lake_current_published_total",
 			Help: "Current-state tables published (files written, then the manifest swapped).",
 		}),
+		trimmed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "runstream_lake_runs_trimmed_total",
+			Help: "Runs ended longer than --current-retention ago whose snapshot the lake's state let go (each keeps its checkpoint); they leave the current-state table.",
+		}),
+		rebuilt: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "runstream_lake_runs_rebuilt_total",
+			Help: "Trimmed runs that got a record again, whose snapshot was folded again from the store before the record was added.",
+		}),
 	}
 	for _, s := range []string{"topic", "store"} {
 		m.written.WithLabelValues(s)
@@ -79,7 +89,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.written, m.skipped, m.gaps, m.files, m.bytes, m.windows, m.uploadErrors,
-			m.blocked, m.commitTime, m.currentRuns, m.currentPubs} {
+			m.blocked, m.commitTime, m.currentRuns, m.currentPubs, m.trimmed, m.rebuilt} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

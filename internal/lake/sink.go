@@ -125,7 +125,8 @@ func (t *lakeTx) Get(ctx context.Context, ids []string) (map[string]int64, error
 	}
 	for _, id := range missing {
 		st := loaded[id]
-		t.w.runs[id] = &openRun{base: st.seq, seq: st.seq, tenant: st.tenant, proj: reduce.NewProjection(st.snap, t.l.projecting)}
+		t.w.runs[id] = &openRun{base: st.seq, seq: st.seq, tenant: st.tenant, trimmed: st.trimmed,
+			proj: reduce.NewProjection(st.snap, t.l.projecting)}
 	}
 	out := make(map[string]int64, len(ids))
 	for _, id := range ids {
@@ -195,12 +196,30 @@ func (h *handler) Handle(ctx context.Context, ev consumer.Event) error {
 	if ev.RunSeq <= r.seq {
 		return nil
 	}
+	if r.trimmed {
+		// The run's first new record since its snapshot was trimmed:
+		// fold the snapshot again from what the lake wrote of it.
+		snap, err := l.rebuild(ctx, ev.RunID, r.seq)
+		switch {
+		case errors.Is(err, errIncomplete):
+			r.noSnapshot = true
+			l.log.Warn("a run whose snapshot was trimmed got a record, and the store no longer has its earlier events: the lake writes the record but keeps no snapshot of the run",
+				"runId", ev.RunID, "runSeq", ev.RunSeq)
+		case err != nil:
+			return err
+		default:
+			r.proj = reduce.NewProjection(snap, l.projecting)
+		}
+		r.trimmed = false
+	}
 	if err := w.write(l.spool, l.cfg.RowGroupBytes, &ev.RunEventRecord, at); err != nil {
 		return err
 	}
 	l.cfg.OnStep("written")
 	r.seq, r.tenant = ev.RunSeq, ev.TenantID
-	r.proj.Add(&ev.RunEventRecord)
+	if !r.noSnapshot {
+		r.proj.Add(&ev.RunEventRecord)
+	}
 	if fromTopic {
 		l.m.written.WithLabelValues("topic").Inc()
 	} else {
@@ -214,6 +233,50 @@ func (h *handler) Handle(ctx context.Context, ev consumer.Event) error {
 	}
 	w.touched = time.Now()
 	return nil
+}
+
+// rebuildPage is how many events rebuild asks the store for at a time.
+const rebuildPage = 1000
+
+// errIncomplete: the store no longer has every event of a run up to the
+// lake's checkpoint.
+var errIncomplete = errors.New("lake: the store no longer has every event of the run")
+
+// rebuild folds a trimmed run's snapshot again from its first upTo events
+// in the store (the events the lake wrote of it), for a record of the run
+// the lake has not written: the run comes back to the current-state table
+// whole, never as a snapshot of its late events alone. errIncomplete when
+// the store has fewer (its retention archived them).
+func (l *Lake) rebuild(ctx context.Context, runID string, upTo int64) (store.RunSnapshot, error) {
+	proj := reduce.NewProjection(store.RunSnapshot{}, l.projecting)
+	var after int64
+	for after < upTo {
+		evs, err := l.cfg.Fetcher.FetchEvents(ctx, runID, store.FetchOptions{AfterSeq: after, Limit: int(min(upTo-after, rebuildPage))})
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return store.RunSnapshot{}, fmt.Errorf("lake: reading run %q from the store to rebuild its trimmed snapshot: %w", runID, err)
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for i := range evs {
+			if evs[i].RunSeq > upTo {
+				break
+			}
+			proj.Add(&evs[i])
+			after = evs[i].RunSeq
+		}
+		if evs[len(evs)-1].RunSeq >= upTo {
+			break
+		}
+	}
+	if after < upTo {
+		return store.RunSnapshot{}, errIncomplete
+	}
+	l.m.rebuilt.Inc()
+	return proj.Snapshot(), nil
 }
 
 // persistedAtLayout is the store's persistedAt form.

@@ -257,11 +257,15 @@ func (s *stateDB) clearPending(ctx context.Context, stream string) error {
 }
 
 // runState is what the lake knows of a run: its checkpoint and the
-// snapshot of its events written so far.
+// snapshot of its events written so far. trimmed: the row has a
+// checkpoint but no snapshot (the run ended longer than
+// Config.CurrentRetention ago, and trimEnded let its snapshot go), so a
+// new event of it must first rebuild the snapshot from the store.
 type runState struct {
-	seq    int64
-	tenant string
-	snap   store.RunSnapshot
+	seq     int64
+	tenant  string
+	snap    store.RunSnapshot
+	trimmed bool
 }
 
 // loadRuns reads the committed state of ids.
@@ -286,6 +290,8 @@ func (s *stateDB) loadRuns(ctx context.Context, ids []string) (map[string]runSta
 			if err := json.Unmarshal([]byte(*snap), &st.snap); err != nil {
 				return nil, fmt.Errorf("reading the lake's snapshot of run %q: %w", id, err)
 			}
+		} else {
+			st.trimmed = st.seq > 0
 		}
 		out[id] = st
 	}
@@ -293,6 +299,34 @@ func (s *stateDB) loadRuns(ctx context.Context, ids []string) (map[string]runSta
 		return nil, fmt.Errorf("reading the lake's run checkpoints: %w", err)
 	}
 	return out, nil
+}
+
+// trimEnded lets go of the snapshots of runs that ended before cutoff
+// (their terminalAt, in the store's fixed persistedAt form, compares as
+// text) and whose row was
+// last written before it, batch rows a statement, and returns how many.
+// Each row keeps its checkpoint: it is still the run's duplicate check,
+// so a late record of the run is skipped and a dead letter retried later
+// adds only what is new. A run trimmed leaves the current-state table.
+func (s *stateDB) trimEnded(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
+	var total int64
+	for {
+		tag, err := s.db(ctx).Exec(ctx, `UPDATE lake_runs SET snapshot = NULL, updated_at = clock_timestamp()
+			WHERE group_id = $1 AND run_id IN (
+				SELECT run_id FROM lake_runs
+				 WHERE group_id = $1 AND snapshot IS NOT NULL AND updated_at < $2
+				   AND snapshot::jsonb->>'status' IN ('COMPLETED', 'FAILED', 'CANCELLED')
+				   AND snapshot::jsonb->>'terminalAt' < $3
+				 LIMIT $4)`,
+			s.group, cutoff, cutoff.UTC().Format(persistedAtLayout), batch)
+		if err != nil {
+			return total, fmt.Errorf("lake: letting go of the snapshots of runs ended before %s: %w", cutoff.UTC().Format(time.RFC3339), err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(batch) {
+			return total, nil
+		}
+	}
 }
 
 // commit is one window's state change, written in one transaction once its
@@ -322,7 +356,7 @@ func (s *stateDB) commitWindow(ctx context.Context, c *commit) error {
 		seqs = append(seqs, r.seq)
 		tenants = append(tenants, r.tenant)
 		var snap *string
-		if sn := r.proj.Snapshot(); sn.RunID != "" {
+		if sn := r.proj.Snapshot(); sn.RunID != "" && !r.noSnapshot {
 			b, err := json.Marshal(&sn)
 			if err != nil {
 				return fmt.Errorf("encoding the snapshot of run %q: %w", id, err)
