@@ -38,9 +38,12 @@ const (
 	DefaultFlushIdle       = time.Minute
 	DefaultCurrentInterval = 5 * time.Minute
 	// DefaultCurrentRetention is how long an ended run stays in the
-	// current-state table: the topic's default retention, so a record
-	// Kafka can still deliver finds its run's snapshot.
-	DefaultCurrentRetention = 7 * 24 * time.Hour
+	// current-state table: as long as Redis keeps its snapshot by default
+	// (--snapshot-ttl), so the table and the runs list hold the same runs.
+	// Each publication reads every snapshot kept, so this bounds its cost
+	// too; a record of a run trimmed is still handled (rebuilt from the
+	// store), so a shorter retention costs no correctness.
+	DefaultCurrentRetention = 24 * time.Hour
 )
 
 // Why a window closed (runstream_lake_windows_committed_total{reason}).
