@@ -209,6 +209,7 @@ type Server struct {
 	appends     *shareLimiter // in-flight appends, weighed by events
 	storeReads  *shareLimiter // in-flight snapshot projections from the store
 	largeWork   semaphore     // large projections at once while tenants share (shares.go)
+	largeRuns   largeRuns     // runs whose last store projection was large (shares.go)
 	watchers    watcherLimits
 	resyncs     *rateLimiter // tenants' resyncs of their own runs
 	ops         opsStore     // the operator routes' store access; nil: 503

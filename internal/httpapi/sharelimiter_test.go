@@ -357,3 +357,33 @@ func TestAcquireLargeWork(t *testing.T) {
 		t.Fatalf("waiting past its deadline: %v, want the deadline's error", err)
 	}
 }
+
+// TestLargeRuns_BoundedOldestFirst: the set of runs remembered as large
+// never holds more than largeRunsKept; the oldest added goes first, a run
+// added again keeps its place, and a removed one is no longer large (and
+// its stale ring entry evicts nothing that was added after it).
+func TestLargeRuns_BoundedOldestFirst(t *testing.T) {
+	var l largeRuns
+	id := func(i int) string { return "run-" + strconv.Itoa(i) }
+	for i := range largeRunsKept {
+		l.add(id(i))
+	}
+	l.add(id(0)) // already there: no eviction
+	if !l.has(id(0)) || len(l.ids) != largeRunsKept {
+		t.Fatalf("after adding run-0 again: has %v, %d kept", l.has(id(0)), len(l.ids))
+	}
+	l.add(id(largeRunsKept))
+	if l.has(id(0)) || !l.has(id(1)) || !l.has(id(largeRunsKept)) || len(l.ids) != largeRunsKept {
+		t.Fatalf("one past the bound: run-0 %v (want evicted), run-1 %v, newest %v, %d kept", l.has(id(0)), l.has(id(1)), l.has(id(largeRunsKept)), len(l.ids))
+	}
+	l.remove(id(1))
+	if l.has(id(1)) {
+		t.Fatal("a removed run is still large")
+	}
+	for i := range 3 * largeRunsKept {
+		l.add(id(10_000 + i))
+		if len(l.ids) > largeRunsKept {
+			t.Fatalf("%d runs kept, bound %d", len(l.ids), largeRunsKept)
+		}
+	}
+}

@@ -358,6 +358,60 @@ func (s *Server) acquireLargeWork(ctx context.Context) (release func(), err erro
 	}
 }
 
+// A large run is usually read again (a console polling it, a tenant's
+// readers flooding it), and most of a large projection's work happens
+// before the hook can tell it is large: Postgres reading the checkpoint
+// out of its storage and formatting it, and the rows crossing to the API.
+// So a run found large is remembered (largeRuns), and its next
+// projections take the large-work slot before their statement: a
+// tenant's large reads then keep at most largeWorkSlots processors busy
+// in Postgres and here together, not its whole share of store reads.
+
+// largeRunsKept bounds the runs remembered as large: a run id is at most
+// 128 bytes, so the set stays under about 200 KB.
+const largeRunsKept = 1024
+
+// largeRuns is a bounded set of the runs whose last store projection was
+// large; the oldest added goes first when it is full.
+type largeRuns struct {
+	mu    sync.Mutex
+	ids   map[string]struct{}
+	order []string // a ring of the ids, oldest at next
+	next  int
+}
+
+func (l *largeRuns) has(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.ids[id]
+	return ok
+}
+
+func (l *largeRuns) add(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.ids[id]; ok {
+		return
+	}
+	if l.ids == nil {
+		l.ids = make(map[string]struct{}, largeRunsKept)
+	}
+	if len(l.order) < largeRunsKept {
+		l.order = append(l.order, id)
+	} else {
+		delete(l.ids, l.order[l.next])
+		l.order[l.next] = id
+		l.next = (l.next + 1) % largeRunsKept
+	}
+	l.ids[id] = struct{}{}
+}
+
+func (l *largeRuns) remove(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.ids, id) // its ring entry stays until overwritten: deleting it again is harmless
+}
+
 // shareTenant is whose share a request counts against: the authenticated
 // tenant; "" (no share) for an operator and without tokens.
 func shareTenant(ctx context.Context) string { return tenantOf(ctx) }

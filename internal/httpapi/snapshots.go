@@ -159,21 +159,41 @@ const snapshotPeek = 16 << 10
 // its 503's message). The ownership check is part of the projection's one
 // statement (store ProjectSnapshotFor): another tenant's run reads no
 // events and answers exactly as an unknown one. A large projection may
-// take a large-work slot (acquireLargeWork) to decode and reduce; the
-// caller calls done, which gives it back, once it has encoded the snapshot.
+// take a large-work slot (acquireLargeWork) to decode and reduce, and a
+// run found large takes it before the statement next time (largeRuns);
+// the caller calls done, which gives it back, once it has encoded the
+// snapshot.
 func (s *Server) storeSnapshot(r *http.Request, id, hint string) (snap store.RunSnapshot, done func(), err error) {
 	if err := s.acquireStoreRead(r.Context(), hint); err != nil {
 		return store.RunSnapshot{}, nil, err
 	}
 	defer s.releaseStoreRead(r.Context())
 	done = func() {}
+	held, large := false, false
+	if s.largeRuns.has(id) {
+		release, err := s.acquireLargeWork(r.Context())
+		if err != nil {
+			return store.RunSnapshot{}, nil, err
+		}
+		done, held = release, true
+	}
 	snap, err = s.store.ProjectSnapshotFor(r.Context(), id, tenantOf(r.Context()), func(ctx context.Context) error {
+		large = true
+		if held {
+			return nil
+		}
 		release, err := s.acquireLargeWork(ctx)
 		if err == nil {
 			done = release
 		}
 		return err
 	})
+	switch {
+	case large:
+		s.largeRuns.add(id)
+	case held:
+		s.largeRuns.remove(id)
+	}
 	if err != nil {
 		done()
 		if errors.Is(err, store.ErrNotFound) {
