@@ -183,10 +183,11 @@ func TestSoak_Fairness(t *testing.T) {
 	// 16 readers (another process) of a 2,001-event run's snapshot took
 	// B's p99 from 0.3 ms to 27-31 ms (62x-93x); with large projections
 	// taking a large-work slot while other tenants read (half the
-	// processors: acquireLargeWork), 2.9-4.7 ms (8.8x-11x). What is left
-	// is A's work outside the slot (Postgres turning the 100 KB checkpoint
-	// into text, writing the answers) on two cores. readFloodOutcome holds
-	// what does hold: none of B's reads refused.
+	// processors: acquireLargeWork), 2.8-6.1 ms (6x-14x); with a run found
+	// large taking it before its statement too (largeRuns), 2.5-3.5 ms
+	// (6x-9x). What is left is A's work outside the slot (writing 100 KB
+	// answers, A's own readers decoding them) on the same two cores.
+	// readFloodOutcome holds what does hold: none of B's reads refused.
 	t.Run("consistent-read flood", func(t *testing.T) {
 		e := serve(t, httpapi.WithStoreReadWait(httpapi.Config{AuthTokens: roleTokens}, 50*time.Millisecond, nil))
 		readFloodOutcome(t, e, 1000)
