@@ -2,11 +2,15 @@ package lake_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/runstream/runstream/consumer"
 	"github.com/runstream/runstream/internal/lake"
@@ -136,9 +140,13 @@ func TestLake_CurrentRetention(t *testing.T) {
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Fetcher = forgetfulStore{Fetcher: f.store, forgot: runs[2][0].RunID}
+	// And it fails its first seven reads of runs[3]: the rebuild waits
+	// for it, and the record is not dead-lettered for a store's outage.
+	failing := &atomic.Int32{}
+	failing.Store(7) // more than the consumer's MaxAttempts (5): a handler error would dead-letter
+	cfg.Fetcher = forgetfulStore{Fetcher: f.store, forgot: runs[2][0].RunID, failing: runs[3][0].RunID, failures: failing}
 	r, _ = f.start(t, f.dir, cfg)
-	for _, i := range []int{1, 2} {
+	for _, i := range []int{1, 2, 3} {
 		late := runs[i][0]
 		id := workload.Identity{RunID: late.RunID, TenantID: late.TenantID, ProjectID: late.ProjectID,
 			EnvironmentID: late.EnvironmentID, PlanID: late.PlanID, PlanVersion: late.PlanVersion}
@@ -150,14 +158,20 @@ func TestLake_CurrentRetention(t *testing.T) {
 		}
 	}
 	all = append(slices.Clone(runs), open)
-	f.kafka.Publish(t, f.topic, []store.RunEventRecord{runs[0][1], runs[1][len(runs[1])-1], runs[2][len(runs[2])-1]})
+	f.kafka.Publish(t, f.topic, []store.RunEventRecord{runs[0][1], runs[1][len(runs[1])-1], runs[2][len(runs[2])-1], runs[3][len(runs[3])-1]})
 	testenv.WaitUntil(t, 60*time.Second, func() error { return exactlyOnce(t, f.dir, all) })
 	testenv.WaitUntil(t, 60*time.Second, func() error {
 		publish()
-		return laketest.CurrentAgrees(ctx, f.dir, [][]store.RunEventRecord{runs[1], open})
+		return laketest.CurrentAgrees(ctx, f.dir, [][]store.RunEventRecord{runs[1], runs[3], open})
 	})
-	if got := counter(t, r.reg, "runstream_lake_runs_rebuilt_total"); got != 1 {
-		t.Fatalf("runs rebuilt from the store: %v, want 1 (the run with a new event the store still has; the duplicate needs none)", got)
+	if got := counter(t, r.reg, "runstream_lake_runs_rebuilt_total"); got != 3 {
+		t.Fatalf("runs rebuilt from the store: %v, want 3 (the duplicate's run and the two new events' the store still has)", got)
+	}
+	if failing.Load() > 0 {
+		t.Fatalf("the store's reads of runs[3] were never retried (%d failures left)", failing.Load())
+	}
+	if got := deadLettered(t, r.reg); got != 0 {
+		t.Fatalf("%v records dead-lettered, want none for the store's failures", got)
 	}
 	var seq int64
 	var snapshot *string
@@ -169,15 +183,44 @@ func TestLake_CurrentRetention(t *testing.T) {
 	}
 }
 
-// forgetfulStore is a store whose retention took one run's events.
+// forgetfulStore is a store whose retention took one run's events
+// (forgot), and which fails its first reads of another (failing, while
+// failures is above 0).
 type forgetfulStore struct {
 	consumer.Fetcher
-	forgot string
+	forgot, failing string
+	failures        *atomic.Int32
 }
 
 func (s forgetfulStore) FetchEvents(ctx context.Context, runID string, opts store.FetchOptions) ([]store.RunEventRecord, error) {
-	if runID == s.forgot {
+	switch {
+	case runID == s.forgot:
 		return nil, nil
+	case runID == s.failing && s.failures.Add(-1) >= 0:
+		return nil, errors.New("the store is down (a test's)")
 	}
 	return s.Fetcher.FetchEvents(ctx, runID, opts)
+}
+
+// deadLettered is the lake's count of records it dead-lettered.
+func deadLettered(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "runstream_lake_events_skipped_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == "dead_lettered" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatal("no runstream_lake_events_skipped_total{reason=dead_lettered}")
+	return 0
 }

@@ -47,10 +47,11 @@
 // Before each, the snapshots of runs that ended more than
 // --current-retention ago are let go: such a run leaves the table, and
 // its row keeps only its checkpoint, which still skips its late
-// duplicates. A later new record of it first folds its snapshot again
-// from the store, so it never comes back as a snapshot of its late
-// events alone; if the store no longer has them, the record is written
-// and no snapshot kept.
+// duplicates. A later record of it first folds its snapshot again from
+// the store (as the checkpoints are read, so a store that fails is
+// retried and never dead-letters the record), so it never comes back as
+// a snapshot of its late events alone; if the store no longer has them,
+// what is new is written and no snapshot kept.
 //
 // # Faults
 //

@@ -75,7 +75,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		rebuilt: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "runstream_lake_runs_rebuilt_total",
-			Help: "Trimmed runs that got a record again, whose snapshot was folded again from the store before the record was added.",
+			Help: "Runs whose snapshot was trimmed that a record named again: their snapshot was folded again from the store before the record was handled.",
 		}),
 	}
 	for _, s := range []string{"topic", "store"} {

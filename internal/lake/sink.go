@@ -125,8 +125,26 @@ func (t *lakeTx) Get(ctx context.Context, ids []string) (map[string]int64, error
 	}
 	for _, id := range missing {
 		st := loaded[id]
-		t.w.runs[id] = &openRun{base: st.seq, seq: st.seq, tenant: st.tenant, trimmed: st.trimmed,
-			proj: reduce.NewProjection(st.snap, t.l.projecting)}
+		r := &openRun{base: st.seq, seq: st.seq, tenant: st.tenant}
+		if st.trimmed {
+			// A record of a run whose snapshot was trimmed: fold the
+			// snapshot again from what the lake wrote of it, here, where a
+			// store that fails is retried as the checkpoints' store is,
+			// never counted against the record.
+			snap, err := t.l.rebuild(ctx, id, st.seq)
+			switch {
+			case errors.Is(err, errIncomplete):
+				r.noSnapshot = true
+				t.l.log.Warn("a run whose snapshot was trimmed got a record, and the store no longer has its earlier events: the lake writes what is new of it but keeps no snapshot of the run",
+					"runId", id, "runSeq", st.seq)
+			case err != nil:
+				return nil, err
+			default:
+				st.snap = snap
+			}
+		}
+		r.proj = reduce.NewProjection(st.snap, t.l.projecting)
+		t.w.runs[id] = r
 	}
 	out := make(map[string]int64, len(ids))
 	for _, id := range ids {
@@ -195,22 +213,6 @@ func (h *handler) Handle(ctx context.Context, ev consumer.Event) error {
 	}
 	if ev.RunSeq <= r.seq {
 		return nil
-	}
-	if r.trimmed {
-		// The run's first new record since its snapshot was trimmed:
-		// fold the snapshot again from what the lake wrote of it.
-		snap, err := l.rebuild(ctx, ev.RunID, r.seq)
-		switch {
-		case errors.Is(err, errIncomplete):
-			r.noSnapshot = true
-			l.log.Warn("a run whose snapshot was trimmed got a record, and the store no longer has its earlier events: the lake writes the record but keeps no snapshot of the run",
-				"runId", ev.RunID, "runSeq", ev.RunSeq)
-		case err != nil:
-			return err
-		default:
-			r.proj = reduce.NewProjection(snap, l.projecting)
-		}
-		r.trimmed = false
 	}
 	if err := w.write(l.spool, l.cfg.RowGroupBytes, &ev.RunEventRecord, at); err != nil {
 		return err

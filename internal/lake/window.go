@@ -81,9 +81,6 @@ type openRun struct {
 	base, seq int64
 	tenant    string
 	proj      reduce.Projection
-	// trimmed: the run's snapshot was trimmed from the state (proj starts
-	// empty); its first new record rebuilds it from the store.
-	trimmed bool
 	// noSnapshot: the run's snapshot was trimmed and the store no longer
 	// has every event to rebuild it (its own retention took them): the
 	// window writes the run's new events and moves its checkpoint, but
