@@ -34,6 +34,7 @@ type lakeFlags struct {
 	flushIdle             time.Duration
 	currentInterval       time.Duration
 	currentRetention      time.Duration
+	checkpointRetention   time.Duration
 	maxPoll, maxOpenFiles int
 	httpAddr              string
 	logLevel, logFormat   string
@@ -48,7 +49,7 @@ func (f *lakeFlags) LogValue() slog.Value {
 		slog.String("lakeUrl", f.lakeURL), slog.String("postgresUrl", config.RedactURL(f.pgURL)), slog.String("lakeSchema", f.schema),
 		slog.Int64("rotateRecords", f.rotateRecords), slog.String("rotateInterval", f.rotateInterval.String()),
 		slog.String("flushIdle", f.flushIdle.String()), slog.String("currentInterval", f.currentInterval.String()),
-		slog.String("currentRetention", f.currentRetention.String()),
+		slog.String("currentRetention", f.currentRetention.String()), slog.String("checkpointRetention", f.checkpointRetention.String()),
 		slog.String("spoolDir", f.spoolDir), slog.Int("maxPollRecords", f.maxPoll), slog.Int("maxOpenFiles", f.maxOpenFiles), slog.String("httpAddr", f.httpAddr),
 		slog.String("sessionTimeout", f.member.sessionTimeout.String()), slog.String("instanceId", f.member.instanceID),
 	)
@@ -68,6 +69,7 @@ func runLake(ctx context.Context, env *environment, args []string) error {
 	fs.DurationVar(&f.rotateInterval, "rotate-interval", lake.DefaultRotateInterval, "close a window before the first record whose persistedAt is this much after the window's first record's (record time, not the wall clock)")
 	fs.DurationVar(&f.flushIdle, "flush-idle", lake.DefaultFlushIdle, "close a window that got no record for this long (wall clock), so a quiet partition's last records reach the lake (0: never)")
 	fs.DurationVar(&f.currentInterval, "current-interval", lake.DefaultCurrentInterval, "how often the current-state table (one row per run, current/manifest.json) is published (0: never)")
+	fs.DurationVar(&f.checkpointRetention, "checkpoint-retention", 0, "forget a run (delete its checkpoint row) left with no snapshot and untouched this long; its late records are then written again, so pick it longer than the topic's retention and any dead-letter retry (at least 1m; 0: keep every row)")
 	fs.DurationVar(&f.currentRetention, "current-retention", lake.DefaultCurrentRetention, "a run ended longer ago than this leaves the current-state table and the lake's state keeps only its checkpoint (at least 1m; 0: keep every run)")
 	fs.StringVar(&f.spoolDir, "spool-dir", "", "local directory of the open windows' files (empty: the system's temporary directory); needs room for a window")
 	fs.IntVar(&f.maxPoll, "max-poll-records", 10000, "most records per poll")
@@ -112,6 +114,9 @@ func runLake(ctx context.Context, env *environment, args []string) error {
 	}
 	if f.currentRetention < 0 || (f.currentRetention > 0 && f.currentRetention < time.Minute) {
 		errs = append(errs, fmt.Errorf("--current-retention (RUNSTREAM_CURRENT_RETENTION) must be at least 1m, or 0 to keep every run, got %v", f.currentRetention))
+	}
+	if f.checkpointRetention < 0 || (f.checkpointRetention > 0 && f.checkpointRetention < time.Minute) {
+		errs = append(errs, fmt.Errorf("--checkpoint-retention (RUNSTREAM_CHECKPOINT_RETENTION) must be at least 1m, or 0 to keep every run's checkpoint, got %v", f.checkpointRetention))
 	}
 	if f.maxOpenFiles < 1 {
 		errs = append(errs, fmt.Errorf("--max-open-files (RUNSTREAM_MAX_OPEN_FILES) must be >= 1, got %d", f.maxOpenFiles))
@@ -171,7 +176,7 @@ func runLake(ctx context.Context, env *environment, args []string) error {
 		RotateRecords: f.rotateRecords, RotateInterval: f.rotateInterval,
 		FlushIdle: f.flushIdle, DisableFlushIdle: f.flushIdle == 0,
 		CurrentInterval: f.currentInterval, DisableCurrent: f.currentInterval == 0,
-		CurrentRetention: f.currentRetention, DisableCurrentRetention: f.currentRetention == 0,
+		CurrentRetention: f.currentRetention, DisableCurrentRetention: f.currentRetention == 0, CheckpointRetention: f.checkpointRetention,
 		SpoolDir: f.spoolDir, MaxPollRecords: f.maxPoll, MaxOpenFiles: f.maxOpenFiles, SessionTimeout: session, InstanceID: instanceID,
 		OnStep:        lakeStepper(log, env.getenv(killAfterLakeStepEnv)),
 		ClientOptions: []kgo.Opt{kafkaLogOpt(log)}, Registerer: reg, Logger: log}, st, pool)

@@ -82,6 +82,7 @@ func TestRun_UsageErrors(t *testing.T) {
 		{[]string{"lake", "--lake-url", "/tmp", "--rotate-records", "0"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1", "RUNSTREAM_POSTGRES_URL": "postgres://x"}, "--rotate-records (RUNSTREAM_ROTATE_RECORDS) must be >= 1"},
 		{[]string{"lake", "--lake-url", "/tmp", "--current-retention", "30s"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1", "RUNSTREAM_POSTGRES_URL": "postgres://x"}, "--current-retention (RUNSTREAM_CURRENT_RETENTION) must be at least 1m, or 0 to keep every run, got 30s"},
 		{[]string{"lake", "--lake-url", "/tmp"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1", "RUNSTREAM_POSTGRES_URL": "postgres://x", "RUNSTREAM_CURRENT_RETENTION": "-1h"}, "--current-retention (RUNSTREAM_CURRENT_RETENTION) must be at least 1m"},
+		{[]string{"lake", "--lake-url", "/tmp", "--checkpoint-retention", "5s"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1", "RUNSTREAM_POSTGRES_URL": "postgres://x"}, "--checkpoint-retention (RUNSTREAM_CHECKPOINT_RETENTION) must be at least 1m, or 0 to keep every run's checkpoint, got 5s"},
 		{[]string{"lake", "--lake-url", "/tmp"}, map[string]string{"RUNSTREAM_KAFKA_BROKERS": "127.0.0.1:1", "RUNSTREAM_POSTGRES_URL": "postgres://x", "RUNSTREAM_LAKE_SCHEMA": "Lake"}, "--lake-schema (RUNSTREAM_LAKE_SCHEMA)"},
 		{[]string{"dev", "--snapshot-encoding", "zstd"}, nil, `--snapshot-encoding must be json or gzip, got "zstd" (RUNSTREAM_SNAPSHOT_ENCODING)`},
 	} {

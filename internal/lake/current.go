@@ -110,7 +110,8 @@ func (l *Lake) publishLoop(ctx context.Context) {
 const trimBatch = 10_000
 
 // PublishCurrent first lets go of the snapshots of runs that ended more
-// than Config.CurrentRetention ago (unless DisableCurrentRetention), then
+// than Config.CurrentRetention ago (unless DisableCurrentRetention) and
+// forgets the runs past Config.CheckpointRetention (when set), then
 // writes a new generation of the current-state table from the runs'
 // committed snapshots, swaps the manifest to it and deletes the
 // generations before the previous one. One process of the group does
@@ -125,6 +126,16 @@ func (l *Lake) PublishCurrent(ctx context.Context) (published bool, err error) {
 		}
 		if n > 0 {
 			l.log.Info("runs ended before the current-state table's retention left it", "runs", n, "retention", l.cfg.CurrentRetention.String())
+		}
+	}
+	if l.cfg.CheckpointRetention > 0 {
+		n, err := l.state.forget(ctx, time.Now().Add(-l.cfg.CheckpointRetention), trimBatch)
+		l.m.forgotten.Add(float64(n))
+		if err != nil {
+			return false, err
+		}
+		if n > 0 {
+			l.log.Info("runs left untouched past the checkpoint retention were forgotten", "runs", n, "retention", l.cfg.CheckpointRetention.String())
 		}
 	}
 	tx, err := l.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})

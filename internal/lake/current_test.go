@@ -145,6 +145,7 @@ func TestLake_CurrentRetention(t *testing.T) {
 	failing := &atomic.Int32{}
 	failing.Store(7) // more than the consumer's MaxAttempts (5): a handler error would dead-letter
 	cfg.Fetcher = forgetfulStore{Fetcher: f.store, forgot: runs[2][0].RunID, failing: runs[3][0].RunID, failures: failing}
+	cfg.CheckpointRetention = time.Hour
 	r, _ = f.start(t, f.dir, cfg)
 	for _, i := range []int{1, 2, 3} {
 		late := runs[i][0]
@@ -173,6 +174,7 @@ func TestLake_CurrentRetention(t *testing.T) {
 	if got := deadLettered(t, r.reg); got != 0 {
 		t.Fatalf("%v records dead-lettered, want none for the store's failures", got)
 	}
+
 	var seq int64
 	var snapshot *string
 	if err := f.state.QueryRow(ctx, `SELECT run_seq, snapshot FROM lake_runs WHERE run_id = $1`, runs[2][0].RunID).Scan(&seq, &snapshot); err != nil {
@@ -180,6 +182,34 @@ func TestLake_CurrentRetention(t *testing.T) {
 	}
 	if want := runs[2][len(runs[2])-1].RunSeq; seq != want || snapshot != nil {
 		t.Fatalf("the run the store forgot: checkpoint %d, snapshot %v; want %d and none", seq, snapshot != nil, want)
+	}
+
+	// Two more hours: the rows left with no snapshot (every ended run's
+	// but the two rebuilt) are forgotten; the others stay.
+	if _, err := f.state.Exec(ctx, `UPDATE lake_runs SET updated_at = now() - interval '2 hours'`); err != nil {
+		t.Fatal(err)
+	}
+	if forgotten := counter(t, r.reg, "runstream_lake_runs_forgotten_total"); forgotten != 0 {
+		t.Fatalf("runs forgotten before their time: %v", forgotten)
+	}
+	publish()
+	kept := map[string]bool{}
+	left, err := f.state.Query(ctx, `SELECT run_id FROM lake_runs`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for left.Next() {
+		var id string
+		if err := left.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		kept[id] = true
+	}
+	if left.Err() != nil || len(kept) != 3 || !kept[open[0].RunID] || !kept[runs[1][0].RunID] || !kept[runs[3][0].RunID] {
+		t.Fatalf("rows after the checkpoint retention: %v, %v; want the open run's and the two rebuilt runs'", kept, left.Err())
+	}
+	if got := counter(t, r.reg, "runstream_lake_runs_forgotten_total"); got != float64(len(all)-3) {
+		t.Fatalf("runs forgotten: %v, want %d", got, len(all)-3)
 	}
 }
 

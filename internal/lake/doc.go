@@ -51,7 +51,8 @@
 // the store (as the checkpoints are read, so a store that fails is
 // retried and never dead-letters the record), so it never comes back as
 // a snapshot of its late events alone; if the store no longer has them,
-// what is new is written and no snapshot kept.
+// what is new is written and no snapshot kept. With --checkpoint-retention
+// the rows left with no snapshot are deleted once untouched that long.
 //
 // # Faults
 //
@@ -71,7 +72,8 @@
 //   - runstream_lake_upload_errors_total, runstream_lake_blocked
 //   - runstream_lake_commit_seconds
 //   - runstream_lake_current_runs, runstream_lake_current_published_total
-//   - runstream_lake_runs_trimmed_total, runstream_lake_runs_rebuilt_total
+//   - runstream_lake_runs_trimmed_total, runstream_lake_runs_rebuilt_total,
+//     runstream_lake_runs_forgotten_total
 //
 // Lag is the consumer group's, which `runstream lake` exports itself
 // (package lag's gauges, with group="runstream-lake"; `runstream lag

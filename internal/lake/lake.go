@@ -107,6 +107,15 @@ type Config struct {
 	CurrentRetention time.Duration
 	// DisableCurrentRetention keeps every run's snapshot for ever.
 	DisableCurrentRetention bool
+	// CheckpointRetention: a run whose state row holds no snapshot and
+	// was last written longer ago than this is forgotten (its row
+	// deleted), so the state stops growing by a row per run. Its late
+	// records are then no longer recognized: a record of it would make
+	// the lake fill the run from the store and write its earlier events
+	// again. So pick it longer than anything can deliver one (the topic's
+	// retention, a dead letter retried), as the store's
+	// --tombstone-retention. 0 keeps every row; else at least a minute.
+	CheckpointRetention time.Duration
 	// MaxOpenFiles closes a window before a record that would open one
 	// more file (tenant and date) than this; like the other rules it
 	// reads only the records. 0 means 64. With RowGroupBytes it bounds
@@ -161,6 +170,9 @@ func (c Config) Validate() error {
 	}
 	if c.CurrentRetention != 0 && c.CurrentRetention < time.Minute {
 		errs = append(errs, fmt.Errorf("lake: CurrentRetention (--current-retention) must be at least a minute (0 keeps every run), got %v", c.CurrentRetention))
+	}
+	if c.CheckpointRetention < 0 || (c.CheckpointRetention > 0 && c.CheckpointRetention < time.Minute) {
+		errs = append(errs, fmt.Errorf("lake: CheckpointRetention (--checkpoint-retention) must be at least a minute, or 0 to keep every run's checkpoint, got %v", c.CheckpointRetention))
 	}
 	if c.Group != "" && strings.TrimSpace(c.Group) == "" {
 		errs = append(errs, errors.New("lake: Group (--group) is blank"))

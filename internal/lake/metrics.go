@@ -20,6 +20,7 @@ type metrics struct {
 	currentPubs  prometheus.Counter
 	trimmed      prometheus.Counter
 	rebuilt      prometheus.Counter
+	forgotten    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -73,6 +74,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "runstream_lake_runs_trimmed_total",
 			Help: "Runs ended longer than --current-retention ago whose snapshot the lake's state let go (each keeps its checkpoint); they leave the current-state table.",
 		}),
+		forgotten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "runstream_lake_runs_forgotten_total",
+			Help: "Runs whose state row (a checkpoint with no snapshot) was deleted, untouched for --checkpoint-retention.",
+		}),
 		rebuilt: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "runstream_lake_runs_rebuilt_total",
 			Help: "Runs whose snapshot was trimmed that a record named again: their snapshot was folded again from the store before the record was handled.",
@@ -89,7 +94,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.written, m.skipped, m.gaps, m.files, m.bytes, m.windows, m.uploadErrors,
-			m.blocked, m.commitTime, m.currentRuns, m.currentPubs, m.trimmed, m.rebuilt} {
+			m.blocked, m.commitTime, m.currentRuns, m.currentPubs, m.trimmed, m.rebuilt, m.forgotten} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -329,6 +329,26 @@ func (s *stateDB) trimEnded(ctx context.Context, cutoff time.Time, batch int) (i
 	}
 }
 
+// forget deletes the rows of runs with no snapshot that were last written
+// before cutoff, batch rows a statement, and returns how many.
+func (s *stateDB) forget(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
+	var total int64
+	for {
+		tag, err := s.db(ctx).Exec(ctx, `DELETE FROM lake_runs
+			WHERE group_id = $1 AND run_id IN (
+				SELECT run_id FROM lake_runs
+				 WHERE group_id = $1 AND snapshot IS NULL AND updated_at < $2
+				 LIMIT $3)`, s.group, cutoff, batch)
+		if err != nil {
+			return total, fmt.Errorf("lake: forgetting the runs left untouched since %s: %w", cutoff.UTC().Format(time.RFC3339), err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(batch) {
+			return total, nil
+		}
+	}
+}
+
 // commit is one window's state change, written in one transaction once its
 // files are uploaded and verified.
 type commit struct {
