@@ -100,8 +100,8 @@ type Config struct {
 	DisableCurrent bool
 	// CurrentRetention: a run that ended longer ago than this leaves the
 	// current-state table, and the lake's state lets go of its snapshot
-	// (it keeps the run's checkpoint, the duplicate check: about a
-	// hundred bytes a run instead of the snapshot's kilobytes). A record
+	// (it keeps the run's checkpoint, the duplicate check: about 270
+	// bytes a run with its key, instead of the snapshot's kilobytes). A record
 	// of such a run written later first folds the run's snapshot again
 	// from the store. 0 means DefaultCurrentRetention; at least a minute.
 	CurrentRetention time.Duration
