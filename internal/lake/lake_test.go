@@ -413,19 +413,32 @@ func mustParseName(t *testing.T, key string) (string, string, int64) {
 	return strings.Join(parts[:len(parts)-2], "."), parts[len(parts)-2], off
 }
 
-func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+// counter sums the counter name's series, or with label and value
+// given, that labelled series alone (which must exist).
+func counter(t *testing.T, reg *prometheus.Registry, name string, labelValue ...string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := 0.0
+	sum, matched := 0.0, false
 	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			match := len(labelValue) != 2
+			for _, l := range m.GetLabel() {
+				match = match || l.GetName() == labelValue[0] && l.GetValue() == labelValue[1]
+			}
+			if match {
 				sum += m.GetCounter().GetValue()
+				matched = true
 			}
 		}
+	}
+	if len(labelValue) == 2 && !matched {
+		t.Fatalf("no series %s{%s=%q}", name, labelValue[0], labelValue[1])
 	}
 	return sum
 }

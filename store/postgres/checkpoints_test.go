@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/runstream/runstream/internal/workload"
 	"github.com/runstream/runstream/store/postgres"
 )
@@ -35,19 +37,12 @@ func TestCheckpoints_UpgradeDeletesThoseOfRemovedRuns(t *testing.T) {
 	if _, err := postgres.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	var kept []string
 	rows, err := pool.Query(ctx, `SELECT run_id FROM run_snapshots ORDER BY run_id`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		kept = append(kept, id)
-	}
-	if rows.Err() != nil || len(kept) != 1 || kept[0] != live.RunID {
-		t.Fatalf("checkpoints after the migration: %v, %v; want only the live run's (%s)", kept, rows.Err(), live.RunID)
+	kept, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(kept) != 1 || kept[0] != live.RunID {
+		t.Fatalf("checkpoints after the migration: %v, %v; want only the live run's (%s)", kept, err, live.RunID)
 	}
 }

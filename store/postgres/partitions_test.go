@@ -36,6 +36,22 @@ func partitionOf(ctx context.Context, t *testing.T, pool *pgxpool.Pool, runID st
 	return out
 }
 
+// partitionNamed returns partition name as s's catalog has it now.
+func partitionNamed(ctx context.Context, t *testing.T, s *postgres.Store, name string) postgres.Partition {
+	t.Helper()
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parts {
+		if p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("partition %s is not in the catalog", name)
+	return postgres.Partition{}
+}
+
 // appendRun appends a started and a completed event of a new run of
 // tenant_a and returns its identity.
 func appendRun(ctx context.Context, t *testing.T, s *postgres.Store) workload.Identity {
@@ -254,20 +270,7 @@ func TestPartitions_RetireDetachArchiveDrop(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := partitionOf(ctx, t, pool, ended.RunID)[0]
-	part := func() postgres.Partition {
-		t.Helper()
-		parts, err := s.Partitions(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range parts {
-			if p.Name == name {
-				return p
-			}
-		}
-		t.Fatalf("partition %s is not in the catalog", name)
-		return postgres.Partition{}
-	}
+	part := func() postgres.Partition { return partitionNamed(ctx, t, s, name) }
 	hold := func(want postgres.Hold) {
 		t.Helper()
 		got, err := s.RetirementHold(ctx, part(), time.Now().Add(time.Hour), 0)
@@ -452,20 +455,7 @@ func TestPartitions_RemovedRunsLeaveNoCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := partitionOf(ctx, t, pool, id.RunID)[0]
-	part := func() postgres.Partition {
-		t.Helper()
-		parts, err := s.Partitions(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range parts {
-			if p.Name == name {
-				return p
-			}
-		}
-		t.Fatalf("partition %s is not in the catalog", name)
-		return postgres.Partition{}
-	}
+	part := func() postgres.Partition { return partitionNamed(ctx, t, s, name) }
 	if _, err := s.EnsurePartitions(ctx, time.Minute, 0); err != nil {
 		t.Fatal(err)
 	}
