@@ -170,7 +170,8 @@ export async function api(path, opts = {}) {
     // A JSON POST: without tokens the API refuses other POSTs (415), so a
     // foreign page cannot send it a "simple" cross-site request.
     if (opts.method && opts.method !== 'GET') headers['Content-Type'] = 'application/json';
-    if (token) headers.Authorization = `Bearer ${token}`;
+    const sent = token;
+    if (sent) headers.Authorization = `Bearer ${sent}`;
     let res;
     try {
       res = await fetch(path, { ...opts, headers });
@@ -180,7 +181,10 @@ export async function api(path, opts = {}) {
     }
     const body = await res.json().catch(() => null);
     if (res.status === 401) {
-      await askToken(token ? `That token was refused: ${body?.error?.message || 'unauthenticated'}` : '');
+      // A refusal of a token the user has replaced since the request
+      // left says nothing of the new one: retry with it, never prompt
+      // again over a token that may be good.
+      if (sent === token) await askToken(sent ? `That token was refused: ${body?.error?.message || 'unauthenticated'}` : '');
       continue;
     }
     if (!res.ok) {
