@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -37,9 +39,11 @@ func TestRun_Lifecycle(t *testing.T) {
 	ctx := context.Background()
 	opts := client.RunOptions{TenantID: testTenant, ProjectID: "proj", EnvironmentID: "test", PlanID: "plan_handle",
 		PlanVersion: "3", EngineRunRef: "wf-lifecycle", EngineAttemptID: 2}
+	before := time.Now().Truncate(time.Millisecond)
 	run := c.Run(opts)
-	if !uuidV4.MatchString(run.ID()) {
-		t.Fatalf("run id %q, want a new UUID v4", run.ID())
+	checkTimeOrderedID(t, run.ID(), before)
+	if later := c.Run(opts).ID(); later <= run.ID() {
+		t.Fatalf("run ids %q then %q: a later run's id should sort after", run.ID(), later)
 	}
 	must := func(res client.Result, err error) client.Result {
 		t.Helper()
@@ -220,4 +224,22 @@ func snapshotOf(t *testing.T, base, runID string) store.RunSnapshot {
 		t.Fatal(err)
 	}
 	return s
+}
+
+var uuidV7 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// checkTimeOrderedID fails unless id is a UUID v7 whose time (its first 48
+// bits, Unix milliseconds) is between made and now.
+func checkTimeOrderedID(t *testing.T, id string, made time.Time) {
+	t.Helper()
+	if !uuidV7.MatchString(id) {
+		t.Fatalf("run id %q, want a new UUID v7", id)
+	}
+	ms, err := strconv.ParseInt(strings.ReplaceAll(id[:13], "-", ""), 16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at := time.UnixMilli(ms); at.Before(made) || at.After(time.Now()) {
+		t.Fatalf("run id %q carries %v, want a time between %v and now", id, at, made)
+	}
 }

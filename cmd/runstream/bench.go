@@ -263,6 +263,7 @@ var benchAppend = benchTarget[appendbench.Config, *appendbench.Report]{
 		fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured window (and pgbench -T)")
 		fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "load before the window, not measured")
 		fs.IntVar(&cfg.Runs, "runs", 10000, "distinct runIds the events are spread over")
+		fs.StringVar(&cfg.RunIDs, "run-ids", appendbench.RunIDsOrdered, "how run ids are made: ordered (UUID v7, as the producer clients make them) or random (UUID v4, as an engine passing random ids of its own; each new run lands on a random page of the store's run index)")
 		fs.BoolVar(&cfg.Baseline, "baseline", false, "also run pgbench on the same three SQL statements (bench/*.sql) and report our ratio to it")
 		fs.StringVar(&cfg.Token, "token", "", "bearer token to send; with the in-process API it also turns authentication on")
 		fs.StringVar(&cfg.Tenant, "tenant", "tenant_bench", "tenantId of the generated events (the token's tenant when the API checks tokens)")

@@ -26,9 +26,10 @@ type Identity struct {
 	PlanVersion   string
 }
 
-// NewIdentity returns an identity with a fresh UUID runId for tenant.
+// NewIdentity returns an identity for tenant with a fresh runId made as
+// the producer clients make one (UUID v7, time-ordered).
 func NewIdentity(tenant string) Identity {
-	return Identity{RunID: uuid.NewString(), TenantID: tenant, ProjectID: "proj_analytics",
+	return Identity{RunID: uuid.Must(uuid.NewV7()).String(), TenantID: tenant, ProjectID: "proj_analytics",
 		EnvironmentID: "prod", PlanID: "plan_daily_etl", PlanVersion: "3"}
 }
 

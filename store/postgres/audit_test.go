@@ -147,11 +147,11 @@ func TestReadAudit_HeldTransactionIsNotPassed(t *testing.T) {
 	})
 	r.page(ctx, 2)
 	var seqs []string
+	name := map[string]string{runs[0].RunID: "run0", runs[1].RunID: "run1"}
 	for _, e := range r.got {
-		seqs = append(seqs, fmt.Sprintf("%s/%d", e.RunID[:4], e.LogicalAttemptID))
+		seqs = append(seqs, fmt.Sprintf("%s/%d", name[e.RunID], e.LogicalAttemptID))
 	}
-	want := []string{runs[0].RunID[:4] + "/1", runs[0].RunID[:4] + "/2", runs[0].RunID[:4] + "/3", runs[1].RunID[:4] + "/1",
-		runs[0].RunID[:4] + "/4", runs[0].RunID[:4] + "/5", runs[0].RunID[:4] + "/6", runs[0].RunID[:4] + "/7", runs[0].RunID[:4] + "/8"}
+	want := []string{"run0/1", "run0/2", "run0/3", "run1/1", "run0/4", "run0/5", "run0/6", "run0/7", "run0/8"}
 	if !slices.Equal(seqs, want) {
 		t.Fatalf("read %v, want %v: each event once, the late commit in its persistedAt place", seqs, want)
 	}

@@ -2,9 +2,8 @@
 // repeats the run's correlation fields or works out attempt counters and
 // idempotency keys by hand (ExecutionSemantics v1, RunEvents v1 section 5).
 
-import { randomUUID } from "node:crypto";
-
 import type { AppendOutcome } from "./client.js";
+import { newRunId } from "./runid.js";
 import type {
   EventInput,
   FailurePayload,
@@ -25,7 +24,8 @@ export interface RunOptions {
   /**
    * The run. Pass the id the run already has when a second process (another
    * activity, a restarted worker) writes to it.
-   * @defaultValue a random UUID v4
+   * @defaultValue a new UUID v7 (time-ordered: the store files new runs at
+   * the end of its run index)
    */
   runId?: string;
   tenantId: string;
@@ -104,7 +104,7 @@ export class RunHandle {
     opts: RunOptions,
   ) {
     if (typeof opts !== "object" || opts === null) throw new TypeError("run: options are required: {tenantId, projectId, environmentId, planId, planVersion}");
-    this.runId = opts.runId ?? randomUUID();
+    this.runId = opts.runId ?? newRunId();
     this.correlation = Object.freeze({
       runId: this.runId,
       tenantId: opts.tenantId,

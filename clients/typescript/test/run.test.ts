@@ -30,8 +30,11 @@ test("run handle: a whole lifecycle with a retried step and a fail-open start dr
   const c = new RunstreamClient({ url: api.url, token: api.token, fetch: sw.fetch, spoolDir: dir, writeLatencyBudgetMs: SLOW_OK });
   t.after(() => c.close());
 
+  const made = Date.now();
   const run = c.run({ ...identity, tenantId: api.tenant, engineRunRef: "wf-lifecycle", engineAttemptId: 2 });
-  assert.match(run.runId, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, "a UUID v4 was made for the run");
+  assert.match(run.runId, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, "a UUID v7 was made for the run");
+  const at = parseInt(run.runId.slice(0, 8) + run.runId.slice(9, 13), 16);
+  assert.ok(at >= made && at <= Date.now(), `the run id carries ${at}, want a time from ${made} to now`);
 
   const started = await run.started({ engineType: "temporal" });
   assert.ok(!started.spooled && started.runSeq === 1 && started.persisted);

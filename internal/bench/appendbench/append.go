@@ -35,6 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -95,6 +96,12 @@ type Config struct {
 	// Runs is the number of distinct runIds the events are spread over;
 	// 0 means 10000.
 	Runs int
+	// RunIDs is how the runs' ids are made: RunIDsOrdered (the default)
+	// as the producer clients make them (UUID v7, time-ordered), or
+	// RunIDsRandom (UUID v4), as an engine that passes random ids of its
+	// own: each new run then lands on a random page of the store's run
+	// index.
+	RunIDs string
 	// Token is sent as a bearer token when not empty. With the in-process
 	// API it also turns authentication on, as the token of Tenant.
 	Token string
@@ -144,6 +151,12 @@ const (
 // defaultRounds is the rounds of each arm of a comparison.
 const defaultRounds = 3
 
+// How the runs' ids are made ([Config.RunIDs]).
+const (
+	RunIDsOrdered = "ordered"
+	RunIDsRandom  = "random"
+)
+
 // Progress is a running total, reported while a phase runs.
 type Progress struct {
 	// Phase is "warmup", "measure", "pgbench warmup" or "pgbench".
@@ -171,6 +184,11 @@ func (c Config) Validate() error {
 	}
 	if c.Runs < 0 {
 		errs = append(errs, fmt.Errorf("runs (--runs) must be >= 1, got %d", c.Runs))
+	}
+	switch c.RunIDs {
+	case "", RunIDsOrdered, RunIDsRandom:
+	default:
+		errs = append(errs, fmt.Errorf("run ids (--run-ids) must be %s or %s, got %q", RunIDsOrdered, RunIDsRandom, c.RunIDs))
 	}
 	switch c.Client {
 	case "", ClientRaw, ClientGo, ClientTS, ClientAll:
@@ -218,6 +236,7 @@ func (c *Config) setDefaults() {
 	harness.Default(&c.Duration, defaultDuration)
 	harness.Default(&c.Warmup, defaultWarmup)
 	harness.Default(&c.Runs, harness.DefaultRuns)
+	harness.Default(&c.RunIDs, RunIDsOrdered)
 	harness.Default(&c.Tenant, harness.DefaultTenant)
 	harness.Default(&c.Client, ClientRaw)
 	harness.Default(&c.Rounds, defaultRounds)
@@ -424,6 +443,9 @@ func newLoad(cfg Config, target string) *load {
 	g.ids = make([]workload.Identity, cfg.Runs)
 	for i := range g.ids {
 		g.ids[i] = workload.NewIdentity(cfg.Tenant)
+		if cfg.RunIDs == RunIDsRandom {
+			g.ids[i].RunID = uuid.NewString()
+		}
 	}
 	g.clients = make([]*client, cfg.Clients)
 	for i := range g.clients {
@@ -468,7 +490,7 @@ func (g *load) run(ctx context.Context) (*Report, error) {
 		return nil, fmt.Errorf("bench interrupted: %w", ctx.Err())
 	}
 
-	rep := &Report{Target: g.target, Clients: g.cfg.Clients, Batch: g.cfg.Batch, Runs: g.cfg.Runs,
+	rep := &Report{Target: g.target, Clients: g.cfg.Clients, Batch: g.cfg.Batch, Runs: g.cfg.Runs, RunIDs: g.cfg.RunIDs,
 		Window: window, Errors: map[string]int64{}, WarmupEvents: warmEvents, CPU: cpu}
 	var lat []time.Duration
 	for _, c := range g.clients {

@@ -20,6 +20,8 @@ type Report struct {
 	Clients int `json:"clients"`
 	Batch   int `json:"batch"`
 	Runs    int `json:"runs"`
+	// RunIDs is how the run ids were made (Config.RunIDs).
+	RunIDs string `json:"runIds"`
 	// PoolMaxConns is the in-process API's Postgres pool size (0 with an
 	// external API).
 	PoolMaxConns int32 `json:"poolMaxConns,omitempty"`
@@ -189,8 +191,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Batch > 1 {
 		mode = fmt.Sprintf("POST /v1/events:batch (%d events per request)", r.Batch)
 	}
-	fmt.Fprintf(&b, "runstream bench append: %s, %d clients, %d runs, %s window, against %s",
-		mode, r.Clients, r.Runs, r.Window.Round(time.Millisecond), r.Target)
+	fmt.Fprintf(&b, "runstream bench append: %s, %d clients, %d runs (%s ids), %s window, against %s",
+		mode, r.Clients, r.Runs, r.RunIDs, r.Window.Round(time.Millisecond), r.Target)
 	if r.PoolMaxConns > 0 {
 		fmt.Fprintf(&b, " (Postgres pool %d conns)", r.PoolMaxConns)
 	}

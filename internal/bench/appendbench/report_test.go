@@ -113,6 +113,8 @@ func TestBenchConfig_Validate(t *testing.T) {
 		{"batch too big", Config{PostgresURL: pg, Batch: 1001}, "--batch"},
 		{"negative clients", Config{PostgresURL: pg, Clients: -1}, "--clients"},
 		{"bad url", Config{URL: "127.0.0.1:8080"}, "--url"},
+		{"random run ids", Config{PostgresURL: pg, RunIDs: RunIDsRandom}, ""},
+		{"unknown run ids", Config{PostgresURL: pg, RunIDs: "v5"}, "--run-ids"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

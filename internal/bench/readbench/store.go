@@ -2,16 +2,19 @@ package readbench
 
 import (
 	"context"
+	"crypto/md5"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
@@ -95,8 +98,15 @@ func loadNote(sec float64) string {
 }
 
 // storeRunID names the store source's runs; no snapshot of them is ever
-// written to Redis.
-func storeRunID(i int) string { return fmt.Sprintf("sb-%09d", i) }
+// written to Redis. The ids are random-looking (an MD5 in UUID form, as
+// storeRunIDSQL makes them in Postgres), so the runs index is as spread
+// as a store of engine-made random run ids, not filled in order.
+func storeRunID(i int) string {
+	return uuid.UUID(md5.Sum([]byte("sb:" + strconv.Itoa(i)))).String()
+}
+
+// storeRunIDSQL is storeRunID in SQL, of the bigint column r.
+const storeRunIDSQL = `md5('sb:' || r)::uuid::text`
 
 // runStore loads the store (or takes a loaded schema), serves an API on
 // Redis and that schema, and has cfg.Clients clients GET random runs'
@@ -123,6 +133,13 @@ func runStore(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		if rep.Runs == 0 {
 			return nil, fmt.Errorf("schema %s holds no bench runs (tenant %s): load one with --keep-schema first", sc.Schema, storeTenant)
+		}
+		var named bool
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = $1)`, storeRunID(0)).Scan(&named); err != nil {
+			return nil, fmt.Errorf("looking up the first bench run of schema %s: %w", sc.Schema, err)
+		}
+		if !named {
+			return nil, fmt.Errorf("schema %s was loaded by an older bench, whose run ids this one does not read: load a new one with --keep-schema", sc.Schema)
 		}
 	} else {
 		schema, p, err := harness.MigratedSchema(ctx, cfg.PostgresURL, sc.KeepSchema)
@@ -189,7 +206,7 @@ func loadStore(ctx context.Context, pool *pgxpool.Pool, runs, perRun int, progre
 		if _, err := pool.Exec(ctx, `INSERT INTO run_events (run_id, run_seq, event_id, event_type, idempotency_key,
 				tenant_id, project_id, environment_id, plan_id, plan_version, step_id,
 				engine_attempt_id, logical_attempt_id, emitted_at, persisted_at, payload)
-			SELECT 'sb-' || lpad(r::text, 9, '0'), s, md5(r || ':' || s)::uuid,
+			SELECT `+storeRunIDSQL+`, s, md5(r || ':' || s)::uuid,
 				CASE WHEN s = 1 THEN 'RunStarted' WHEN s = $3 THEN 'RunCompleted'
 					WHEN s % 2 = 0 THEN 'StepStarted' ELSE 'StepCompleted' END,
 				md5(r || ':' || s) || md5(s || ':' || r), $4, 'proj_bench', 'prod', 'plan_bench', '1',
@@ -203,7 +220,7 @@ func loadStore(ctx context.Context, pool *pgxpool.Pool, runs, perRun int, progre
 			return fmt.Errorf("loading the events of runs %d-%d: %w", lo, hi, err)
 		}
 		if _, err := pool.Exec(ctx, `INSERT INTO runs (run_id, tenant_id, last_seq, terminal_at)
-			SELECT 'sb-' || lpad(r::text, 9, '0'), $3, $4::integer, $5::timestamptz + r * interval '1 second' + $4::integer * interval '10 ms'
+			SELECT `+storeRunIDSQL+`, $3, $4::integer, $5::timestamptz + r * interval '1 second' + $4::integer * interval '10 ms'
 			FROM generate_series($1::bigint, $2::bigint - 1) AS r`, lo, hi, storeTenant, perRun, t0); err != nil {
 			return fmt.Errorf("loading runs %d-%d: %w", lo, hi, err)
 		}

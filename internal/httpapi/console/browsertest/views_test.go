@@ -212,14 +212,17 @@ func TestConsole_Views(t *testing.T) {
 	b.shots("runs-list")
 
 	// ---- search: run id prefix through the form; the hash keeps it ----
+	// Run ids made together (UUID v7) share their first 13 characters, the
+	// millisecond; the next five (a counter) tell them apart.
 	target := s.ids[500]
-	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=search-runIdPrefix]`), target[:13]),
+	prefix := target[:18]
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=search-runIdPrefix]`), prefix),
 		chromedp.Click(chromedp.CSS(`[data-testid=search-submit]`)))
-	b.waitTrue(fmt.Sprintf(`location.hash.includes('runIdPrefix=%s')`, target[:13]), "the prefix in the URL hash")
+	b.waitTrue(fmt.Sprintf(`location.hash.includes('runIdPrefix=%s')`, prefix), "the prefix in the URL hash")
 	b.waitRows([]string{target}, "the one run with that prefix")
 	b.do(chromedp.Reload())
 	b.waitRows([]string{target}, "the search to survive a reload")
-	b.waitTrue(fmt.Sprintf(`document.querySelector('[data-testid=search-runIdPrefix]').value === %s`, jsString(target[:13])), "the form to show the search after a reload")
+	b.waitTrue(fmt.Sprintf(`document.querySelector('[data-testid=search-runIdPrefix]').value === %s`, jsString(prefix)), "the form to show the search after a reload")
 	b.waitText(`[data-testid=counts-not-search]`, "They count every run, not this search")
 	b.waitTrue(`document.querySelector('[data-testid=count-ALL]').textContent === '1,101'`, "the tenant's count kept beside a search of one run")
 	b.shots("runs-search-prefix")
