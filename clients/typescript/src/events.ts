@@ -133,7 +133,7 @@ export interface PayloadOf {
 
 /** The identifiers every event of a run repeats. */
 export interface RunCorrelation {
-  /** The run (UUID v4 recommended; any identifier of 1-255 bytes without "|"). */
+  /** The run: any identifier of 1-255 bytes without "|"; an id that grows with time (the UUID v7 `run()` makes) keeps the store's run index cheap to write. */
   runId: string;
   tenantId: string;
   projectId: string;
