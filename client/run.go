@@ -60,7 +60,7 @@ type Run struct {
 // methods is called.
 func (c *Client) Run(o RunOptions) *Run {
 	if o.RunID == "" {
-		o.RunID = uuid.Must(uuid.NewV7()).String()
+		o.RunID = NewRunID()
 	}
 	return &Run{c: c, engineRunRef: o.EngineRunRef, steps: map[string]*Step{}, base: Event{
 		RunID: o.RunID, TenantID: o.TenantID, ProjectID: o.ProjectID, EnvironmentID: o.EnvironmentID,
@@ -68,6 +68,12 @@ func (c *Client) Run(o RunOptions) *Run {
 		EngineAttemptID: orOne(o.EngineAttemptID), LogicalAttemptID: orOne(o.LogicalAttemptID),
 	}}
 }
+
+// NewRunID returns a new run id as [Client.Run] makes one: a UUID v7,
+// time-ordered, which the store files at the end of its run index. Make
+// one where a run starts and pass it to every process that writes to the
+// run (RunOptions.RunID).
+func NewRunID() string { return uuid.Must(uuid.NewV7()).String() }
 
 func orOne(n int64) int64 {
 	if n == 0 {

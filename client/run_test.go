@@ -45,6 +45,7 @@ func TestRun_Lifecycle(t *testing.T) {
 	if later := c.Run(opts).ID(); later <= run.ID() {
 		t.Fatalf("run ids %q then %q: a later run's id should sort after", run.ID(), later)
 	}
+	checkTimeOrderedID(t, client.NewRunID(), before)
 	must := func(res client.Result, err error) client.Result {
 		t.Helper()
 		if err != nil {

@@ -30,6 +30,7 @@ export {
   type WireRunEventWrite,
 } from "./events.js";
 export { RunHandle, StepHandle, type FailureOptions, type RunOptions, type StepOptions } from "./run.js";
+export { newRunId } from "./runid.js";
 export {
   BudgetExceededError,
   ClientClosedError,

@@ -4,6 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { newRunId } from "../src/runid.js";
+import { newRunId as exported } from "../src/index.js";
 
 const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -22,4 +23,8 @@ test("run ids: UUID v7, strictly in the order made, many in one millisecond", ()
   const last = parseInt(ids[n - 1]!.slice(0, 8) + ids[n - 1]!.slice(9, 13), 16);
   assert.ok(first >= before && first <= after, `first id carries ${first}, made between ${before} and ${after}`);
   assert.ok(last <= after + Math.ceil(n / 4096), `last id carries ${last}, made by ${after}`);
+});
+
+test("run ids: newRunId is the package's", () => {
+  assert.equal(exported, newRunId);
 });
