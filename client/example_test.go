@@ -47,3 +47,11 @@ func ExampleClient_Run() {
 	}
 	_ = activity
 }
+
+// Where a run starts (the code that starts the workflow, or the activity
+// that writes RunStarted), its id is made once and handed to every step
+// that writes to the run, as stepInput.RunID in the example above.
+func ExampleNewRunID() {
+	in := stepInput{RunID: client.NewRunID(), PlanID: "plan_daily_etl", PlanVersion: "3", Attempt: 1}
+	_ = in
+}
