@@ -309,8 +309,7 @@ func (s *stateDB) loadRuns(ctx context.Context, ids []string) (map[string]runSta
 // so a late record of the run is skipped and a dead letter retried later
 // adds only what is new. A run trimmed leaves the current-state table.
 func (s *stateDB) trimEnded(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
-	var total int64
-	for {
+	return inBatches(batch, func() (int64, error) {
 		// The snapshot is parsed once per candidate (the lateral's OFFSET 0
 		// keeps Postgres from pasting the cast into both tests): a quarter
 		// faster a batch than parsing it for each.
@@ -323,31 +322,38 @@ func (s *stateDB) trimEnded(ctx context.Context, cutoff time.Time, batch int) (i
 				 LIMIT $4)`,
 			s.group, cutoff, cutoff.UTC().Format(persistedAtLayout), batch)
 		if err != nil {
-			return total, fmt.Errorf("lake: letting go of the snapshots of runs ended before %s: %w", cutoff.UTC().Format(time.RFC3339), err)
+			return 0, fmt.Errorf("lake: letting go of the snapshots of runs ended before %s: %w", cutoff.UTC().Format(time.RFC3339), err)
 		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < int64(batch) {
-			return total, nil
-		}
-	}
+		return tag.RowsAffected(), nil
+	})
 }
 
 // forget deletes the rows of runs with no snapshot that were last written
 // before cutoff, batch rows a statement, and returns how many.
 func (s *stateDB) forget(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
-	var total int64
-	for {
+	return inBatches(batch, func() (int64, error) {
 		tag, err := s.db(ctx).Exec(ctx, `DELETE FROM lake_runs
 			WHERE group_id = $1 AND run_id IN (
 				SELECT run_id FROM lake_runs
 				 WHERE group_id = $1 AND snapshot IS NULL AND updated_at < $2
 				 LIMIT $3)`, s.group, cutoff, batch)
 		if err != nil {
-			return total, fmt.Errorf("lake: forgetting the runs left untouched since %s: %w", cutoff.UTC().Format(time.RFC3339), err)
+			return 0, fmt.Errorf("lake: forgetting the runs left untouched since %s: %w", cutoff.UTC().Format(time.RFC3339), err)
 		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < int64(batch) {
-			return total, nil
+		return tag.RowsAffected(), nil
+	})
+}
+
+// inBatches runs step, a statement changing at most batch rows, until one
+// changes fewer, and returns the rows changed in all (those before an
+// error too).
+func inBatches(batch int, step func() (int64, error)) (int64, error) {
+	var total int64
+	for {
+		n, err := step()
+		total += n
+		if err != nil || n < int64(batch) {
+			return total, err
 		}
 	}
 }
