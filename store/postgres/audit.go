@@ -126,11 +126,16 @@ type AuditPage struct {
 	Next *store.AuditPosition
 }
 
+// auditSQL reads one page. The hash beside the tenant id leads the audit
+// index of partitions made since migration 0024 (the id is still
+// compared: ids that hash alike share a range); the (tenant_id,
+// persisted_at) index of older partitions is read by the id.
 const auditSQL = `SELECT run_id, run_seq, event_id::text, event_type, idempotency_key, tenant_id,
 	project_id, environment_id, plan_id, plan_version, coalesce(step_id, ''),
 	engine_attempt_id, logical_attempt_id, emitted_at, persisted_at, payload::text
 FROM run_events
-WHERE tenant_id = $1 AND (persisted_at, run_id COLLATE "C", run_seq) > ($2, $3, $4) AND persisted_at < $5
+WHERE tenant_id = $1 AND hashtextextended(tenant_id, 0) = hashtextextended($1, 0)
+	AND (persisted_at, run_id COLLATE "C", run_seq) > ($2, $3, $4) AND persisted_at < $5
 ORDER BY tenant_id, persisted_at, run_id COLLATE "C", run_seq LIMIT $6`
 
 // ReadAudit reads one page of q's window: the events after q.After (at

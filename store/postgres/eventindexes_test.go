@@ -41,15 +41,23 @@ func partitionIndexes(ctx context.Context, t *testing.T, pool *pgxpool.Pool) map
 	return out
 }
 
+// isDigestForm: the duplicates index of migration 0019, beside the audit
+// index of 0019 or 0024.
 func isDigestForm(defs [2]string) bool {
 	return strings.Contains(defs[0], "runstream_idempotency_digest(run_id, idempotency_key)") &&
-		strings.HasSuffix(defs[1], "(tenant_id, persisted_at)")
+		(strings.HasSuffix(defs[1], "(tenant_id, persisted_at)") || isTenantHashForm(defs))
+}
+
+// isTenantHashForm: the audit index of migration 0024.
+func isTenantHashForm(defs [2]string) bool {
+	return strings.HasSuffix(defs[1], "(hashtextextended(tenant_id, (0)::bigint), persisted_at)")
 }
 
 // TestEventIndexes_NewPartitionsIndexTheDigest: since migration 0019 a
-// partition indexes duplicates by a 16-byte digest of (run id, key) and
-// audit reads by (tenant_id, persisted_at); duplicates are found through
-// it, and a key differing from another in one byte is not one.
+// partition indexes duplicates by a 16-byte digest of (run id, key), and
+// since 0024 audit reads by (hash of tenant_id, persisted_at); duplicates
+// are found through the digest, and a key differing from another in one
+// byte is not one.
 func TestEventIndexes_NewPartitionsIndexTheDigest(t *testing.T) {
 	t.Parallel()
 	s, pool := newStore(t, postgres.Config{})
@@ -59,8 +67,8 @@ func TestEventIndexes_NewPartitionsIndexTheDigest(t *testing.T) {
 		t.Fatal("a fresh store has no run_events partition ahead")
 	}
 	for name, defs := range parts {
-		if !isDigestForm(defs) {
-			t.Fatalf("partition %s of a fresh store: indexes %q, want the digest and (tenant_id, persisted_at)", name, defs)
+		if !isDigestForm(defs) || !isTenantHashForm(defs) {
+			t.Fatalf("partition %s of a fresh store: indexes %q, want the digest and (hash of tenant_id, persisted_at)", name, defs)
 		}
 	}
 	// Made by runstream_ensure_partitions after the migration: the same.
@@ -72,8 +80,8 @@ func TestEventIndexes_NewPartitionsIndexTheDigest(t *testing.T) {
 		t.Fatalf("runstream_ensure_partitions with 3 days ahead made no partition (%d before, %d after)", len(parts), len(after))
 	}
 	for name, defs := range after {
-		if !isDigestForm(defs) {
-			t.Fatalf("partition %s made by runstream_ensure_partitions: indexes %q, want the digest form", name, defs)
+		if !isDigestForm(defs) || !isTenantHashForm(defs) {
+			t.Fatalf("partition %s made by runstream_ensure_partitions: indexes %q, want the digest and tenant hash form", name, defs)
 		}
 	}
 

@@ -44,3 +44,7 @@ func allShards() []int32 {
 	}
 	return s
 }
+
+// AuditSQL is the statement of one audit page (ReadAudit), with its
+// parameters: tenant, after (persistedAt, runId, runSeq), before, limit.
+const AuditSQL = auditSQL
