@@ -225,11 +225,14 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 // copySQL is the baseline: the rows and columns the export reads
-// (postgres' auditSQL), in its order, as COPY's text.
+// (postgres' auditSQL), in its order and through the same index (the
+// tenant's hash leads the audit index of partitions made since migration
+// 0024), as COPY's text.
 const copySQL = `COPY (SELECT run_id, run_seq, event_id::text, event_type, idempotency_key, tenant_id,
 	project_id, environment_id, plan_id, plan_version, coalesce(step_id, ''),
 	engine_attempt_id, logical_attempt_id, emitted_at, persisted_at, payload::text
-FROM run_events WHERE tenant_id = '%s' AND persisted_at >= '%s' AND persisted_at < '%s'
+FROM run_events WHERE tenant_id = '%[1]s' AND hashtextextended(tenant_id, 0) = hashtextextended('%[1]s', 0)
+	AND persisted_at >= '%[2]s' AND persisted_at < '%[3]s'
 ORDER BY tenant_id, persisted_at, run_id COLLATE "C", run_seq) TO STDOUT`
 
 // copyOut runs the baseline for tenant's window and returns its rows and
