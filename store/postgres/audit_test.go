@@ -344,7 +344,7 @@ func TestReadAudit_UsesTheTenantIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.SupersedeBackdated(t, pool) // made by 0024's
-	s, err := postgres.New(pool, postgres.Config{})
+	s, err := postgres.New(pool, postgres.Config{AuditGrace: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,18 +362,16 @@ func TestReadAudit_UsesTheTenantIndex(t *testing.T) {
 		t.Fatalf("audit indexes of the partition before and the one after migration 0024: %q", forms)
 	}
 	// Both events are read, in order, through both forms, once the
-	// horizon (the audit grace after the append) has passed them.
+	// horizon (a millisecond's grace after the append) has passed them.
 	var page postgres.AuditPage
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	testenv.WaitFor(t, 10*time.Second, "the audit horizon to pass both events", func() bool {
 		page, err = s.ReadAudit(ctx, postgres.AuditQuery{
 			AuditWindow: store.AuditWindow{TenantID: "t", From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour)}, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(page.Events) >= 2 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return len(page.Events) >= 2
+	})
 	if len(page.Events) != 2 || page.Events[0].RunID != first.RunID || page.Events[1].RunID != second.RunID {
 		t.Fatalf("the audit page over both partitions: %+v; want %s then %s", page.Events, first.RunID, second.RunID)
 	}
