@@ -68,7 +68,7 @@ func TestConsole_RunGoesLive(t *testing.T) {
 	b.waitText(`[data-testid=count-RUNNING]`, "1")
 	b.shots("live-runs-list")
 
-	b.do(chromedp.Click(chromedp.CSS(row + ` [data-testid=run-link]`)))
+	b.click(row + ` [data-testid=run-link]`)
 	b.waitText(`.status-line [data-testid=status]`, "RUNNING")
 	b.waitText(`[data-step-id="model.orders"] [data-testid=status]`, "RUNNING")
 	b.waitText(`[data-testid=last-seq]`, "4")
@@ -95,7 +95,7 @@ func TestConsole_RunGoesLive(t *testing.T) {
 	b.waitTrue(`document.querySelectorAll('[data-testid=timeline-bar]').length === 3`, "3 timeline bars (extract #1, model.orders #1 and #2)")
 
 	// The failed attempt is kept, and its error opens from the steps table.
-	b.do(chromedp.Click(chromedp.CSS(`[data-step-id="model.orders"] [data-testid=error-toggle]`)))
+	b.click(`[data-step-id="model.orders"] [data-testid=error-toggle]`)
 	b.waitText(`[data-step-id="model.orders"] [data-attempt="1"] [data-testid=attempt-error-message]`, errMsg)
 	b.waitText(`[data-step-id="model.orders"] [data-attempt="1"] [data-testid=status]`, "FAILED")
 	b.waitText(`[data-step-id="model.orders"] [data-attempt="2"] [data-testid=status]`, "SUCCESS")
@@ -124,13 +124,13 @@ func TestConsole_RunGoesLive(t *testing.T) {
 	}
 	b.waitVisible(`.status-line [data-testid=stale-badge]`)
 	b.shots("live-run-stale")
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=resync]`)))
+	b.click(`[data-testid=resync]`)
 	b.waitText(`[data-testid=resync-result]`, "Resynced from the store at event 8")
 	b.waitTrue(`document.querySelector('.status-line [data-testid=stale-badge]').hidden`, "the stale badge to go away after Resync")
 	b.waitTrue(`window.__noReload === true`, "the page to stay loaded")
 
 	// Back on the list, the run is COMPLETED and counted.
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=nav-runs]`)))
+	b.click(`[data-testid=nav-runs]`)
 	b.waitText(row+` [data-testid=status]`, "COMPLETED")
 	b.waitText(`[data-testid=count-COMPLETED]`, "1")
 	b.waitText(`[data-testid=count-RUNNING]`, "0")
@@ -160,11 +160,11 @@ func TestConsole_AsksForToken(t *testing.T) {
 	b.do(chromedp.Navigate(base + "/"))
 	b.waitVisible(`[data-testid=token-dialog]`)
 	b.shots("token-prompt")
-	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=token-input]`), "wrong-token"),
-		chromedp.Click(chromedp.CSS(`[data-testid=token-submit]`)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=token-input]`), "wrong-token"))
+	b.click(`[data-testid=token-submit]`)
 	b.waitText(`[data-testid=token-error]`, "refused")
-	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=token-input]`), token),
-		chromedp.Click(chromedp.CSS(`[data-testid=token-submit]`)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=token-input]`), token))
+	b.click(`[data-testid=token-submit]`)
 	b.waitText(`[data-testid=runs-empty]`, "No runs yet")
 	b.waitTrue(`!document.querySelector('[data-testid=token-dialog]').open`, "the token dialog to close")
 	b.waitTrue(`sessionStorage.getItem('runstream.token') === `+jsString(token), "the token kept in sessionStorage")
@@ -174,7 +174,7 @@ func TestConsole_AsksForToken(t *testing.T) {
 	appendEvents(t, base, token, workload.Event(id, store.EventRunStarted, "", 1, 1, time.Now(), nil))
 	row := fmt.Sprintf(`tr[data-run-id=%q]`, id.RunID)
 	b.waitText(row+` [data-testid=status]`, "RUNNING")
-	b.do(chromedp.Click(chromedp.CSS(row + ` [data-testid=run-link]`)))
+	b.click(row + ` [data-testid=run-link]`)
 	b.waitText(`.status-line [data-testid=status]`, "RUNNING")
 	b.waitLive()
 	appendEvents(t, base, token, workload.Event(id, store.EventRunCompleted, "", 1, 1, time.Now(), nil))
@@ -191,10 +191,10 @@ func TestConsole_AsksForToken(t *testing.T) {
 	b.shots("operator-page-tenant-token")
 
 	// An operator's token: the links appear and the lag page answers.
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=forget-token]`)))
+	b.click(`[data-testid=forget-token]`)
 	b.waitVisible(`[data-testid=token-dialog]`)
-	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=token-input]`), opToken),
-		chromedp.Click(chromedp.CSS(`[data-testid=token-submit]`)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=token-input]`), opToken))
+	b.click(`[data-testid=token-submit]`)
 	b.waitVisible(`[data-testid=nav-lag]`)
 	b.navigate(base + "/#/lag")
 	b.waitVisible(`[data-testid=lag-group]`)
@@ -402,6 +402,36 @@ func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
 	if err := chromedp.Do(ctx, actions...); err != nil {
 		b.fail("%v", err)
 	}
+}
+
+// click clicks the first element matching css as a user would (a mouse
+// press at its centre). A live update can replace the element between
+// finding it and pressing it ("Could not find node with given id"); then
+// the click finds it again, within the step's time.
+func (b *browser) click(css string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	for {
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(css)))
+		if err == nil {
+			return
+		}
+		if !replacedNode(err) || ctx.Err() != nil {
+			b.fail("clicking %s: %v", css, err)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// replacedNode reports whether err is the browser saying a node it was
+// handed is gone from the page (replaced by a re-render).
+func replacedNode(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Could not find node with given id") ||
+		strings.Contains(msg, "No node with given id") ||
+		strings.Contains(msg, "Node is detached")
 }
 
 // waitTrue polls a JavaScript expression until it is truthy.

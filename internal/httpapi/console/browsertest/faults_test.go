@@ -78,7 +78,7 @@ func TestConsole_RedisStopped(t *testing.T) {
 	b.waitTrue(`document.querySelectorAll('[data-testid=event-row]').length === 3`, "the events kept (Postgres is up)")
 	b.shots("run-redis-down")
 
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=nav-runs]`)))
+	b.click(`[data-testid=nav-runs]`)
 	b.waitText(`[data-testid=runs-error]`, "Could not list runs")
 	b.waitText(`[data-testid=runs-error]`, "Redis")
 	b.noElement(`[data-testid=runs-empty]`, "no empty state while the list failed")

@@ -157,7 +157,7 @@ func TestConsole_ScanLimitedSearch(t *testing.T) {
 	b.waitTrue(`document.querySelector('[data-testid=search-runIdPrefix]').value === 'hit-'`, "the form to show the deep link's prefix")
 	b.shots("runs-scan-limited")
 
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=scan-continue]`)))
+	b.click(`[data-testid=scan-continue]`)
 	b.waitRows(append(append([]string{}, want1...), want2...), "the 5 runs the continued scan found, after the first 7")
 	b.waitTrue(`!document.querySelector('[data-testid=scan-limited]')`, "the scan-limited notice to go once the scan reached the end of the range")
 	b.waitTrue(`document.querySelector('[data-testid=load-more]').hidden`, "no Load more: the API gave no cursor")
@@ -269,10 +269,10 @@ func TestConsole_RebuildRunning(t *testing.T) {
 			if (!last || last.state !== v.state || last.value !== v.value || last.counts !== v.counts) window.__rb.push(v);
 		}).observe(document.body, { childList: true, subtree: true, characterData: true });
 	})()`))
-	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=rebuild-tenant]`), tenant),
-		chromedp.Click(chromedp.CSS(`[data-testid=rebuild-start]`)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=rebuild-tenant]`), tenant))
+	b.click(`[data-testid=rebuild-start]`)
 	b.waitText(`[data-testid=confirm-text]`, tenant)
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
+	b.click(`[data-testid=confirm-ok]`)
 	b.waitTrue(`location.hash.startsWith('#/rebuilds/')`, "the rebuild's own page")
 	id := strings.TrimPrefix(b.eval(`decodeURIComponent(location.hash)`), "#/rebuilds/")
 

@@ -207,7 +207,7 @@ func TestConsole_Views(t *testing.T) {
 	b.do(chromedp.EmulateViewport(wideWidth, 860))
 	b.viewShot("console-docs-1400.png")
 	b.do(chromedp.EmulateViewport(wideWidth, 1000))
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=load-more]`)))
+	b.click(`[data-testid=load-more]`)
 	b.waitTrue(`document.querySelectorAll('[data-testid=run-row]').length === 100`, "a second page via nextCursor")
 	b.shots("runs-list")
 
@@ -216,8 +216,8 @@ func TestConsole_Views(t *testing.T) {
 	// millisecond; the next five (a counter) tell them apart.
 	target := s.ids[500]
 	prefix := target[:18]
-	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=search-runIdPrefix]`), prefix),
-		chromedp.Click(chromedp.CSS(`[data-testid=search-submit]`)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=search-runIdPrefix]`), prefix))
+	b.click(`[data-testid=search-submit]`)
 	b.waitTrue(fmt.Sprintf(`location.hash.includes('runIdPrefix=%s')`, prefix), "the prefix in the URL hash")
 	b.waitRows([]string{target}, "the one run with that prefix")
 	b.do(chromedp.Reload())
@@ -333,12 +333,12 @@ func TestConsole_Views(t *testing.T) {
 	b.eval(`(() => { const s = document.querySelector('[data-testid=lag-sort]'); s.value = 'name'; s.dispatchEvent(new Event('change')); return ''; })()`)
 	b.waitTrue(`(() => { const g = [...document.querySelectorAll('[data-testid=lag-group]')].map(e => e.dataset.group); return g.length >= 2 && g.every((x, i) => i === 0 || g[i-1].localeCompare(x) <= 0); })()`,
 		"groups by name")
-	b.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-testid=lag-group][data-group=%q] > summary`, store.DefaultProjectorGroup))))
+	b.click(fmt.Sprintf(`[data-testid=lag-group][data-group=%q] > summary`, store.DefaultProjectorGroup))
 	b.waitTrue(projector+`.open`, "the projector group unfolded")
 	again := b.eval(`document.querySelector('[data-testid=refreshed-at]').dataset.at`)
 	b.waitTrue(fmt.Sprintf(`document.querySelector('[data-testid=refreshed-at]')?.dataset.at > %s`, jsString(again)), "a refresh")
 	b.waitTrue(projector+`.open`, "the unfolded group still open after a refresh")
-	b.do(chromedp.Click(chromedp.CSS(`[data-group="console-test-etl"] [data-testid=lag-group-link]`)))
+	b.click(`[data-group="console-test-etl"] [data-testid=lag-group-link]`)
 	b.waitTrue(`location.hash === '#/lag/console-test-etl' && document.querySelectorAll('[data-testid=lag-group]').length === 1`, "the one group's deep link")
 	b.waitText(`[data-testid=lag-owner]`, "etl-instance-1")
 	b.waitText(`[data-testid=lag-freshness-value]`, "events visible within")
@@ -380,13 +380,13 @@ func TestConsole_Views(t *testing.T) {
 	}
 	b.navigate(base + "/#/lag/console-reprocess")
 	b.waitTrue(`!document.querySelector('[data-testid=group-reset-preview]').disabled`, "the idle group's reset enabled")
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=group-reset-preview]`)))
+	b.click(`[data-testid=group-reset-preview]`)
 	b.waitText(`[data-testid=group-reset-summary]`, fmt.Sprintf("read %s records again", formatThousands(replay)))
 	b.shots("lag-group-reset")
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=group-reset-apply]`)))
+	b.click(`[data-testid=group-reset-apply]`)
 	b.waitText(`[data-testid=confirm-text]`, fmt.Sprintf("Move consumer group console-reprocess to the earliest record kept? When its consumers start again they read %s records again", formatThousands(replay)))
-	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=confirm-reason]`), "reprocess for the warehouse"),
-		chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=confirm-reason]`), "reprocess for the warehouse"))
+	b.click(`[data-testid=confirm-ok]`)
 	b.waitText(`[data-testid=group-admin-result]`, "Reset: group console-reprocess now starts at the earliest record kept")
 	committed, err := adm.FetchOffsets(ctx, "console-reprocess")
 	if err != nil {
@@ -397,9 +397,9 @@ func TestConsole_Views(t *testing.T) {
 			t.Errorf("after the console's reset, partition %d is committed at %d, want 0", o.Partition, o.At)
 		}
 	})
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=group-delete]`)))
+	b.click(`[data-testid=group-delete]`)
 	b.waitText(`[data-testid=confirm-text]`, "Delete consumer group console-reprocess")
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
+	b.click(`[data-testid=confirm-ok]`)
 	b.waitTrue(`location.hash === '#/lag'`, "back to every group after the delete")
 	if _, err := lag.ResetOffsets(ctx, kc, "console-reprocess", store.DefaultTopic, lag.ResetTo{Earliest: true}, false); !errors.Is(err, lag.ErrGroupNotFound) {
 		t.Fatalf("after the console's delete: %v, want the group gone", err)
@@ -431,26 +431,26 @@ func TestConsole_Views(t *testing.T) {
 	b.shots("dead-letters-by-error")
 	b.navigate(base + "/#/dead-letters?by=run")
 	b.waitTrue(`document.querySelectorAll('[data-testid=dl-group]').length === 2`, "two runs' groups")
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=dl-group-retry]`)))
+	b.click(`[data-testid=dl-group-retry]`)
 	b.waitText(`[data-testid=confirm-text]`, "the 1 dead letter of run ")
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=confirm-cancel]`)))
+	b.click(`[data-testid=confirm-cancel]`)
 	b.navigate(base + "/#/dead-letters")
 	b.waitTrue(`document.querySelectorAll('[data-testid=dl-row]').length === 2`, "both letters still there after a cancelled group retry")
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=dl-row][data-id="900000001"] [data-testid=dl-link]`)))
+	b.click(`[data-testid=dl-row][data-id="900000001"] [data-testid=dl-link]`)
 	b.waitText(`[data-testid=dl-detail-error]`, "MESSAGE_TOO_LARGE (test 0)")
 	b.waitText(`[data-testid=dl-record]`, s.ids[1])
 	b.shots("dead-letter")
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=dl-retry]`)))
+	b.click(`[data-testid=dl-retry]`)
 	b.waitVisible(`[data-testid=confirm-dialog]`)
 	b.shots("dead-letter-confirm")
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=confirm-cancel]`)))
+	b.click(`[data-testid=confirm-cancel]`)
 	b.waitTrue(`!document.querySelector('[data-testid=confirm-dialog]')`, "the dialog to close")
 	if got := deadLetters(); got != 2 {
 		t.Fatalf("after Cancel: %d dead letters, want 2 (nothing retried)", got)
 	}
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=dl-retry]`)))
-	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=confirm-reason]`), "the broker's limit was raised"),
-		chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
+	b.click(`[data-testid=dl-retry]`)
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=confirm-reason]`), "the broker's limit was raised"))
+	b.click(`[data-testid=confirm-ok]`)
 	b.waitText(`[data-testid=dl-result]`, "Retried 1")
 	if got := deadLetters(); got != 1 {
 		t.Fatalf("after retrying one: %d dead letters, want 1", got)
@@ -458,9 +458,9 @@ func TestConsole_Views(t *testing.T) {
 	b.navigate(base + "/#/dead-letters")
 	b.waitTrue(`document.querySelectorAll('[data-testid=dl-row]').length === 1`, "one dead letter left")
 	b.waitTrue(`!document.querySelector('[data-testid=dl-retry-all]').classList.contains('primary')`, "Retry all not the primary action")
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=dl-retry-all]`)))
+	b.click(`[data-testid=dl-retry-all]`)
 	b.waitText(`[data-testid=confirm-text]`, "every dead letter")
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
+	b.click(`[data-testid=confirm-ok]`)
 	b.waitText(`[data-testid=dl-result]`, "Retried 1")
 	b.waitVisible(`[data-testid=dl-empty]`)
 	if got := deadLetters(); got != 0 {
@@ -469,10 +469,10 @@ func TestConsole_Views(t *testing.T) {
 
 	// ---- a rebuild of the tenant, with its progress ----
 	b.navigate(base + "/#/rebuilds")
-	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=rebuild-tenant]`), tenant),
-		chromedp.Click(chromedp.CSS(`[data-testid=rebuild-start]`)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=rebuild-tenant]`), tenant))
+	b.click(`[data-testid=rebuild-start]`)
 	b.waitText(`[data-testid=confirm-text]`, tenant)
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
+	b.click(`[data-testid=confirm-ok]`)
 	b.waitTrue(`location.hash.startsWith('#/rebuilds/')`, "the rebuild's own page")
 	b.waitVisible(`[data-testid=rebuild-progress]`)
 	b.waitText(`[data-testid=rebuild-state]`, "DONE")
@@ -484,10 +484,10 @@ func TestConsole_Views(t *testing.T) {
 
 	// Selected runs.
 	b.navigate(base + "/#/rebuilds")
-	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=rebuild-runs]`), strings.Join(s.ids[:3], "\n")),
-		chromedp.Click(chromedp.CSS(`[data-testid=rebuild-start]`)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=rebuild-runs]`), strings.Join(s.ids[:3], "\n")))
+	b.click(`[data-testid=rebuild-start]`)
 	b.waitText(`[data-testid=confirm-text]`, "3 runs")
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
+	b.click(`[data-testid=confirm-ok]`)
 	b.waitText(`[data-testid=rebuild-state]`, "DONE")
 	// The tenant's rebuild left them current: this one writes nothing,
 	// and says so and why.
@@ -507,11 +507,11 @@ func TestConsole_Views(t *testing.T) {
 	// ---- a bulk action: every run a search matches, not only the page ----
 	b.navigate(base + "/#/runs?tenant=" + tenant + "&status=FAILED")
 	b.waitText(`[data-testid=bulk-rebuild]`, fmt.Sprintf("Rebuild all %d matching", s.counts[store.RunFailed]))
-	b.do(chromedp.Click(chromedp.CSS(`[data-testid=bulk-rebuild]`)))
+	b.click(`[data-testid=bulk-rebuild]`)
 	b.waitText(`[data-testid=confirm-text]`, fmt.Sprintf("Rebuild the snapshots of all %d runs of tenant %s this search matches (status FAILED), not only the ones listed", s.counts[store.RunFailed], tenant))
 	b.shots("runs-bulk-confirm")
-	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=confirm-reason]`), "a bad deploy's runs"),
-		chromedp.Click(chromedp.CSS(`[data-testid=confirm-ok]`)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`[data-testid=confirm-reason]`), "a bad deploy's runs"))
+	b.click(`[data-testid=confirm-ok]`)
 	b.waitTrue(`location.hash.startsWith('#/rebuilds/')`, "the bulk rebuild's own page")
 	b.waitText(`[data-testid=rebuild-state]`, "DONE")
 	b.waitText(`[data-testid=rebuild-target]`, "every run matching the search tenantId="+tenant+"&status=FAILED")
