@@ -10,12 +10,14 @@ export const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
 export const FAILED_ATTEMPTS_TITLE = 'Step attempts that failed (StepFailed events), retried or not: a completed run may have some.';
 
 // h builds an element: h('a', {href, testid, onclick}, ...children).
-// Children are text or nodes; text is never parsed as HTML.
+// Children are text or nodes; text is never parsed as HTML. Handlers are
+// kept in el.handlers and called through one listener per event type, so
+// patch can hand an element kept on the page its replacement's handlers.
 export function h(tag, attrs, ...kids) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v == null || v === false) continue;
-    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    if (k.startsWith('on')) on(el, k.slice(2), v);
     else if (k === 'class') el.className = v;
     else if (k === 'testid') el.dataset.testid = v;
     else if (k === 'style') Object.assign(el.style, v); // CSSOM: allowed by the CSP
@@ -25,6 +27,61 @@ export function h(tag, attrs, ...kids) {
     if (kid != null && kid !== false) el.append(kid instanceof Node ? kid : String(kid));
   }
   return el;
+}
+
+function on(el, type, fn) {
+  el.handlers ??= {};
+  if (!(type in el.handlers)) el.addEventListener(type, e => el.handlers[type]?.(e));
+  el.handlers[type] = fn;
+}
+
+// patch makes parent's children look like kids (fresh nodes from h, or
+// text), as replaceChildren would, but keeps every node that is already
+// there and only changes what differs: a live update then leaves alone the
+// link under a pressed mouse button, a text selection, a focused control
+// and an open <details> of the rows it did not change. Elements with a
+// data-key attribute are matched by key (and may move); the others by
+// position and tag.
+export function patch(parent, ...kids) {
+  const next = kids.flat(Infinity).filter(k => k != null && k !== false && k !== '')
+    .map(k => (k instanceof Node ? k : document.createTextNode(String(k))));
+  const keyOf = n => (n.nodeType === Node.ELEMENT_NODE ? n.getAttribute('data-key') : null);
+  const byKey = new Map();
+  for (const o of parent.childNodes) if (keyOf(o) != null) byKey.set(keyOf(o), o);
+  next.forEach((n, i) => {
+    const cur = parent.childNodes[i] ?? null;
+    const key = keyOf(n);
+    let keep = null;
+    if (key != null) keep = byKey.get(key) ?? null;
+    else if (cur && keyOf(cur) == null) keep = cur;
+    if (keep && (keep === n || n.isConnected || keep.nodeName !== n.nodeName)) keep = null;
+    if (!keep) { if (n !== cur) parent.insertBefore(n, cur); return; }
+    if (key != null) byKey.delete(key);
+    if (keep !== cur) parent.insertBefore(keep, cur);
+    morph(keep, n);
+  });
+  while (parent.childNodes.length > next.length) parent.lastChild.remove();
+}
+
+// morph makes el (kept on the page) look like n (its fresh replacement).
+function morph(el, n) {
+  if (el.nodeType !== Node.ELEMENT_NODE) {
+    if (el.nodeValue !== n.nodeValue) el.nodeValue = n.nodeValue;
+    return;
+  }
+  for (const { name } of [...el.attributes]) if (!n.hasAttribute(name)) el.removeAttribute(name);
+  for (const { name, value } of n.attributes) {
+    if (name === 'style') continue;
+    if (el.getAttribute(name) !== value) el.setAttribute(name, value);
+  }
+  // Inline styles through the CSSOM (the CSP refuses style attributes).
+  if (el.style.cssText !== n.style.cssText) {
+    for (const p of [...el.style]) if (!n.style.getPropertyValue(p)) el.style.removeProperty(p);
+    for (const p of n.style) el.style.setProperty(p, n.style.getPropertyValue(p), n.style.getPropertyPriority(p));
+  }
+  for (const [type, fn] of Object.entries(n.handlers || {})) on(el, type, fn);
+  for (const type of Object.keys(el.handlers || {})) if (!n.handlers?.[type]) el.handlers[type] = null;
+  patch(el, ...n.childNodes);
 }
 
 // ---- formatting ----

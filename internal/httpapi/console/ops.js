@@ -3,7 +3,7 @@
 // (#/rebuilds, #/rebuilds/<id>). A tenant's token gets 403 from their
 // routes: the page says an operator token is needed.
 
-import { h, api, num, when, clock, dur, errorText, forbidden, confirmDialog, hashParams } from './lib.js';
+import { h, patch, api, num, when, clock, dur, errorText, forbidden, confirmDialog, hashParams } from './lib.js';
 
 export const LAG_REFRESH_MS = 3000;
 // FRESHNESS_ALERT_S is the threshold of the alert SNAPSHOT_FRESHNESS_LOW:
@@ -60,17 +60,17 @@ export function lagPage(view, group) {
       render(r);
     } catch (e) {
       if (gone) return;
-      if (e.status === 403) { denied = true; status.replaceChildren(); body.replaceChildren(forbidden('The lag page', e)); return; }
+      if (e.status === 403) { denied = true; patch(status); patch(body, forbidden('The lag page', e)); return; }
       if (e.status === 404 && group) {
         // An unknown group: said once, not asked again every few seconds.
         denied = true;
-        status.replaceChildren();
-        body.replaceChildren(h('div', { class: 'not-found', testid: 'not-found' }, h('p', {}, `No consumer group ${group}: ${errorText(e)}`),
+        patch(status);
+        patch(body, h('div', { class: 'not-found', testid: 'not-found' }, h('p', {}, `No consumer group ${group}: ${errorText(e)}`),
           h('a', { href: '#/lag' }, 'All consumer groups')));
         return;
       }
       refreshLine(status, okAt, e);
-      if (!okAt) body.replaceChildren(h('div', { class: 'notice error', role: 'alert', testid: 'lag-error' }, 'Could not read consumer lag: ', errorText(e)));
+      if (!okAt) patch(body, h('div', { class: 'notice error', role: 'alert', testid: 'lag-error' }, 'Could not read consumer lag: ', errorText(e)));
       else body.classList.add('outdated');
     } finally {
       if (!gone && !denied) timer = setTimeout(refresh, LAG_REFRESH_MS);
@@ -88,7 +88,7 @@ export function lagPage(view, group) {
     const sorted = group ? groups : [...groups].sort(sortBy.value === 'name' ? (a, b) => a.group.localeCompare(b.group)
       : (a, b) => healthy(a) - healthy(b) || (b.freshnessSeconds ?? 0) - (a.freshnessSeconds ?? 0)
         || (b.totalLag ?? 0) - (a.totalLag ?? 0) || a.group.localeCompare(b.group));
-    body.replaceChildren(...notes, ...sorted.map(groupCard));
+    patch(body, ...notes, ...sorted.map(groupCard));
     if (admin && groups[0]) admin.update(groups[0]);
   }
 
@@ -97,11 +97,9 @@ export function lagPage(view, group) {
     const who = m => m ? [m.clientId || '—', m.instanceId ? ` · instance ${m.instanceId}` : '', m.host ? ` · ${m.host}` : ''].join('') : '—';
     const fine = healthy(g);
     const card = (head, rest) => {
-      if (group) return h('section', { class: 'card', testid: 'lag-group', 'data-group': g.group }, head, rest);
-      const d = h('details', { class: 'card group', testid: 'lag-group', 'data-group': g.group, 'data-healthy': String(fine),
-        open: opened.has(g.group) ? opened.get(g.group) : !fine }, h('summary', {}, head), rest);
-      d.addEventListener('toggle', () => opened.set(g.group, d.open));
-      return d;
+      if (group) return h('section', { class: 'card', testid: 'lag-group', 'data-group': g.group, 'data-key': `group:${g.group}` }, head, rest);
+      return h('details', { class: 'card group', testid: 'lag-group', 'data-group': g.group, 'data-key': `group:${g.group}`, 'data-healthy': String(fine),
+        open: opened.has(g.group) ? opened.get(g.group) : !fine, ontoggle: e => opened.set(g.group, e.currentTarget.open) }, h('summary', {}, head), rest);
     };
     return card(h('div', { class: 'group-head' },
       h('div', { class: 'card-head' },
@@ -315,18 +313,18 @@ export function deadLettersPage(view) {
   function render() {
     more.hidden = !cursor;
     retryAll.hidden = !rows.length || !!runId;
-    if (error?.status === 403) { retryAll.hidden = true; body.replaceChildren(forbidden('The dead-letter page', error)); return; }
+    if (error?.status === 403) { retryAll.hidden = true; patch(body, forbidden('The dead-letter page', error)); return; }
     const err = error ? h('div', { class: 'notice error', role: 'alert', testid: 'dl-error' }, 'Could not list dead letters: ', errorText(error)) : '';
     if (by) {
       const gs = groups?.groups || [];
       retryAll.hidden = !gs.length;
       more.hidden = true;
       if (!gs.length) {
-        body.replaceChildren(err, loaded && !error ? h('p', { class: 'muted', testid: 'dl-empty' }, 'No dead letters: the relay has published every record.') : '');
+        patch(body, err, loaded && !error ? h('p', { class: 'muted', testid: 'dl-empty' }, 'No dead letters: the relay has published every record.') : '');
         return;
       }
       const what = g => by === 'error' ? `the ${num(g.count)} dead letter${g.count === 1 ? '' : 's'} with error ${g.key}` : `the ${num(g.count)} dead letter${g.count === 1 ? '' : 's'} of run ${g.key}`;
-      body.replaceChildren(err, groups.truncated ? h('p', { class: 'notice', role: 'status' }, 'More groups exist than the 100 largest listed here.') : '',
+      patch(body, err, groups.truncated ? h('p', { class: 'notice', role: 'status' }, 'More groups exist than the 100 largest listed here.') : '',
         h('div', { class: 'table-box' }, h('table', { class: 'cards', testid: 'dl-groups' },
           h('thead', {}, h('tr', {}, [by === 'error' ? 'Error code' : 'Run', 'Letters', 'First failed', 'Last failed', by === 'error' ? 'An example' : 'Tenant', '']
             .map((c, i) => h('th', { scope: 'col', class: i === 1 ? 'num' : '' }, c)))),
@@ -341,10 +339,10 @@ export function deadLettersPage(view) {
       return;
     }
     if (!rows.length) {
-      body.replaceChildren(err, loaded && !error ? h('p', { class: 'muted', testid: 'dl-empty' }, runId ? `No dead letters for run ${runId}.` : 'No dead letters: the relay has published every record.') : '');
+      patch(body, err, loaded && !error ? h('p', { class: 'muted', testid: 'dl-empty' }, runId ? `No dead letters for run ${runId}.` : 'No dead letters: the relay has published every record.') : '');
       return;
     }
-    body.replaceChildren(err, h('div', { class: 'table-box' }, h('table', { class: 'cards', testid: 'dl-table' },
+    patch(body, err, h('div', { class: 'table-box' }, h('table', { class: 'cards', testid: 'dl-table' },
       h('thead', {}, h('tr', {}, ['Id', 'Run', 'Seq', 'Type', 'Tenant', 'Attempts', 'Last error', 'Dead since', ''].map(c => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, rows.map(d => h('tr', { testid: 'dl-row', 'data-id': d.id, 'data-key': `dl:${d.id}` },
         td('Id', { class: 'num' }, h('a', { href: `#/dead-letters/${d.id}`, testid: 'dl-link' }, d.id)),
@@ -495,9 +493,9 @@ export function rebuildPage(view, id) {
       b = (await api(`/v1/rebuilds/${encodeURIComponent(id)}`)).rebuild;
     } catch (e) {
       if (gone) return;
-      if (e.status === 403) { body.replaceChildren(forbidden('The rebuild page', e)); return; }
-      if (e.status === 404) { body.replaceChildren(h('div', { class: 'not-found', testid: 'not-found' }, `No rebuild ${id}: it was never started, or its record expired (rebuilds are kept for 7 days).`)); return; }
-      status.replaceChildren(h('span', { class: 'error', role: 'alert', testid: 'refresh-error' }, `Refresh failed at ${clock(new Date())}: ${errorText(e)}`));
+      if (e.status === 403) { patch(body, forbidden('The rebuild page', e)); return; }
+      if (e.status === 404) { patch(body, h('div', { class: 'not-found', testid: 'not-found' }, `No rebuild ${id}: it was never started, or its record expired (rebuilds are kept for 7 days).`)); return; }
+      patch(status, h('span', { class: 'error', role: 'alert', testid: 'refresh-error' }, `Refresh failed at ${clock(new Date())}: ${errorText(e)}`));
       timer = setTimeout(poll, REBUILD_POLL_MS * 3);
       return;
     }
@@ -505,7 +503,7 @@ export function rebuildPage(view, id) {
     okAt = new Date();
     status.textContent = b.state === 'running' ? `Refreshed at ${clock(okAt)}, every second.` : `Finished; read at ${clock(okAt)}.`;
     const pct = b.total ? Math.round(((b.done + b.failed) / b.total) * 100) : b.state === 'running' ? 0 : 100;
-    body.replaceChildren(
+    patch(body,
       h('p', { class: 'status-line' }, h('span', { class: `badge s-${b.state === 'done' ? 'completed' : b.state === 'failed' ? 'failed' : 'running'}`, testid: 'rebuild-state' }, b.state.toUpperCase())),
       h('progress', { max: 100, value: pct, testid: 'rebuild-progress', 'aria-label': 'Rebuild progress' }),
       h('p', { testid: 'rebuild-counts' }, rebuildCounts(b, pct)),

@@ -3,7 +3,7 @@
 // in the store and their archive files, the retention process's last pass
 // and the next removal. GET /v1/retention, refreshed every 10 s.
 
-import { h, api, num, when, clock, size, dur, errorText, forbidden } from './lib.js';
+import { h, patch, api, num, when, clock, size, dur, errorText, forbidden } from './lib.js';
 
 export const RETENTION_REFRESH_MS = 10000;
 
@@ -26,14 +26,14 @@ export function retentionPage(view) {
       const r = await api('/v1/retention');
       if (gone) return;
       okAt = new Date();
-      status.replaceChildren(h('span', { testid: 'refreshed-at', 'data-at': okAt.toISOString() }, `Refreshed at ${clock(okAt)}, every ${RETENTION_REFRESH_MS / 1000} s.`));
+      patch(status, h('span', { testid: 'refreshed-at', 'data-at': okAt.toISOString() }, `Refreshed at ${clock(okAt)}, every ${RETENTION_REFRESH_MS / 1000} s.`));
       render(r);
     } catch (e) {
       if (gone) return;
-      if (e.status === 403) { denied = true; status.replaceChildren(); body.replaceChildren(forbidden('The retention page', e)); return; }
-      status.replaceChildren(h('span', { class: 'error', role: 'alert', testid: 'refresh-error' },
+      if (e.status === 403) { denied = true; patch(status); patch(body, forbidden('The retention page', e)); return; }
+      patch(status, h('span', { class: 'error', role: 'alert', testid: 'refresh-error' },
         `Refresh failed at ${clock(new Date())}: ${errorText(e)}${okAt ? ' Showing the last good answer.' : ''}`));
-      if (!okAt) body.replaceChildren(h('div', { class: 'notice error', role: 'alert', testid: 'retention-error' }, 'Could not read the retention status: ', errorText(e)));
+      if (!okAt) patch(body, h('div', { class: 'notice error', role: 'alert', testid: 'retention-error' }, 'Could not read the retention status: ', errorText(e)));
       else body.classList.add('outdated');
     } finally {
       if (!gone && !denied) timer = setTimeout(refresh, RETENTION_REFRESH_MS);
@@ -64,7 +64,7 @@ export function retentionPage(view) {
       `${num(inStore.length)} partition${inStore.length === 1 ? '' : 's'} in the store, ${size(inStore.reduce((a, p) => a + (p.bytes || 0), 0))}; `
       + `${num(parts.reduce((a, p) => a + (p.openRuns || 0), 0))} open runs; `
       + `${num(parts.reduce((a, p) => a + (p.archiveFiles || 0), 0))} archive files, ${size(parts.reduce((a, p) => a + (p.archiveBytes || 0), 0))}.`);
-    body.replaceChildren(summary, next, totals, !parts.length ? h('p', { class: 'muted' }, 'No partition.') :
+    patch(body, summary, next, totals, !parts.length ? h('p', { class: 'muted' }, 'No partition.') :
       h('div', { class: 'table-box' }, h('table', { class: 'cards', testid: 'retention-table' },
         h('thead', {}, h('tr', {}, ['Partition', 'Runs began', 'State', 'Size', 'Runs', 'Open', 'Archive', 'Held by']
           .map((c, i) => h('th', { scope: 'col', class: [3, 4, 5].includes(i) ? 'num' : '' }, c)))),

@@ -2,7 +2,7 @@
 // the stored events, live updates, Resync; a not-found page for an
 // unknown run; every failure shown as such, never as an empty state.
 
-import { h, api, watch, conn, when, dur, size, badge, staleBadge, keepFocus, onTick, errorText, clock, TERMINAL, FAILED_ATTEMPTS_TITLE } from './lib.js';
+import { h, patch, api, watch, conn, when, dur, size, badge, staleBadge, keepFocus, onTick, errorText, clock, TERMINAL, FAILED_ATTEMPTS_TITLE } from './lib.js';
 
 const EVENTS_PAGE = 50;
 
@@ -135,7 +135,7 @@ export function runPage(view, id) {
   function renderHead() {
     const s = snap;
     const item = (k, v, testid) => [h('dt', {}, k), h('dd', { testid }, v)];
-    head.replaceChildren(
+    patch(head,
       h('p', { class: 'status-line' }, badge(s.status, s.substatus), ' ', staleBadge(s.stale),
         s.stale ? h('span', { class: 'muted', testid: 'stale-note' }, ' The projector saw a gap: this view may be behind the store until it resyncs (or press Resync).') : ''),
       s.error ? h('div', { class: 'run-error', role: 'alert', testid: 'run-error' },
@@ -158,13 +158,13 @@ export function runPage(view, id) {
 
   function renderSteps() {
     const list = snap.steps || [];
-    if (!list.length) { steps.replaceChildren(h('p', { class: 'muted' }, 'No steps yet.')); return; }
+    if (!list.length) { patch(steps, h('p', { class: 'muted' }, 'No steps yet.')); return; }
     const cols = ['Step', 'Status', 'Attempt', 'Started', 'Duration', 'Error', 'Artifacts'];
     const th = c => c === 'Duration'
       ? h('th', { scope: 'col', class: 'num', testid: 'steps-duration-header',
         title: `${SOURCE_TITLE.engine}\nOtherwise: ${SOURCE_TITLE.event}` }, 'Duration ', h('span', { class: 'muted' }, '(engine, else event time)'))
       : h('th', { scope: 'col' }, c);
-    steps.replaceChildren(h('div', { class: 'table-box' }, h('table', { class: 'steps', testid: 'steps-table' },
+    patch(steps, h('div', { class: 'table-box' }, h('table', { class: 'steps', testid: 'steps-table' },
       h('thead', {}, h('tr', {}, cols.map(th))),
       list.map(step => {
         const all = attemptsOf(step);
@@ -211,7 +211,7 @@ export function runPage(view, id) {
 
   function renderTimeline() {
     const bars = (snap.steps || []).flatMap(s => attemptsOf(s).filter(a => a.startedAt).map(a => ({ step: s.stepId, a })));
-    if (!bars.length) { timeline.replaceChildren(h('p', { class: 'muted' }, 'No step has started yet.')); return; }
+    if (!bars.length) { patch(timeline, h('p', { class: 'muted' }, 'No step has started yet.')); return; }
     const start = a => Date.parse(a.startedAt);
     // Event time only: completedAt, else (running) now, else (a finished
     // run's unfinished attempt) its start.
@@ -219,8 +219,8 @@ export function runPage(view, id) {
     const t0 = Math.min(...bars.map(b => start(b.a)), Date.parse(snap.startedAt) || Infinity);
     const t1 = Math.max(...bars.map(b => end(b.a)), Date.parse(snap.completedAt) || 0, t0 + 1);
     const pct = t => `${((t - t0) / (t1 - t0)) * 100}%`;
-    timeline.replaceChildren(h('div', { class: 'timeline', testid: 'timeline', role: 'list' },
-      bars.map(({ step, a }) => h('div', { class: 'tl-row', role: 'listitem', testid: 'timeline-bar' },
+    patch(timeline, h('div', { class: 'timeline', testid: 'timeline', role: 'list' },
+      bars.map(({ step, a }) => h('div', { class: 'tl-row', role: 'listitem', testid: 'timeline-bar', 'data-key': `tl:${step}#${a.logicalAttemptId}` },
         h('span', { class: 'tl-label' }, `${step} #${a.logicalAttemptId}`),
         h('div', { class: 'tl-track' }, h('div', {
           class: `tl-bar s-${a.status.toLowerCase()}`, style: { left: pct(start(a)), width: `max(3px, ${pct(end(a) + t0 - start(a))})` },
@@ -251,7 +251,7 @@ export function runPage(view, id) {
 
   function renderArtifacts() {
     const list = artifactsOf(snap);
-    arts.replaceChildren(list.length ? h('div', { class: 'table-box' }, h('table', { testid: 'artifacts-table' },
+    patch(arts, list.length ? h('div', { class: 'table-box' }, h('table', { testid: 'artifacts-table' },
       h('thead', {}, h('tr', {}, ['URI', 'From', 'Kind', 'Size', 'SHA-256'].map(c => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, list.map(x => h('tr', { testid: 'artifact-row' }, h('td', {}, h('code', {}, x.uri)),
         h('td', { testid: 'artifact-from' }, x.from), h('td', {}, x.kind),
@@ -305,19 +305,19 @@ export function runPage(view, id) {
   function renderEvents() {
     evErr.hidden = !evError;
     if (evError) {
-      evErr.replaceChildren(h('strong', {}, 'Could not read events: '), errorText(evError),
+      patch(evErr, h('strong', {}, 'Could not read events: '), errorText(evError),
         events.length ? ` The events below were read at ${clock(evAt)} and may be incomplete.` : '');
     }
     older.hidden = oldest <= 1 || !events.length;
     if (!events.length) {
-      evBox.replaceChildren(evError || !evAt ? '' : h('p', { class: 'muted', testid: 'events-empty' }, 'No events.'));
+      patch(evBox, evError || !evAt ? '' : h('p', { class: 'muted', testid: 'events-empty' }, 'No events.'));
       return;
     }
-    evBox.replaceChildren(h('div', { class: 'table-box' }, h('table', { class: 'events', testid: 'events-table' },
+    patch(evBox, h('div', { class: 'table-box' }, h('table', { class: 'events', testid: 'events-table' },
       h('thead', {}, h('tr', {}, [['Seq'], ['Type'], ['Step'], ['Attempt'],
         ['Emitted', 'The engine\'s clock: the envelope\'s emittedAt'], ['Persisted', 'The store\'s clock: persistedAt, when Postgres accepted the event'], ['Payload']]
         .map(([c, t]) => h('th', { scope: 'col', title: t }, c)))),
-      h('tbody', {}, events.map(e => h('tr', { testid: 'event-row', 'data-seq': e.runSeq },
+      h('tbody', {}, events.map(e => h('tr', { testid: 'event-row', 'data-seq': e.runSeq, 'data-key': `ev:${e.runSeq}` },
         h('td', { class: 'num' }, e.runSeq), h('td', { testid: 'event-type' }, e.eventType), h('td', {}, e.stepId || '—'),
         h('td', { class: 'num' }, `${e.logicalAttemptId}/${e.engineAttemptId}`),
         h('td', {}, when(e.emittedAt)), h('td', {}, when(e.persistedAt)),

@@ -1,7 +1,7 @@
 // runstream console: the runs list (#/runs?status=&runIdPrefix=&engineRunRef=&plan=&from=&to=&sort=&order=&tenant=).
 // Every filter lives in the hash, so a view deep-links and survives a reload.
 
-import { h, api, watch, conn, token, when, dur, num, badge, staleBadge, keepFocus, hashParams, errorText, STATUSES, clock, FAILED_ATTEMPTS_TITLE, confirmDialog } from './lib.js';
+import { h, patch, api, watch, conn, token, when, dur, num, badge, staleBadge, keepFocus, hashParams, errorText, STATUSES, clock, FAILED_ATTEMPTS_TITLE, confirmDialog } from './lib.js';
 
 // Hash keys and the API parameters they become.
 const FIELDS = [
@@ -161,7 +161,7 @@ export function runsPage(view) {
     const exact = last && last.total != null;
     const total = last ? (exact ? last.total : Object.values(counts || {}).reduce((a, b) => a + b, 0)) : null;
     // No answer: counts are unknown ("—"), never 0.
-    filters.replaceChildren(...['', ...STATUSES].map(s => h('button', {
+    patch(filters, ...['', ...STATUSES].map(s => h('button', {
       type: 'button', 'aria-pressed': String(s === f.status), testid: `filter-${s || 'ALL'}`,
       onclick: () => { f.status = s; restart(); },
     }, s || 'All', ' ', h('span', { class: 'count', testid: `count-${s || 'ALL'}` }, !last ? '—' : s ? num(counts?.[s] ?? 0) : num(total)))));
@@ -171,7 +171,7 @@ export function runsPage(view) {
     // The counts are the tenant's, never the search's: said plainly when
     // a search narrows the list below them.
     const narrowed = searching();
-    countNote.replaceChildren(!last ? '' : exact
+    patch(countNote, !last ? '' : exact
       ? `Counts are exact, over all ${num(total)} runs of ${tenantLabel()} with a snapshot.`
       : `Counts cover only the ${num(total)} most recently updated runs this API counts (up to 1,000); older runs are not counted.`,
     last && narrowed ? h('strong', { testid: 'counts-not-search' }, ' They count every run, not this search: the search narrows the list below, not these numbers.') : '',
@@ -204,12 +204,12 @@ export function runsPage(view) {
         `Searched ${last.scanned != null ? `${num(last.scanned)} runs` : 'a bounded part of the catalog'} and found ${num(rows.length)} so far: these filters combine more than one index, so each request scans a bounded number of runs. `,
         h('button', { type: 'button', testid: 'scan-continue', onclick: () => load(true), disabled: !cursor }, 'Continue searching')));
     }
-    banners.replaceChildren(...notes);
+    patch(banners, ...notes);
 
     // An error is never hidden behind an empty state.
     msg.hidden = !error;
     if (error) {
-      msg.replaceChildren(h('strong', {}, 'Could not list runs: '), errorText(error),
+      patch(msg, h('strong', {}, 'Could not list runs: '), errorText(error),
         rows.length && loadedAt ? ` The list below is from ${clock(loadedAt)} and may be out of date.` : '');
     }
     more.hidden = !cursor || !!last?.scanLimited;
@@ -217,9 +217,9 @@ export function runsPage(view) {
     const shown = f.status ? rows.filter(r => r.status === f.status) : rows;
     body.classList.toggle('outdated', !!error || !conn.healthy());
     if (!shown.length) {
-      if (error || !last || last.scanLimited) { body.replaceChildren(); return; }
+      if (error || !last || last.scanLimited) { patch(body); return; }
       const gap = last.storeRuns != null && last.total != null && last.storeRuns > last.total;
-      body.replaceChildren(h('p', { class: 'muted', testid: 'runs-empty', 'data-gap': gap || null },
+      patch(body, h('p', { class: 'muted', testid: 'runs-empty', 'data-gap': gap || null },
         gap ? 'No run shown has a snapshot yet: see above.'
           : searching() ? 'No runs match these filters.' : f.status ? `No ${f.status} runs.`
             : 'No runs yet. Append events with POST /v1/events, or start runstream dev --demo.'));
@@ -227,7 +227,7 @@ export function runsPage(view) {
     }
     const cols = ['Run', 'Status', 'Plan', 'Engine run', 'Steps', 'Started', 'Updated', 'Duration (event time)'];
     const td = (label, attrs, ...kids) => h('td', { 'data-label': label, ...attrs }, ...kids);
-    keepFocus(() => body.replaceChildren(h('div', { class: 'table-box' }, h('table', { class: 'runs cards', testid: 'runs-table' },
+    keepFocus(() => patch(body, h('div', { class: 'table-box' }, h('table', { class: 'runs cards', testid: 'runs-table' },
       h('thead', {}, h('tr', {}, cols.map(c => h('th', { scope: 'col', 'aria-sort': sortOf(c) }, c)))),
       h('tbody', {}, shown.map(r => h('tr', { testid: 'run-row', 'data-run-id': r.runId, 'data-key': r.runId },
         td('Run', {}, h('a', { href: `#/runs/${encodeURIComponent(r.runId)}`, class: 'mono', testid: 'run-link' }, r.runId)),

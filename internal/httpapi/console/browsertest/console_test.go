@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
 	"github.com/runstream/runstream/internal/testenv"
@@ -135,6 +136,60 @@ func TestConsole_RunGoesLive(t *testing.T) {
 	b.waitText(`[data-testid=count-COMPLETED]`, "1")
 	b.waitText(`[data-testid=count-RUNNING]`, "0")
 	b.shots("live-runs-list-completed")
+	b.noExceptions()
+}
+
+// TestConsole_LiveUpdatesKeepTheRows: a live update of one run leaves the
+// other rows' elements in place. An operator copying a run id keeps the
+// selection, and a click on a run's link whose button went down before
+// another run changed still opens that run. (The list used to rebuild its
+// table on every change: the selection went, and a click pressed on a
+// link that a re-render replaced before the button came up was lost.)
+func TestConsole_LiveUpdatesKeepTheRows(t *testing.T) {
+	t.Parallel() // each test has its own dev process and tab; they mostly wait
+	chrome := chromium(t)
+	_, schema := testenv.Postgres(t, 5)
+	testenv.Redis(t)
+	base, _, stop := startDev(t, devEnv(t, schema))
+	defer stop()
+	requireConsole(t, base)
+	b := newBrowser(t, chrome)
+
+	tenant := "console_" + testenv.RandomID(4)
+	a, other := workload.NewIdentity(tenant), workload.NewIdentity(tenant)
+	t0 := time.Now().Add(-time.Minute)
+	appendEvents(t, base, "",
+		workload.Event(other, store.EventRunStarted, "", 1, 1, t0, nil),
+		workload.Event(a, store.EventRunStarted, "", 1, 1, t0.Add(time.Second), nil))
+
+	// By start time: the other run's changes never move a's row.
+	b.do(chromedp.Navigate(base + "/#/runs?sort=startedAt&tenant=" + tenant))
+	b.waitRows([]string{a.RunID, other.RunID}, "both runs, the later-started first")
+	b.waitLive()
+	link := fmt.Sprintf(`document.querySelector('tr[data-run-id=%q] [data-testid=run-link]')`, a.RunID)
+	otherSteps := fmt.Sprintf(`tr[data-run-id=%q] td[data-label=Steps]`, other.RunID)
+	otherStatus := fmt.Sprintf(`tr[data-run-id=%q] [data-testid=status]`, other.RunID)
+	b.eval(`(() => { const l = ` + link + `; l.keptByTest = 'yes'; getSelection().selectAllChildren(l); return ''; })()`)
+
+	appendEvents(t, base, "", workload.Event(other, store.EventStepStarted, "extract", 1, 1, t0.Add(2*time.Second), nil))
+	b.waitText(otherSteps, "1")
+	if got := b.eval(link + `.keptByTest || 'replaced'`); got != "yes" {
+		b.fail("a's run link after the other run changed: %s, want the same element", got)
+	}
+	if got := b.eval(`getSelection().toString()`); got != a.RunID {
+		b.fail("the selection after the other run changed: %q, want a's run id %q", got, a.RunID)
+	}
+
+	// The button goes down on a's link, the other run completes (the
+	// list and its counts re-render), then the button comes up.
+	x, y := b.centre(link)
+	b.do(chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x, y, chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	appendEvents(t, base, "", workload.Event(other, store.EventRunCompleted, "", 1, 1, t0.Add(3*time.Second), nil))
+	b.waitText(otherStatus, "COMPLETED")
+	b.waitText(`[data-testid=count-COMPLETED]`, "1")
+	b.do(chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x, y, chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	b.waitTrue(`location.hash === `+jsString("#/runs/"+a.RunID), "the click on a's link, pressed before the re-render, to open a's run")
+	b.waitText(`.status-line [data-testid=status]`, "RUNNING")
 	b.noExceptions()
 }
 
@@ -541,6 +596,17 @@ func (b *browser) waitRows(ids []string, what string) {
 	b.t.Helper()
 	want, _ := json.Marshal(ids)
 	b.waitTrue(fmt.Sprintf(`JSON.stringify([...document.querySelectorAll('[data-testid=run-row]')].map(r => r.dataset.runId)) === %s`, jsString(string(want))), what)
+}
+
+// centre returns the viewport coordinates of the middle of the element a
+// JavaScript expression names, scrolled into view first.
+func (b *browser) centre(expr string) (x, y float64) {
+	b.t.Helper()
+	v := b.eval(`(() => { const e = ` + expr + `; e.scrollIntoView({ block: 'center' }); const r = e.getBoundingClientRect(); return (r.left + r.width / 2) + ' ' + (r.top + r.height / 2); })()`)
+	if _, err := fmt.Sscan(v, &x, &y); err != nil {
+		b.fail("the position of %s: %q: %v", expr, v, err)
+	}
+	return x, y
 }
 
 // viewShot saves what the 1,400 px viewport shows (not the whole page):
