@@ -121,7 +121,7 @@ func TestBenchProject_AllPhasesConsistent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"catch-up: 20000 events over 400 runs", "target 50%", "target p99 < 50.00ms at 1000 events/s",
-		"memory: 2000 active runs", "runstream projector: peak RSS"} {
+		"memory: 2000 active runs", " projector: peak RSS"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}
