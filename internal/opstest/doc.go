@@ -21,7 +21,11 @@
 //     reader outside the repository (to the design notes or the folder
 //     beside the checkout; only the peer-schema check's run-time path is
 //     allowed): a clone is all a reader has. docs/ARCHITECTURE.md's
-//     package table is checked against `go list` here too.
+//     package table is checked against `go list` here too;
+//   - the modules test: the nested test modules (the console's browser
+//     tests, the OpenAPI contract test) compile the main module's versions
+//     of every module both compile, so make test builds those packages
+//     once.
 //
 // The alert rules' own unit tests are promtool's (deploy/prometheus/
 // alerts_test.yml), run by scripts/test.sh.
