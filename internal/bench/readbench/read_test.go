@@ -42,10 +42,11 @@ func TestBenchRead_SmallRun(t *testing.T) {
 	testenv.Redis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	// Changes far enough apart that a loaded machine does not coalesce
-	// two of them (a watcher is sent the latest state, so a change
-	// overtaken before its fan-out counts as missed): this test is about
-	// every change reaching the watchers of its run, not about speed.
+	// Changes far enough apart that a quiet machine does not coalesce two
+	// of them. A watcher is sent the latest state, so on a loaded machine
+	// a change overtaken before its fan-out is skipped (missed) for all its
+	// run's watchers; the last change of a run is never overtaken, so every
+	// watcher must read it, and most changes must arrive.
 	shapes := []Shape{
 		{Name: ShapeFanout, Watchers: 20, Runs: 1, Changes: 10, Every: 150 * time.Millisecond},
 		{Name: ShapeSpread, Watchers: 20, Runs: 4, Changes: 12, Every: 50 * time.Millisecond},
@@ -73,8 +74,12 @@ func TestBenchRead_SmallRun(t *testing.T) {
 			ar   ArmRound
 			sum  ArmSummary
 		}{{ArmRunstream, s.Rounds[0].Runstream, s.Runstream}, {ArmBaseline, s.Rounds[0].Baseline, s.Baseline}} {
-			if a.ar.Expected != want || a.ar.Deliveries != want || a.ar.Missed != 0 {
-				t.Errorf("%s %s: %d of %d expected deliveries (want %d), %d missed", s.Name, a.name, a.ar.Deliveries, a.ar.Expected, want, a.ar.Missed)
+			if a.ar.Expected != want || a.ar.Deliveries < want/2 || a.ar.Missed != want-a.ar.Deliveries || a.ar.FinalMissed != 0 {
+				t.Errorf("%s %s: %d of %d expected deliveries (want %d, at least half of them read), %d missed, %d watchers without their run's last change (want 0)",
+					s.Name, a.name, a.ar.Deliveries, a.ar.Expected, want, a.ar.Missed, a.ar.FinalMissed)
+			}
+			if a.ar.Missed > 0 {
+				t.Logf("%s %s: %d of %d deliveries skipped by latest-wins (changes overtaken on a loaded machine)", s.Name, a.name, a.ar.Missed, want)
 			}
 			if a.ar.Latency.P50 <= 0 || a.ar.Latency.Max < a.ar.Latency.P99 || a.sum.P99 != a.ar.Latency.P99 {
 				t.Errorf("%s %s: latency %+v, summary %+v", s.Name, a.name, a.ar.Latency, a.sum)

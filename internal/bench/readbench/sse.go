@@ -131,6 +131,10 @@ type ArmRound struct {
 	Deliveries int64 `json:"deliveries"`
 	Expected   int64 `json:"expected"`
 	Missed     int64 `json:"missed"`
+	// FinalMissed are watchers that never read their run's last change:
+	// a latest-wins skip cannot explain those (nothing overtakes the last
+	// change), so each is an event lost for good.
+	FinalMissed int64 `json:"finalMissed"`
 	// ConnectMs is the time until every watcher had its first event.
 	ConnectMs float64 `json:"connectMs"`
 	// Foreign are messages on the updates channel during the baseline arm
@@ -424,6 +428,13 @@ func measureArm(ctx context.Context, env *sseEnv, newAPI func() (*httpapi.Server
 	}
 	ar.Deliveries = int64(len(lats))
 	ar.Missed = ar.Expected - ar.Deliveries
+	last := map[int]int{} // run -> index of its last change
+	for k := range changes {
+		last[changes[k].run] = k
+	}
+	for _, k := range last {
+		ar.FinalMissed += int64(watchersOf(changes[k].run)) - got[k]
+	}
 	ar.Latency = harness.Summarize(lats)
 	return ar, nil
 }
