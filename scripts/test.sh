@@ -306,20 +306,6 @@ binary_build() {
 }
 export -f binary_build
 bg_stage binary binary_build
-# The OpenAPI test's validator (libopenapi and its dependencies, built
-# without -race as the openapi stage builds them) imports nothing of
-# runstream's: built here in the background, at a lower priority than the
-# linter, it is cached by the time the openapi stage builds the test. From
-# an empty build cache that stage otherwise ended a minute after the rest.
-openapi_prebuild() {
-  cd internal/httpapi/openapitest &&
-    # shellcheck disable=SC2086 # a list of flags
-    nice -n 10 go build -race $openapi_norace github.com/pb33f/libopenapi \
-      github.com/pb33f/libopenapi-validator github.com/pb33f/libopenapi-validator/errors
-}
-export openapi_norace
-export -f openapi_prebuild
-bg_stage openapi-build openapi_prebuild
 stage lint-build lint_build
 if [ ! -x "$work/runstream-lint" ]; then
   log "the linter did not build; stopping here"
@@ -334,6 +320,7 @@ long_stage vet go vet -race ./...
 # -race; from here the background stages and the main module's tests reuse
 # those compilations.
 export -f browser_tests openapi_tests clients_tests
+export openapi_norace
 # The stages below run the binary: wait for its build (bg_wait would
 # report it at the end with the others).
 # bg_pid NAME: the process of background stage NAME.
