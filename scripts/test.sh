@@ -351,11 +351,11 @@ stage jaeger-wait wait_jaeger
 bg_stage browser browser_tests
 bg_stage openapi openapi_tests
 bg_stage clients clients_tests
-# Four packages' tests at once (go test's default is one per core): most
-# of them wait on Postgres, Redis, the broker and their own timers, and at
-# two the stage kept the two cores about half busy (-p 2: 313 s of wall
-# time for 323 s of CPU; -p 4: 206 s for 288 s, warm cache).
-long_stage go-test bash -c 'set -o pipefail; go test -race -p 4 -count=1 -timeout 15m ./... 2>&1 | tee "$0"' "$work/gotest.log"
+# One package's tests per core (go test's default). Four at once kept the
+# cores busier (-p 2: 313 s of wall time for 323 s of CPU; -p 4: 206 s for
+# 288 s, warm cache), but under that load TestChaos once failed to converge
+# after its Redis was emptied: not used until that is understood.
+long_stage go-test bash -c 'set -o pipefail; go test -race -count=1 -timeout 15m ./... 2>&1 | tee "$0"' "$work/gotest.log"
 bg_wait
 
 echo "test: stage times (s):" >&2
