@@ -48,9 +48,13 @@ func isDigestForm(defs [2]string) bool {
 		(strings.HasSuffix(defs[1], "(tenant_id, persisted_at)") || isTenantHashForm(defs))
 }
 
+// tenantHashKey ends the definition of migration 0024's audit index, as
+// pg_indexes prints it.
+const tenantHashKey = "(hashtextextended(tenant_id, (0)::bigint), persisted_at)"
+
 // isTenantHashForm: the audit index of migration 0024.
 func isTenantHashForm(defs [2]string) bool {
-	return strings.HasSuffix(defs[1], "(hashtextextended(tenant_id, (0)::bigint), persisted_at)")
+	return strings.HasSuffix(defs[1], tenantHashKey)
 }
 
 // TestEventIndexes_NewPartitionsIndexTheDigest: since migration 0019 a
